@@ -1,0 +1,47 @@
+# streamrt top-level Makefile. `make demo` on a fresh machine installs what is missing,
+# builds, and runs the main job; `make test` builds and runs the whole suite.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+DEBIAN_PACKAGES := cmake g++ make pkg-config libonnx-dev libonnx-testdata libprotobuf-dev \
+  protobuf-compiler libflatbuffers-dev flatbuffers-compiler libopenblas-dev libgtest-dev \
+  libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev libssl-dev \
+  libxxhash-dev pybind11-dev python3-numpy
+
+.PHONY: all build deps demo test test-asan clean
+
+all: build
+
+# Installs the Debian packages that are missing (needs root or sudo).
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: deps build
+	./scripts/demo.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu-only
+
+$(ASAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSTREAMRT_SANITIZE=ON $(CMAKE_ARGS)
+
+test-asan: $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -LE "gpu-only|slow"
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,52 @@
+// Element types and tensor dimensions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "streamrt/status.h"
+
+namespace streamrt {
+
+// Numbering is part of the plan format: never renumber, only append.
+enum class DataType : uint8_t {
+  kUndefined = 0,
+  kFloat32 = 1,
+  kFloat16 = 2,
+  kBFloat16 = 3,
+  kInt64 = 4,
+  kInt32 = 5,
+  kInt8 = 6,
+  kUInt8 = 7,
+  kBool = 8,
+};
+
+// Bytes per element (0 for kUndefined).
+size_t dtype_size(DataType t);
+// "float32", "float16", ... ; "undefined" for kUndefined.
+const char* dtype_name(DataType t);
+// Parses a dtype_name() string.
+Result<DataType> parse_dtype(const std::string& name);
+bool is_float(DataType t);    // float32, float16, bfloat16
+bool is_integer(DataType t);  // int64, int32, int8, uint8
+// True for values that fit the enum (used when reading untrusted files).
+bool is_valid_dtype(int raw);
+
+// Dimensions; -1 (kDynamicDim) marks a dimension known only at run time.
+using Dims = std::vector<int64_t>;
+inline constexpr int64_t kDynamicDim = -1;
+
+// True when no dimension is dynamic.
+bool dims_static(const Dims& d);
+// Product of dims; 1 for a scalar. Requires static, non-negative dims.
+int64_t dims_numel(const Dims& d);
+// Product of dims, or an error on dynamic dims or overflow past `limit`.
+Result<int64_t> checked_numel(const Dims& d, int64_t limit = INT64_MAX);
+// "1x3x224x224" (dynamic as "?"), "scalar" for rank 0.
+std::string dims_to_string(const Dims& d);
+// Parses "1x3x224x224"; "?" or "-1" is dynamic. Empty string is a scalar.
+Result<Dims> parse_dims(const std::string& s);
+
+}  // namespace streamrt

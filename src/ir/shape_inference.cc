@@ -1,0 +1,85 @@
+#include "ir/shape_inference.h"
+
+namespace streamrt::ir {
+
+Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions& options) {
+  const size_t nv = graph.values.size();
+  InferResult r;
+  r.infos.resize(nv);
+  r.values.resize(nv);
+  for (size_t i = 0; i < nv; ++i) {
+    const Value& v = graph.values[i];
+    r.infos[i] = ops::TensorInfo{v.dtype, v.dims, v.has_shape, nullptr};
+  }
+  for (const auto& [id, dims] : options.input_dims) {
+    r.infos[id].dims = dims;
+    r.infos[id].has_shape = true;
+  }
+  for (const auto& [id, t] : graph.constants) r.values[id] = t;
+
+  for (const Node& node : graph.nodes) {
+    const ops::OpSchema* schema = ops::OpRegistry::global().find(node.op_type, node.domain);
+    if (!schema) return node.error(StatusCode::kUnsupported, "unsupported op");
+    std::vector<ops::TensorInfo> ins(node.inputs.size());
+    bool all_known = true;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      ValueId id = node.inputs[k];
+      if (id == kNoValue) continue;
+      ins[k] = r.infos[id];
+      ins[k].value = r.values[id] ? &*r.values[id] : nullptr;
+      if (!ins[k].value) all_known = false;
+    }
+    ops::InferContext ctx(node, ins, node.outputs.size());
+    SRT_RETURN_IF_ERROR(schema->infer(ctx));
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      ValueId id = node.outputs[k];
+      if (id == kNoValue) continue;
+      r.infos[id] = ctx.outputs()[k];
+      if (ctx.output_values()[k]) r.values[id] = std::move(ctx.output_values()[k]);
+    }
+    if (!all_known || options.max_propagated_elements <= 0) continue;
+    // Propagate contents of small outputs whose inputs are all known.
+    bool small = true;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      ValueId id = node.outputs[k];
+      if (id == kNoValue || r.values[id]) continue;
+      const auto& info = r.infos[id];
+      if (!info.has_shape || !dims_static(info.dims) ||
+          dims_numel(info.dims) > options.max_propagated_elements)
+        small = false;
+    }
+    if (!small) continue;
+    std::vector<Tensor> in_tensors(node.inputs.size());
+    for (size_t k = 0; k < node.inputs.size(); ++k)
+      if (node.inputs[k] != kNoValue) in_tensors[k] = *r.values[node.inputs[k]];
+    auto outs = ops::evaluate_on_host(node, in_tensors);
+    if (!outs.ok()) return outs.status();
+    for (size_t k = 0; k < node.outputs.size(); ++k)
+      if (node.outputs[k] != kNoValue) r.values[node.outputs[k]] = std::move((*outs)[k]);
+  }
+  return r;
+}
+
+Result<InferResult> infer_shapes(Graph& graph, const InferOptions& options) {
+  SRT_ASSIGN_OR_RETURN(InferResult r, infer_shapes_readonly(graph, options));
+  for (size_t i = 0; i < graph.values.size(); ++i) {
+    if (graph.is_constant(static_cast<ValueId>(i))) continue;
+    Value& v = graph.values[i];
+    v.dtype = r.infos[i].dtype;
+    v.dims = r.infos[i].dims;
+    v.has_shape = r.infos[i].has_shape;
+  }
+  return r;
+}
+
+std::string unsupported_ops(const Graph& graph) {
+  std::string out;
+  for (const Node& node : graph.nodes) {
+    if (ops::OpRegistry::global().find(node.op_type, node.domain)) continue;
+    if (!out.empty()) out += ", ";
+    out += (node.domain.empty() ? "" : node.domain + ".") + node.op_type + " (node '" + node.name + "')";
+  }
+  return out;
+}
+
+}  // namespace streamrt::ir

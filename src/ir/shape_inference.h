@@ -1,0 +1,36 @@
+// Shape and type inference over an ir::Graph, driven by each op's infer() rule.
+// Values of small tensors (shape tensors) are propagated by running CPU kernels, so that
+// Reshape / Expand / Slice targets computed from Shape(...) are known when shapes are static.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ops/op.h"
+
+namespace streamrt::ir {
+
+struct InferOptions {
+  // Propagate values of non-constant tensors up to this many elements (0 disables).
+  int64_t max_propagated_elements = 1 << 12;
+  // Input dims to use instead of the graph's declared ones (e.g. a profile's max shapes).
+  std::unordered_map<ValueId, Dims> input_dims;
+};
+
+struct InferResult {
+  std::vector<ops::TensorInfo> infos;          // per ValueId
+  std::vector<std::optional<Tensor>> values;  // known contents per ValueId
+};
+
+// Infers every node's outputs in order (graph must be topologically sorted) and writes the
+// result back into graph.values (dtype, dims, has_shape). Errors name the node.
+Result<InferResult> infer_shapes(Graph& graph, const InferOptions& options = {});
+
+// Same inference without touching the graph.
+Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions& options = {});
+
+// Lists every node whose op has no schema: "Foo (node 'n1'), Bar (node 'n7')". Empty if none.
+std::string unsupported_ops(const Graph& graph);
+
+}  // namespace streamrt::ir

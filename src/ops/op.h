@@ -1,0 +1,154 @@
+// The op interface. Each op lives in its own file under src/ops/ with:
+//   - a shape/type rule  `Status infer(InferContext&)`  (must accept dynamic dims, -1,
+//     and produce -1 where an output dim is not known; never fail only because of it),
+//   - a CPU reference kernel `Status cpu(KernelContext&)`,
+//   - a registration:  STREAMRT_REGISTER_OP(Relu, {.op_type = "Relu", .infer = ..., .cpu = ...});
+// Adding an op touches its own file and tests, nothing central.
+#pragma once
+
+#include <climits>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ir/graph.h"
+
+namespace streamrt::ops {
+
+// What shape inference knows about one tensor.
+struct TensorInfo {
+  DataType dtype = DataType::kUndefined;
+  Dims dims;
+  bool has_shape = false;        // rank known
+  const Tensor* value = nullptr;  // contents, when known at inference time (constants, shapes)
+};
+
+class InferContext {
+ public:
+  InferContext(const ir::Node& node, std::vector<TensorInfo> inputs, size_t num_outputs)
+      : node_(node), inputs_(std::move(inputs)), outputs_(num_outputs), values_(num_outputs) {}
+
+  const ir::Node& node() const { return node_; }
+  int opset() const { return node_.opset; }
+  size_t num_inputs() const { return inputs_.size(); }
+  // False for an omitted optional input or an index past the end.
+  bool has_input(size_t i) const {
+    return i < inputs_.size() && inputs_[i].dtype != DataType::kUndefined;
+  }
+  const TensorInfo& input(size_t i) const { return inputs_[i]; }
+  DataType input_dtype(size_t i) const { return inputs_[i].dtype; }
+  const Dims& input_dims(size_t i) const { return inputs_[i].dims; }
+  const Tensor* input_value(size_t i) const { return has_input(i) ? inputs_[i].value : nullptr; }
+
+  size_t num_outputs() const { return outputs_.size(); }
+  void set_output(size_t i, DataType dtype, Dims dims) {
+    outputs_[i] = TensorInfo{dtype, std::move(dims), true, nullptr};
+  }
+  // Output with input `in`'s shape (or lack of it) and the given dtype.
+  void set_output_like(size_t i, DataType dtype, size_t in) {
+    outputs_[i] = TensorInfo{dtype, inputs_[in].dims, inputs_[in].has_shape, nullptr};
+  }
+  // Output of unknown rank (e.g. Reshape whose shape input is unknown and of unknown length).
+  void set_output_unranked(size_t i, DataType dtype) { outputs_[i] = TensorInfo{dtype, {}, false, nullptr}; }
+  // Declares the output's contents known now (e.g. Shape on a static input).
+  void set_output_value(size_t i, Tensor t) { values_[i] = std::move(t); }
+
+  const std::vector<TensorInfo>& outputs() const { return outputs_; }
+  std::vector<std::optional<Tensor>>& output_values() { return values_; }
+
+  // Error with code kInvalidModel prefixed by the node description.
+  Status error(const std::string& msg) const { return node_.error(StatusCode::kInvalidModel, msg); }
+  Status unsupported(const std::string& msg) const {
+    return node_.error(StatusCode::kUnsupported, msg);
+  }
+
+ private:
+  const ir::Node& node_;
+  std::vector<TensorInfo> inputs_;
+  std::vector<TensorInfo> outputs_;
+  std::vector<std::optional<Tensor>> values_;
+};
+
+// A tensor bound to memory for a kernel. Dims are always static here.
+struct TensorRef {
+  DataType dtype = DataType::kUndefined;
+  Dims dims;
+  void* data = nullptr;
+
+  bool present() const { return dtype != DataType::kUndefined; }
+  int64_t numel() const { return dims_numel(dims); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  template <typename T> T* as() const { return static_cast<T*>(data); }
+};
+
+class KernelContext {
+ public:
+  KernelContext(const ir::Node& node, std::span<const TensorRef> inputs,
+                std::span<const TensorRef> outputs)
+      : node_(node), inputs_(inputs), outputs_(outputs) {}
+
+  const ir::Node& node() const { return node_; }
+  int opset() const { return node_.opset; }
+  size_t num_inputs() const { return inputs_.size(); }
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].present(); }
+  const TensorRef& input(size_t i) const { return inputs_[i]; }
+  size_t num_outputs() const { return outputs_.size(); }
+  bool has_output(size_t i) const { return i < outputs_.size() && outputs_[i].present(); }
+  // Output memory is allocated with the dims infer() produced.
+  const TensorRef& output(size_t i) const { return outputs_[i]; }
+
+  Status error(const std::string& msg) const { return node_.error(StatusCode::kInvalidArgument, msg); }
+  Status unsupported(const std::string& msg) const {
+    return node_.error(StatusCode::kUnsupported, msg);
+  }
+
+ private:
+  const ir::Node& node_;
+  std::span<const TensorRef> inputs_;
+  std::span<const TensorRef> outputs_;
+};
+
+using InferFn = Status (*)(InferContext&);
+using KernelFn = Status (*)(KernelContext&);
+
+struct OpSchema {
+  std::string op_type;
+  std::string domain;  // "" = ai.onnx
+  int min_opset = 1;   // oldest opset version whose semantics the rule and kernel handle
+  InferFn infer = nullptr;
+  KernelFn cpu = nullptr;
+  // Which inputs must be known at inference time (shape tensors such as Reshape's `shape`).
+  // Values are propagated for these so the memory plan can be sized.
+  std::vector<int> shape_inputs;
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& global();
+  // Registers a schema; a duplicate (op_type, domain) is recorded as an error.
+  void add(OpSchema schema);
+  const OpSchema* find(const std::string& op_type, const std::string& domain = "") const;
+  std::vector<std::string> op_types() const;
+  // Problems seen during static registration (duplicates); empty when healthy.
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  std::vector<OpSchema> schemas_;
+  std::vector<std::string> errors_;
+};
+
+struct OpRegistrar {
+  explicit OpRegistrar(OpSchema schema) { OpRegistry::global().add(std::move(schema)); }
+};
+
+// Runs `schema.cpu` on host tensors; allocates outputs with dims from `schema.infer`.
+// Used by constant folding and value propagation.
+Result<std::vector<Tensor>> evaluate_on_host(const ir::Node& node, const std::vector<Tensor>& inputs);
+
+}  // namespace streamrt::ops
+
+#define STREAMRT_REGISTER_OP(id, ...) \
+  static ::streamrt::ops::OpRegistrar _srt_op_registrar_##id(::streamrt::ops::OpSchema __VA_ARGS__)

@@ -1,0 +1,124 @@
+// In-memory form of a plan (a serialized engine) and its reader / writer.
+//
+// A plan file is laid out as:
+//   [PlanHeader, 64 bytes, little endian]
+//   [metadata: a FlatBuffer (src/plan/plan.fbs, file identifier "SRTP")]
+//   [padding to a 4096-byte boundary]
+//   [weights section: each weight at a 64-byte aligned offset inside it]
+// The header holds the magic "SRTPLAN\0", the format version, the header size, offset/size
+// of both sections and an XXH3-64 checksum of each. A weight-stripped plan has
+// weights_size == 0 and must be refitted before it runs.
+//
+// read_plan() maps the file (no second copy of the weights), checks the header, both
+// checksums, runs the FlatBuffers verifier and then semantic checks (every index in range,
+// every weight inside the weights section, dims and dtypes consistent). Any failure is
+// kInvalidPlan with a message naming the problem; a plan of another format version or for
+// another device kind is kIncompatible. Nothing proportional to a size claimed by the file
+// is allocated before that size is validated against the file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ir/graph.h"
+
+namespace streamrt::plan {
+
+inline constexpr char kPlanMagic[8] = {'S', 'R', 'T', 'P', 'L', 'A', 'N', '\0'};
+inline constexpr uint32_t kPlanFormatVersion = 1;
+inline constexpr uint64_t kWeightsAlignment = 4096;
+inline constexpr uint64_t kWeightAlignment = 64;
+
+#pragma pack(push, 1)
+struct PlanHeader {
+  char magic[8];
+  uint32_t format_version;
+  uint32_t header_size;  // sizeof(PlanHeader)
+  uint64_t metadata_offset;
+  uint64_t metadata_size;
+  uint64_t weights_offset;  // multiple of kWeightsAlignment (0 when stripped)
+  uint64_t weights_size;
+  uint64_t metadata_checksum;  // XXH3_64bits of the metadata bytes
+  uint64_t weights_checksum;   // XXH3_64bits of the weights section (0 when stripped)
+};
+#pragma pack(pop)
+static_assert(sizeof(PlanHeader) == 64);
+
+enum class DeviceKind : uint8_t { kCpu = 0, kCuda = 1 };
+
+struct DeviceInfo {
+  DeviceKind kind = DeviceKind::kCpu;
+  int32_t cc_major = 0;  // CUDA compute capability (0 on the CPU)
+  int32_t cc_minor = 0;
+  std::string name;      // e.g. "NVIDIA H100 80GB HBM3" or "cpu"
+};
+
+// One tensor of the engine. Activations live in the arena at `arena_offset`; I/O tensors
+// are bound by the user; weights live in the weights section.
+struct ValueEntry {
+  enum class Kind : uint8_t { kActivation = 0, kInput = 1, kOutput = 2, kWeight = 3 };
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  Dims dims;                 // may hold -1; max_dims is what memory was planned for
+  Dims max_dims;
+  Kind kind = Kind::kActivation;
+  uint64_t arena_offset = 0;  // kActivation only
+  uint64_t arena_size = 0;    // bytes reserved (kActivation only)
+  int32_t weight_index = -1;  // kWeight only: index into PlanData::weights
+};
+
+struct IoTensor {
+  std::string name;
+  int32_t value = -1;  // index into PlanData::values
+  DataType dtype = DataType::kUndefined;
+  Dims dims;            // -1 for dynamic
+  Dims min, opt, max;   // optimization profile (inputs; equal to dims when static)
+};
+
+struct WeightEntry {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  Dims dims;
+  uint64_t offset = 0;  // from the start of the weights section, kWeightAlignment-aligned
+  uint64_t size = 0;    // bytes = numel * dtype_size
+  bool streamable = false;
+};
+
+struct PlanData {
+  std::string name;
+  std::string streamrt_version;
+  DeviceInfo device;
+  std::vector<ValueEntry> values;
+  std::vector<IoTensor> inputs;
+  std::vector<IoTensor> outputs;
+  // The step list: node inputs/outputs are indices into `values` (-1 = omitted).
+  std::vector<ir::Node> steps;
+  std::vector<WeightEntry> weights;
+  uint64_t arena_size = 0;
+  bool weights_stripped = false;
+  // Weight contents, parallel to `weights`. On write they are copied into the file (unless
+  // stripped); on read they are views into the mapped file (empty when stripped).
+  std::vector<Tensor> weight_data;
+};
+
+// Serializes to bytes / to a file (written to a temporary name, then renamed).
+// weights[i].offset/size are (re)computed here.
+Result<std::vector<uint8_t>> serialize_plan(PlanData& plan);
+Status write_plan(PlanData& plan, const std::string& path);
+
+// A plan read back: metadata plus the mapping that holds the weights.
+struct LoadedPlan {
+  PlanData data;
+  std::shared_ptr<const void> mapping;  // keeps the file mapped while weight views live
+  uint64_t file_size = 0;
+};
+
+// Maps and fully verifies a plan file (see the top of this file).
+Result<LoadedPlan> read_plan(const std::string& path);
+// Verifies a plan held in memory (the bytes must outlive the result; `holder` keeps them).
+Result<LoadedPlan> read_plan_bytes(const uint8_t* data, size_t size, std::shared_ptr<const void> holder);
+
+}  // namespace streamrt::plan
