@@ -10,11 +10,12 @@
 // weights_size == 0 and must be refitted before it runs.
 //
 // Header rules (what read_plan() enforces):
-//   - header_size == 64; metadata_offset >= 64 and 8-aligned; metadata_size > 0;
+//   - header_size == 64; metadata_offset == 64 (right after the header); metadata_size > 0;
 //   - weights_size == 0  <=>  weights_offset == 0 and weights_checksum == 0 (no section; the
 //     file then ends right after the metadata);
 //   - otherwise weights_offset is 4096-aligned, after the metadata, and the file ends exactly
-//     at weights_offset + weights_size (no trailing bytes: everything read is checksummed).
+//     at weights_offset + weights_size (no trailing bytes) and the padding before it is zero:
+//     every byte of the file is checked.
 //
 // read_plan() maps the file (no second copy of the weights), checks the header, both
 // checksums, runs the FlatBuffers verifier and then semantic checks (every index in range,

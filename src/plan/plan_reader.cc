@@ -51,11 +51,10 @@ Result<PlanHeader> check_header(const uint8_t* data, size_t size) {
                         num(sizeof(PlanHeader)));
 
   // Metadata section.
-  if (h.metadata_offset < sizeof(PlanHeader))
-    return invalid_plan("metadata_offset " + num(h.metadata_offset) + " overlaps the " +
-                        num(sizeof(PlanHeader)) + "-byte header");
-  if (h.metadata_offset % 8 != 0)
-    return invalid_plan("metadata_offset " + num(h.metadata_offset) + " is not 8-byte aligned");
+  // The metadata follows the header directly (no unchecked gap between them).
+  if (h.metadata_offset != sizeof(PlanHeader))
+    return invalid_plan("metadata_offset is " + num(h.metadata_offset) + ", expected " +
+                        num(sizeof(PlanHeader)) + " (right after the header)");
   if (h.metadata_size == 0) return invalid_plan("metadata_size is 0");
   if (h.metadata_offset > size || h.metadata_size > size - h.metadata_offset)
     return invalid_plan("metadata section (offset " + num(h.metadata_offset) + " + size " +
@@ -97,6 +96,10 @@ Status check_checksums(const uint8_t* data, const PlanHeader& h) {
     return invalid_plan("metadata checksum mismatch (header " + hex(h.metadata_checksum) +
                         ", computed " + hex(got) + ")");
   if (h.weights_size > 0) {
+    // The padding is covered by neither checksum: require zeros, so that no byte of a
+    // valid plan can change unnoticed.
+    for (uint64_t i = h.metadata_offset + h.metadata_size; i < h.weights_offset; ++i)
+      if (data[i] != 0) return invalid_plan("non-zero padding byte at offset " + num(i));
     got = XXH3_64bits(data + h.weights_offset, h.weights_size);
     if (got != h.weights_checksum)
       return invalid_plan("weights checksum mismatch (header " + hex(h.weights_checksum) +
