@@ -107,3 +107,23 @@ TEST(Compare, InferDynamic) {
 
 }  // namespace
 }  // namespace streamrt
+
+namespace streamrt {
+namespace {
+
+// The kernel must not trust that run-time dims broadcast (inference may have seen -1).
+TEST(Compare, KernelRejectsMismatchedRuntimeDims) {
+  ir::Node node = testing::make_node("Less", 2);
+  const ops::OpSchema* schema = ops::OpRegistry::global().find("Less");
+  float a[3] = {1, 2, 3}, b[2] = {1, 2};
+  uint8_t y[3] = {};
+  std::vector<ops::TensorRef> ins = {{DataType::kFloat32, {3}, a}, {DataType::kFloat32, {2}, b}};
+  std::vector<ops::TensorRef> outs = {{DataType::kBool, {3}, y}};
+  ops::KernelContext ctx(node, ins, outs);
+  auto st = schema->cpu(ctx);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("does not broadcast"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace streamrt
