@@ -141,9 +141,9 @@ Result<plan::PlanData> lower_to_plan(ir::Graph& g,
       t.min = it->second.min;
       t.opt = it->second.opt;
       t.max = it->second.max;
-    } else {
-      t.min = t.opt = t.max = plan.values[v].max_dims;
-    }
+    } else if (max_known[v] && dims_static(plan.values[v].max_dims)) {
+      t.max = plan.values[v].max_dims;  // outputs: the largest shape the profile allows
+    }  // else: the output's size depends on input data; known only at run time
     return t;
   };
   for (ir::ValueId id : g.inputs) plan.inputs.push_back(io(id));

@@ -14,7 +14,8 @@ struct EngineState {
   DeviceType device = DeviceType::kCpu;
   std::vector<const ops::OpSchema*> schemas;  // per step
   std::unordered_map<std::string, int32_t> io_index;  // name -> index into plan.data.values
-  std::vector<uint8_t> owned_bytes;  // plan bytes when loaded from memory
+  // The step list as an ir::Graph (weights as constants), for shape-only passes.
+  ir::Graph graph;
 };
 
 }  // namespace streamrt

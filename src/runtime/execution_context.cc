@@ -1,5 +1,6 @@
 #include <cstdlib>
 
+#include "ir/shape_inference.h"
 #include "runtime/engine_state.h"
 #include "streamrt/runtime.h"
 
@@ -84,8 +85,22 @@ Result<Dims> ExecutionContext::tensor_shape(const std::string& name) const {
       return invalid_state("input '" + name + "' has no shape yet; call set_input_shape");
     return s.input_dims[v];
   }
-  if (!s.current[v].present()) return invalid_state("output '" + name + "' has no shape before execute()");
-  return s.output_dims[v];
+  if (s.current[v].present()) return s.output_dims[v];
+  // Before execute(): a shape-only pass over the steps with the current input dims and the
+  // contents of bound inputs (shape tensors).
+  ir::InferOptions opts;
+  for (const auto& io : s.plan().inputs) {
+    if (s.input_dims[io.value].size() != io.dims.size())
+      return invalid_state("input '" + io.name + "' has no shape yet; call set_input_shape");
+    opts.input_dims[io.value] = s.input_dims[io.value];
+    if (s.bound[io.value])
+      opts.known_values[io.value] = Tensor::view(io.dtype, s.input_dims[io.value], s.bound[io.value], nullptr);
+  }
+  SRT_ASSIGN_OR_RETURN(ir::InferResult r, ir::infer_shapes_readonly(s.es->graph, opts));
+  const ops::TensorInfo& info = r.infos[v];
+  if (!info.has_shape || !dims_static(info.dims))
+    return invalid_state("output '" + name + "' has a data-dependent shape; it is known after execute()");
+  return info.dims;
 }
 
 namespace {

@@ -125,7 +125,9 @@ Command add_run_command(CLI::App& app) {
         }
         if (Status st = (*ctx)->set_input_shape(d.name, t.dims()); !st.ok()) return report_error(st);
       } else {
-        auto r = Tensor::allocate(d.dtype, d.max);
+        auto dims = (*ctx)->tensor_shape(d.name);  // exact when computable before running
+        if (!dims.ok() && d.max.empty()) return report_error(dims.status());
+        auto r = Tensor::allocate(d.dtype, dims.ok() ? *dims : d.max);
         if (!r.ok()) return report_error(r.status().with_context("output '" + d.name + "'"));
         t = std::move(r).value();
       }

@@ -161,7 +161,9 @@ CaseResult run_case(const std::string& dir, DeviceType device, const CompareTole
     std::vector<Tensor> outs;
     for (const auto& name : out_names) {
       const TensorDesc& d = descs[name];
-      auto t = Tensor::allocate(d.dtype, d.max);
+      auto dims = (*ctx)->tensor_shape(name);  // exact when computable before running
+      if (!dims.ok() && d.max.empty()) return fail(dims.status());
+      auto t = Tensor::allocate(d.dtype, dims.ok() ? *dims : d.max);
       if (!t.ok()) return fail(t.status());
       outs.push_back(std::move(t).value());
       if (Status st = (*ctx)->set_tensor_address(name, outs.back().mutable_data(), outs.back().nbytes()); !st.ok())
