@@ -211,7 +211,9 @@ TEST(Pool, InferKeepsDynamicDims) {
     auto r = infer_only(pool_node(op, pc, op == std::string("MaxPool") ? 2 : 1), {{DataType::kFloat32, {-1, 16, -1, 32}}});
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     EXPECT_EQ((*r)[0].dims, (Dims{-1, 16, -1, 16}));
-    if (r->size() == 2) EXPECT_EQ((*r)[1].dtype, DataType::kInt64);
+    if (r->size() == 2) {
+      EXPECT_EQ((*r)[1].dtype, DataType::kInt64);
+    }
     r = infer_only(pool_node(op, pc), {{DataType::kFloat32, {}, false}});
     ASSERT_TRUE(r.ok());
     EXPECT_EQ((*r)[0].dims, (Dims{-1, -1, -1, -1}));
