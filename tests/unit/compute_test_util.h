@@ -26,7 +26,9 @@ inline int64_t numel(const Dims& d) {
 }
 
 // Tensor of `dtype` (float32 / float16 / bfloat16) holding `v` rounded to that type.
+// Zero-element tensors are allocated rather than copied from an empty vector.
 inline Tensor float_tensor(DataType dtype, const Dims& dims, const std::vector<float>& v) {
+  if (v.empty()) return Tensor::allocate(dtype, dims).value();
   if (dtype == DataType::kFloat32) return f32(dims, v);
   std::vector<uint16_t> bits(v.size());
   for (size_t i = 0; i < v.size(); ++i)

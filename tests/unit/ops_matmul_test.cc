@@ -62,7 +62,8 @@ TEST(MatMul, MatchesNumpySemantics) {
   for (const Case& c : cases) {
     SCOPED_TRACE(dims_to_string(c.a) + " @ " + dims_to_string(c.b));
     auto a = random_values(numel(c.a), seed++), b = random_values(numel(c.b), seed++);
-    auto out = run_ok(make_node("MatMul", 2), {f32(c.a, a), f32(c.b, b)});
+    auto out = run_ok(make_node("MatMul", 2), {float_tensor(DataType::kFloat32, c.a, a),
+                                               float_tensor(DataType::kFloat32, c.b, b)});
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].dims(), c.y);
     auto want = naive_matmul(a, c.a, b, c.b);
