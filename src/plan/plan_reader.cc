@@ -14,7 +14,6 @@
 
 namespace streamrt::plan {
 
-namespace fb = streamrt::plan::fb;
 
 namespace {
 
