@@ -21,9 +21,9 @@
 // checksums, runs the FlatBuffers verifier and then semantic checks (every index in range,
 // every weight inside the weights section, dims and dtypes consistent). Any failure is
 // kInvalidPlan with a message naming the problem; a plan of another format version is
-// kIncompatible (a plan for another device kind is too, but that is checked by the runtime
-// that loads it: the reader does not know the target device). Nothing proportional to a size claimed by the file
-// is allocated before that size is validated against the file.
+// kIncompatible (so is a plan for another device kind, but the runtime that loads it checks
+// that: the reader does not know the target device). Nothing proportional to a size claimed
+// by the file is allocated before that size is validated against the file.
 //
 // Semantic checks (verify_plan(), run by read_plan() on every plan):
 //   - dtypes are known (never kUndefined); dims are >= -1 and their element count times the
@@ -32,14 +32,16 @@
 //     outputs, each produced by at most one step; attribute kinds known, names unique; tensor
 //     attributes have static dims and exactly numel * dtype_size bytes;
 //   - values: activations lie in the arena ([arena_offset, +arena_size) within
-//     PlanData::arena_size, and arena_size >= bytes of max_dims when max_dims is static);
+//     PlanData::arena_size, and arena_size >= bytes of max_dims when max_dims is static and
+//     of the rank of dims);
 //     max_dims is empty or of the rank of dims; weight values name a weight of the same dtype
 //     and dims;
 //   - inputs/outputs: value index in range, same dtype as the value; min/opt/max each empty or
 //     of the rank of dims, static, min <= opt <= max, and equal to dims where dims is static;
 //   - weights: static dims, size == numel * dtype_size, offset 64-aligned, unique names, and
 //     (unless stripped) [offset, offset + size) inside the weights section.
-// A stripped plan (weights_stripped) must have no weights section and vice versa.
+// A stripped plan (weights_stripped) has no weights section; one that is not stripped has
+// one whenever its weights hold any bytes (their views point into it).
 #pragma once
 
 #include <cstdint>

@@ -14,7 +14,6 @@
 
 namespace streamrt::plan {
 
-namespace fb = streamrt::plan::fb;
 
 namespace {
 
@@ -264,7 +263,8 @@ Result<LoadedPlan> read_impl(const uint8_t* data, size_t size, std::shared_ptr<c
 
   const uint8_t* meta = data + h.metadata_offset;
   flatbuffers::Verifier verifier(meta, static_cast<size_t>(h.metadata_size));
-  if (!fb::PlanBufferHasIdentifier(meta))
+  // The identifier sits at bytes 4..7; a shorter buffer is left to the verifier to reject.
+  if (h.metadata_size >= 8 && !fb::PlanBufferHasIdentifier(meta))
     return invalid_plan("metadata does not carry the FlatBuffers identifier 'SRTP'");
   if (!fb::VerifyPlanBuffer(verifier))
     return invalid_plan("metadata (" + num(h.metadata_size) +

@@ -15,7 +15,6 @@
 
 namespace streamrt::plan {
 
-namespace fb = streamrt::plan::fb;
 
 // The schema's enums mirror the C++ ones; the numbering is part of the format.
 static_assert(static_cast<int>(fb::DType::Bool) == static_cast<int>(DataType::kBool));
@@ -96,45 +95,70 @@ Off<fb::Attribute> build_attribute(Builder& b, const std::string& name, const ir
   return ab.Finish();
 }
 
+// Strings go through CreateString(std::string), never through the *Direct helpers that take
+// a const char*: those would cut a name at an embedded NUL byte. Children are created in
+// named statements, not as call arguments (whose evaluation order is unspecified), so the
+// bytes do not depend on the compiler.
 Off<fb::Node> build_node(Builder& b, const ir::Node& n) {
   std::vector<Off<fb::Attribute>> attrs;
   attrs.reserve(n.attrs.size());
   for (const auto& [name, a] : n.attrs) attrs.push_back(build_attribute(b, name, a));
-  return fb::CreateNodeDirect(b, n.name.c_str(), n.op_type.c_str(), n.domain.c_str(), n.opset,
-                              &n.inputs, &n.outputs, &attrs);
+  auto name = b.CreateString(n.name);
+  auto op_type = b.CreateString(n.op_type);
+  auto domain = b.CreateString(n.domain);
+  auto inputs = b.CreateVector(n.inputs);
+  auto outputs = b.CreateVector(n.outputs);
+  auto attr_vec = b.CreateVector(attrs);
+  return fb::CreateNode(b, name, op_type, domain, n.opset, inputs, outputs, attr_vec);
 }
 
 Off<fb::IoTensor> build_io(Builder& b, const IoTensor& io) {
-  return fb::CreateIoTensorDirect(b, io.name.c_str(), io.value, to_fb(io.dtype), &io.dims,
-                                  &io.min, &io.opt, &io.max);
+  auto name = b.CreateString(io.name);
+  auto dims = dims_vec(b, io.dims);
+  auto min = dims_vec(b, io.min);
+  auto opt = dims_vec(b, io.opt);
+  auto max = dims_vec(b, io.max);
+  return fb::CreateIoTensor(b, name, io.value, to_fb(io.dtype), dims, min, opt, max);
+}
+
+Off<fb::Value> build_value(Builder& b, const ValueEntry& v) {
+  auto name = b.CreateString(v.name);
+  auto dims = dims_vec(b, v.dims);
+  auto max_dims = dims_vec(b, v.max_dims);
+  return fb::CreateValue(b, name, to_fb(v.dtype), dims, max_dims,
+                         static_cast<fb::ValueKind>(v.kind), v.arena_offset, v.arena_size,
+                         v.weight_index);
+}
+
+Off<fb::Weight> build_weight(Builder& b, const WeightEntry& w) {
+  auto name = b.CreateString(w.name);
+  auto dims = dims_vec(b, w.dims);
+  return fb::CreateWeight(b, name, to_fb(w.dtype), dims, w.offset, w.size, w.streamable);
+}
+
+template <typename T, typename F>
+Off<flatbuffers::Vector<Off<T>>> build_all(Builder& b, const auto& items, F build) {
+  std::vector<Off<T>> offs;
+  offs.reserve(items.size());
+  for (const auto& item : items) offs.push_back(build(b, item));
+  return b.CreateVector(offs);
 }
 
 // Serializes the metadata of `plan` exactly as given.
 flatbuffers::DetachedBuffer build_metadata(const PlanData& plan) {
   Builder b(1024);
-  auto device = fb::CreateDeviceDirect(b, static_cast<fb::DeviceKind>(plan.device.kind),
-                                       plan.device.cc_major, plan.device.cc_minor,
-                                       plan.device.name.c_str());
-  std::vector<Off<fb::Value>> values;
-  values.reserve(plan.values.size());
-  for (const auto& v : plan.values)
-    values.push_back(fb::CreateValueDirect(b, v.name.c_str(), to_fb(v.dtype), &v.dims,
-                                           &v.max_dims, static_cast<fb::ValueKind>(v.kind),
-                                           v.arena_offset, v.arena_size, v.weight_index));
-  std::vector<Off<fb::IoTensor>> inputs, outputs;
-  for (const auto& io : plan.inputs) inputs.push_back(build_io(b, io));
-  for (const auto& io : plan.outputs) outputs.push_back(build_io(b, io));
-  std::vector<Off<fb::Node>> steps;
-  steps.reserve(plan.steps.size());
-  for (const auto& n : plan.steps) steps.push_back(build_node(b, n));
-  std::vector<Off<fb::Weight>> weights;
-  weights.reserve(plan.weights.size());
-  for (const auto& w : plan.weights)
-    weights.push_back(fb::CreateWeightDirect(b, w.name.c_str(), to_fb(w.dtype), &w.dims,
-                                             w.offset, w.size, w.streamable));
-  auto root = fb::CreatePlanDirect(b, plan.name.c_str(), plan.streamrt_version.c_str(), device,
-                                   &values, &inputs, &outputs, &steps, &weights, plan.arena_size,
-                                   plan.weights_stripped);
+  auto name = b.CreateString(plan.name);
+  auto version = b.CreateString(plan.streamrt_version);
+  auto device_name = b.CreateString(plan.device.name);
+  auto device = fb::CreateDevice(b, static_cast<fb::DeviceKind>(plan.device.kind),
+                                 plan.device.cc_major, plan.device.cc_minor, device_name);
+  auto values = build_all<fb::Value>(b, plan.values, build_value);
+  auto inputs = build_all<fb::IoTensor>(b, plan.inputs, build_io);
+  auto outputs = build_all<fb::IoTensor>(b, plan.outputs, build_io);
+  auto steps = build_all<fb::Node>(b, plan.steps, build_node);
+  auto weights = build_all<fb::Weight>(b, plan.weights, build_weight);
+  auto root = fb::CreatePlan(b, name, version, device, values, inputs, outputs, steps, weights,
+                             plan.arena_size, plan.weights_stripped);
   fb::FinishPlanBuffer(b, root);
   return b.Release();
 }

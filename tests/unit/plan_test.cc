@@ -159,6 +159,25 @@ TEST(PlanFormat, PlanWithoutWeights) {
   expect_plan_eq(p, loaded->data);
 }
 
+TEST(PlanFormat, NamesWithEmbeddedNulBytesRoundTrip) {
+  PlanData p = sample_plan();
+  const std::string nul_a("w\0a", 3), nul_b("w\0b", 3);
+  p.name = std::string("tiny\0plan", 9);
+  p.weights[0].name = nul_a;
+  p.weights[1].name = nul_b;  // distinct only after the NUL
+  p.values[0].name = std::string("\0x", 2);
+  p.inputs[0].name = std::string("\0x", 2);
+  p.device.name = std::string("dev\0", 4);
+  p.steps[1].op_type = std::string("Op\0", 3);
+  p.steps[1].attrs[std::string("k\0", 2)] = ir::Attribute::make_string(std::string("x\0y", 3));
+  p.steps[1].attrs["strings"].strings = {std::string("\0", 1), "a"};
+  auto bytes = plan::serialize_plan(p);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto loaded = plan::read_plan_bytes(bytes->data(), bytes->size(), nullptr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  expect_plan_eq(p, loaded->data);
+}
+
 TEST(PlanFormat, EmptyPlanRoundTrips) {
   PlanData p;
   auto bytes = plan::serialize_plan(p);
