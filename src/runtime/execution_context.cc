@@ -20,6 +20,10 @@ struct ContextState {
   std::vector<Dims> output_dims;             // per plan value (outputs), after execute
 
   const plan::PlanData& plan() const { return es->plan.data; }
+  // Output dims from the last execute() no longer hold once inputs change.
+  void invalidate_outputs() {
+    for (auto& r : current) r = ops::TensorRef{};
+  }
 
   Result<int32_t> io_value(const std::string& name) const {
     auto it = es->io_index.find(name);
@@ -65,6 +69,7 @@ Status ExecutionContext::set_input_shape(const std::string& name, const Dims& di
                             " are outside the optimization profile [" + dims_to_string(io->min) +
                             " .. " + dims_to_string(io->max) + "]");
   s.input_dims[v] = dims;
+  s.invalidate_outputs();
   return ok_status();
 }
 
@@ -74,6 +79,7 @@ Status ExecutionContext::set_tensor_address(const std::string& name, void* data,
   if (!data) return invalid_argument("tensor '" + name + "': address is null");
   s.bound[v] = data;
   s.capacity[v] = capacity;
+  if (s.input_desc(v)) s.invalidate_outputs();  // shape tensors may change output dims
   return ok_status();
 }
 
