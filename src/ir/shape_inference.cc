@@ -76,9 +76,12 @@ Result<InferResult> infer_shapes(Graph& graph, const InferOptions& options) {
 std::string unsupported_ops(const Graph& graph) {
   std::string out;
   for (const Node& node : graph.nodes) {
-    if (ops::OpRegistry::global().find(node.op_type, node.domain)) continue;
+    const ops::OpSchema* s = ops::OpRegistry::global().find(node.op_type, node.domain);
+    if (s && node.opset >= s->min_opset) continue;
     if (!out.empty()) out += ", ";
-    out += (node.domain.empty() ? "" : node.domain + ".") + node.op_type + " (node '" + node.name + "')";
+    out += (node.domain.empty() ? "" : node.domain + ".") + node.op_type + " (node '" + node.name + "'";
+    if (s) out += ", opset " + std::to_string(node.opset) + " < " + std::to_string(s->min_opset);
+    out += ")";
   }
   return out;
 }
