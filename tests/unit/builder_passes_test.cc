@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+
+#include "builder/passes.h"
+#include "ir/shape_inference.h"
+#include "op_test_util.h"
+
+namespace streamrt::builder {
+namespace {
+using namespace streamrt::testing;
+
+ir::Node node(const std::string& op, std::vector<ir::ValueId> in, std::vector<ir::ValueId> out) {
+  ir::Node n;
+  n.name = op + std::to_string(out.empty() ? 0 : out[0]);
+  n.op_type = op;
+  n.opset = 17;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+// y = x + (c1 * c2); z = Relu(x) is dead; w = Identity(y) feeds output o = Relu(w).
+struct Fixture {
+  ir::Graph g;
+  ir::ValueId x, c1, c2, m, y, dead, w, o;
+  Fixture() {
+    x = g.add_value("x", DataType::kFloat32, {2, 3}, true);
+    c1 = g.add_value("c1");
+    c2 = g.add_value("c2");
+    m = g.add_value("m");
+    y = g.add_value("y");
+    dead = g.add_value("dead");
+    w = g.add_value("w");
+    o = g.add_value("o");
+    g.set_constant(c1, f32({3}, {1, 2, 3}));
+    g.set_constant(c2, f32({3}, {10, 10, 10}));
+    g.inputs = {x};
+    g.outputs = {o};
+    g.nodes = {node("Mul", {c1, c2}, {m}), node("Add", {x, m}, {y}), node("Relu", {x}, {dead}),
+               node("Identity", {y}, {w}), node("Relu", {w}, {o})};
+  }
+};
+
+TEST(Passes, FoldsConstantSubgraphs) {
+  Fixture f;
+  ASSERT_TRUE(ir::infer_shapes(f.g).ok());
+  auto folded = fold_constants(f.g);
+  ASSERT_TRUE(folded.ok());
+  EXPECT_EQ(*folded, 1u);
+  ASSERT_TRUE(f.g.is_constant(f.m));
+  EXPECT_EQ(values_f32(*f.g.constant(f.m)), (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(f.g.nodes.size(), 4u);
+  EXPECT_EQ(f.g.value(f.o).dims, (Dims{2, 3}));
+}
+
+TEST(Passes, RemovesIdentityAndDeadNodes) {
+  Fixture f;
+  EXPECT_EQ(remove_identities(f.g), 1u);
+  EXPECT_EQ(f.g.nodes.back().inputs[0], f.y);  // Relu now reads y directly
+  EXPECT_EQ(remove_dead_code(f.g), 1u);         // Relu(x) -> dead
+  for (const auto& n : f.g.nodes) EXPECT_NE(n.outputs[0], f.dead);
+  EXPECT_EQ(f.g.nodes.size(), 3u);
+}
+
+TEST(Passes, ShapeOfStaticInputFoldsIntoReshapeTarget) {
+  // Reshape(x, Shape(x)) with static x: Shape folds; the reshape stays (it reads x).
+  ir::Graph g;
+  auto x = g.add_value("x", DataType::kFloat32, {2, 3}, true);
+  auto s = g.add_value("s");
+  auto y = g.add_value("y");
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes = {node("Shape", {x}, {s}), node("Reshape", {x, s}, {y})};
+  ASSERT_TRUE(ir::infer_shapes(g).ok());
+  auto folded = fold_constants(g);
+  ASSERT_TRUE(folded.ok()) << folded.status().to_string();
+  EXPECT_EQ(*folded, 1u);
+  ASSERT_TRUE(g.is_constant(s));
+  EXPECT_EQ(values_i64(*g.constant(s)), (std::vector<int64_t>{2, 3}));
+}
+
+TEST(Passes, DynamicShapeDoesNotFold) {
+  ir::Graph g;
+  auto x = g.add_value("x", DataType::kFloat32, {-1, 3}, true);
+  auto s = g.add_value("s");
+  auto y = g.add_value("y");
+  g.inputs = {x};
+  g.outputs = {y};
+  g.nodes = {node("Shape", {x}, {s}), node("Reshape", {x, s}, {y})};
+  ASSERT_TRUE(ir::infer_shapes(g).ok());
+  auto folded = fold_constants(g);
+  ASSERT_TRUE(folded.ok());
+  EXPECT_EQ(*folded, 0u);
+  EXPECT_EQ(g.value(y).dims, (Dims{-1, 3}));
+}
+
+TEST(ShapeInference, ListsEveryUnsupportedOp) {
+  ir::Graph g;
+  auto x = g.add_value("x", DataType::kFloat32, {2}, true);
+  auto a = g.add_value("a");
+  auto b = g.add_value("b");
+  g.nodes = {node("FancyOp", {x}, {a}), node("OtherOp", {a}, {b})};
+  std::string msg = ir::unsupported_ops(g);
+  EXPECT_NE(msg.find("FancyOp (node 'FancyOp1')"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("OtherOp (node 'OtherOp2')"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace streamrt::builder
