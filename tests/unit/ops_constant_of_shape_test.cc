@@ -35,7 +35,7 @@ TEST(ConstantOfShape, ValueAttributeGivesTypeAndFill) {
 TEST(ConstantOfShape, ZeroDimsAndScalar) {
   auto out = run_ok(cos_node(i32({1}, {0})), {i64({1}, {0})});
   EXPECT_EQ(out[0].dims(), (Dims{0}));
-  out = run_ok(cos_node(f32({1}, {2.f})), {i64({0}, {})});
+  out = run_ok(cos_node(f32({1}, {2.f})), {empty_of(DataType::kInt64, {0})});
   EXPECT_EQ(out[0].dims(), Dims{});
   EXPECT_EQ(values_f32(out[0]), (std::vector<float>{2.f}));
 }

@@ -67,7 +67,7 @@ TEST(Trilu, OtherTypesAndEmpty) {
   out = run_ok(make_node("Trilu", 1, 1, {}, 14),
                {Tensor::from_vector(DataType::kBool, {2, 2}, std::vector<uint8_t>{1, 1, 1, 1})});
   EXPECT_EQ(values_i64(out[0]), (std::vector<int64_t>{1, 1, 0, 1}));
-  out = run_ok(make_node("Trilu", 2, 1, {}, 14), {i64({3, 0, 5}, {}), i64({}, {6})});
+  out = run_ok(make_node("Trilu", 2, 1, {}, 14), {empty_of(DataType::kInt64, {3, 0, 5}), i64({}, {6})});
   EXPECT_EQ(out[0].dims(), (Dims{3, 0, 5}));
 }
 
