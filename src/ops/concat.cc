@@ -1,0 +1,112 @@
+// Concat: joins inputs along 'axis'. Like onnxruntime, an input with zero elements whose rank
+// differs from the others is ignored (exporters emit such empty 1-D pieces when building
+// shape vectors); a same-rank input with a zero-size axis simply contributes nothing.
+#include <cstring>
+
+#include "ops/common.h"
+#include "ops/data_movement.h"
+
+namespace streamrt::ops {
+namespace {
+
+Result<int64_t> read_axis(const ir::Node& node) {
+  // Concat-1 defaulted axis to 1; from opset 4 it is required.
+  if (node.opset < 4) return node.attr_int("axis", 1);
+  return node.attr_int("axis");
+}
+
+bool known_empty(const TensorInfo& t) {
+  if (!t.has_shape) return false;
+  for (int64_t d : t.dims)
+    if (d == 0) return true;
+  return false;
+}
+
+Status infer(InferContext& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.error("needs at least one input");
+  SRT_ASSIGN_OR_RETURN(int64_t axis, read_axis(ctx.node()));
+  const DataType dt = ctx.input_dtype(0);
+  const TensorInfo* ref = nullptr;  // the input whose rank all others must have
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) return ctx.error("input " + std::to_string(i) + " is missing");
+    if (ctx.input_dtype(i) != dt)
+      return ctx.error("input " + std::to_string(i) + " is " + dtype_name(ctx.input_dtype(i)) +
+                       ", input 0 is " + dtype_name(dt));
+    const TensorInfo& t = ctx.input(i);
+    if (t.has_shape && (!ref || (known_empty(*ref) && !known_empty(t)))) ref = &t;
+  }
+  if (!ref) {
+    ctx.set_output_unranked(0, dt);
+    return ok_status();
+  }
+  const int64_t rank = static_cast<int64_t>(ref->dims.size());
+  if (rank == 0) return ctx.error("cannot concatenate scalars");
+  SRT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(ctx, axis, rank));
+  Dims out = ref->dims;
+  out[a] = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const TensorInfo& t = ctx.input(i);
+    if (!t.has_shape) {
+      out[a] = kDynamicDim;
+      continue;
+    }
+    if (static_cast<int64_t>(t.dims.size()) != rank) {
+      if (known_empty(t)) continue;
+      return ctx.error("input " + std::to_string(i) + " has rank " + std::to_string(t.dims.size()) +
+                       ", expected " + std::to_string(rank));
+    }
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == a) continue;
+      auto m = merge_dim(out[d], t.dims[d]);
+      if (!m)
+        return ctx.error("input " + std::to_string(i) + " has dims " + dims_to_string(t.dims) +
+                         ", which do not match " + dims_to_string(ref->dims) + " off axis " + std::to_string(a));
+      out[d] = *m;
+    }
+    out[a] = (out[a] < 0 || t.dims[a] < 0) ? kDynamicDim : out[a] + t.dims[a];
+  }
+  ctx.set_output(0, dt, std::move(out));
+  return ok_status();
+}
+
+Status cpu(KernelContext& ctx) {
+  const TensorRef& y = ctx.output(0);
+  SRT_ASSIGN_OR_RETURN(int64_t axis, read_axis(ctx.node()));
+  const size_t rank = y.dims.size();
+  if (rank == 0) return ctx.error("cannot concatenate scalars");
+  SRT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(ctx.node(), axis, static_cast<int64_t>(rank)));
+  const size_t ax = static_cast<size_t>(a);
+  const size_t esize = dtype_size(y.dtype);
+  const int64_t outer = dims_product(y.dims, 0, ax);
+  const int64_t inner = dims_product(y.dims, ax + 1, rank);
+  // Validate first: the output must be exactly the inputs laid side by side.
+  int64_t total = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const TensorRef& x = ctx.input(i);
+    if (x.dims.size() != rank && x.numel() == 0) continue;
+    bool ok = x.dims.size() == rank && x.dtype == y.dtype;
+    for (size_t d = 0; ok && d < rank; ++d) ok = d == ax || x.dims[d] == y.dims[d];
+    if (!ok) return ctx.error("input " + std::to_string(i) + " " + dims_to_string(x.dims) +
+                              " does not fit output " + dims_to_string(y.dims));
+    total += x.dims[ax];
+  }
+  if (total != y.dims[ax]) return ctx.error("inputs do not add up to the output along the axis");
+  char* dst = static_cast<char*>(y.data);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      const TensorRef& x = ctx.input(i);
+      if (x.dims.size() != rank) continue;
+      const size_t block = static_cast<size_t>(x.dims[ax] * inner) * esize;
+      if (block == 0) continue;
+      std::memcpy(dst, static_cast<const char*>(x.data) + static_cast<size_t>(o) * block, block);
+      dst += block;
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_OP(Concat, {.op_type = "Concat", .infer = infer, .cpu = cpu});
+
+}  // namespace streamrt::ops

@@ -1,0 +1,58 @@
+// Byte-moving helpers shared by the data-movement ops (Transpose, Slice, Concat, Split, Gather,
+// Tile, Pad, DepthToSpace, ...). These ops never look at element values, so every dtype is
+// handled by copying `elem_size` bytes per element.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ops/op.h"
+
+namespace streamrt::ops {
+
+// Row-major element strides of `dims`.
+std::vector<int64_t> dense_strides(const Dims& dims);
+
+// Copies the strided view of `src` described by (`out_dims`, `src_strides` in elements, may
+// be zero or negative, `src_offset` in elements) into dense `dst` of shape `out_dims`.
+// The caller guarantees that every addressed source element is in bounds.
+void strided_copy(void* dst, const void* src, size_t elem_size, const Dims& out_dims,
+                  const std::vector<int64_t>& src_strides, int64_t src_offset);
+
+// Product of dims[begin, end) for static dims.
+int64_t dims_product(const Dims& dims, size_t begin, size_t end);
+
+// Product of dims[begin, end) where dims may be dynamic: -1 if any factor is dynamic and no
+// factor is 0 (a static 0 makes the product 0 whatever the others are).
+int64_t dims_product_or_dynamic(const Dims& dims, size_t begin, size_t end);
+
+// Merges two views of one dimension seen by different inputs: equal, or one dynamic.
+// Returns nullopt on a static mismatch.
+std::optional<int64_t> merge_dim(int64_t a, int64_t b);
+
+// Reads an int tensor known at inference time (shape inputs); error names the input.
+Result<std::vector<int64_t>> known_int_values(const InferContext& ctx, size_t input,
+                                              const char* what);
+
+// An int list given as an input (newer opsets) or as an attribute (older ones).
+struct IntList {
+  bool given = false;                          // the input or the attribute is present
+  std::optional<std::vector<int64_t>> values;  // nullopt when given as an input not known yet
+};
+// Reads input `input` if present (its value may be unknown at build time), else attribute `attr`.
+Result<IntList> read_int_list(const InferContext& ctx, size_t input, const std::string& attr);
+
+// Static length of a 1-D shape input (its single dim), or -1 when unknown.
+int64_t static_length_1d(const InferContext& ctx, size_t input);
+
+// Normalizes a list of axes against `rank`, rejecting out-of-range and repeated axes.
+Result<std::vector<int64_t>> normalize_axes(const ir::Node& node, const std::vector<int64_t>& axes,
+                                            int64_t rank);
+
+// Kernel of the ops that only change dims (Reshape, Flatten, Squeeze, Unsqueeze): copies the
+// input bytes to the output after checking that both hold the same number of elements.
+Status copy_bytes_cpu(KernelContext& ctx);
+
+}  // namespace streamrt::ops

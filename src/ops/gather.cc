@@ -1,0 +1,86 @@
+// Gather: picks slices of `data` along 'axis' at int32/int64 `indices` (negative ones count
+// from the end). Output dims: data[:axis] + indices.dims + data[axis+1:].
+#include <cstring>
+
+#include "ops/common.h"
+#include "ops/data_movement.h"
+
+namespace streamrt::ops {
+namespace {
+
+bool is_index_type(DataType t) { return t == DataType::kInt64 || t == DataType::kInt32; }
+
+// Checks that every index lies in [-dim, dim); the message names the first bad one.
+Status check_indices(const ir::Node& node, StatusCode code, const std::vector<int64_t>& idx, int64_t dim) {
+  for (size_t i = 0; i < idx.size(); ++i)
+    if (idx[i] < -dim || idx[i] >= dim)
+      return node.error(code, "index " + std::to_string(idx[i]) + " (at position " + std::to_string(i) +
+                                  ") is out of range for an axis of length " + std::to_string(dim));
+  return ok_status();
+}
+
+Status infer(InferContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.error("needs data and indices");
+  const DataType dt = ctx.input_dtype(0);
+  if (!is_index_type(ctx.input_dtype(1)))
+    return ctx.error(std::string("indices must be int32 or int64, got ") + dtype_name(ctx.input_dtype(1)));
+  SRT_ASSIGN_OR_RETURN(int64_t axis, ctx.node().attr_int("axis", 0));
+  const TensorInfo& data = ctx.input(0);
+  const TensorInfo& idx = ctx.input(1);
+  if (!data.has_shape || !idx.has_shape) {
+    ctx.set_output_unranked(0, dt);
+    return ok_status();
+  }
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  if (rank == 0) return ctx.error("data must have rank >= 1");
+  SRT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(ctx, axis, rank));
+  if (const Tensor* iv = ctx.input_value(1); iv && data.dims[a] >= 0) {
+    SRT_ASSIGN_OR_RETURN(auto vals, known_int_values(ctx, 1, "indices"));
+    SRT_RETURN_IF_ERROR(check_indices(ctx.node(), StatusCode::kInvalidModel, vals, data.dims[a]));
+  }
+  Dims out(data.dims.begin(), data.dims.begin() + a);
+  out.insert(out.end(), idx.dims.begin(), idx.dims.end());
+  out.insert(out.end(), data.dims.begin() + a + 1, data.dims.end());
+  ctx.set_output(0, dt, std::move(out));
+  return ok_status();
+}
+
+Status cpu(KernelContext& ctx) {
+  const TensorRef& data = ctx.input(0);
+  const TensorRef& indices = ctx.input(1);
+  const TensorRef& y = ctx.output(0);
+  const size_t rank = data.dims.size();
+  if (rank == 0) return ctx.error("data must have rank >= 1");
+  if (!is_index_type(indices.dtype)) return ctx.error("indices must be int32 or int64");
+  SRT_ASSIGN_OR_RETURN(int64_t axis, ctx.node().attr_int("axis", 0));
+  SRT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(ctx.node(), axis, static_cast<int64_t>(rank)));
+  const size_t ax = static_cast<size_t>(a);
+  const int64_t dim = data.dims[ax];
+  std::vector<int64_t> idx = read_int_values(indices);
+  // Indices are data: an out-of-range one is a run-time error, never an out-of-bounds read.
+  SRT_RETURN_IF_ERROR(check_indices(ctx.node(), StatusCode::kInvalidArgument, idx, dim));
+  Dims expect(data.dims.begin(), data.dims.begin() + a);
+  expect.insert(expect.end(), indices.dims.begin(), indices.dims.end());
+  expect.insert(expect.end(), data.dims.begin() + a + 1, data.dims.end());
+  if (expect != y.dims || y.dtype != data.dtype)
+    return ctx.error("output dims " + dims_to_string(y.dims) + " do not match " + dims_to_string(expect));
+  const int64_t outer = dims_product(data.dims, 0, ax);
+  const size_t block = static_cast<size_t>(dims_product(data.dims, ax + 1, rank)) * dtype_size(data.dtype);
+  if (block == 0) return ok_status();
+  const char* src = static_cast<const char*>(data.data);
+  char* dst = static_cast<char*>(y.data);
+  for (int64_t o = 0; o < outer; ++o) {
+    const char* base = src + static_cast<size_t>(o * dim) * block;
+    for (int64_t i : idx) {
+      std::memcpy(dst, base + static_cast<size_t>(i < 0 ? i + dim : i) * block, block);
+      dst += block;
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_OP(Gather, {.op_type = "Gather", .infer = infer, .cpu = cpu});
+
+}  // namespace streamrt::ops
