@@ -50,6 +50,10 @@ inline Tensor u8(const Dims& dims, const std::vector<uint8_t>& v) {
   return Tensor::from_vector(DataType::kUInt8, dims, v);
 }
 
+// A tensor with no elements. (Tensor::from_vector would memcpy from an empty vector's null
+// data pointer, which UBSan reports.)
+inline Tensor empty_of(DataType t, const Dims& dims) { return Tensor::allocate(t, dims).value(); }
+
 inline ir::Attribute attr_i(int64_t v) { return ir::Attribute::make_int(v); }
 inline ir::Attribute attr_f(float v) { return ir::Attribute::make_float(v); }
 inline ir::Attribute attr_is(std::vector<int64_t> v) { return ir::Attribute::make_ints(std::move(v)); }

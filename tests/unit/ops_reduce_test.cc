@@ -111,7 +111,7 @@ TEST(Reduce, EveryOpAxesKeepdimsAndOpsets) {
 
 TEST(Reduce, EmptyAxesInputReducesAllOrNothing) {
   auto x = data(12);
-  std::vector<Tensor> none{f32({3, 4}, x), i64({0}, {})};
+  std::vector<Tensor> none{f32({3, 4}, x), empty_of(DataType::kInt64, {0})};
   // noop_with_empty_axes = 0: every axis.
   auto out = run_ok(make_node("ReduceSum", 2, 1, {{"keepdims", attr_i(1)}}, 13), none);
   EXPECT_EQ(out[0].dims(), (Dims{1, 1}));
@@ -123,7 +123,7 @@ TEST(Reduce, EmptyAxesInputReducesAllOrNothing) {
   std::vector<float> neg(x);
   for (auto& v : neg) v = -v;
   out = run_ok(make_node("ReduceSumSquare", 2, 1, {{"noop_with_empty_axes", attr_i(1)}}, 18),
-               {f32({3, 4}, neg), i64({0}, {})});
+               {f32({3, 4}, neg), empty_of(DataType::kInt64, {0})});
   expect_close(values_f32(out[0]), reduce_ref(neg, {3, 4}, {false, false}, folds().at("ReduceSumSquare")));
   out = run_ok(make_node("ReduceL1", 1, 1, {{"noop_with_empty_axes", attr_i(1)}}, 18), {f32({3, 4}, neg)});
   EXPECT_EQ(values_f32(out[0]), x);
@@ -186,13 +186,13 @@ TEST(Reduce, LogSumExpIsStableAndEmptyReductionsGiveIdentities) {
       {"ReduceL2", 0.0},  {"ReduceLogSumExp", -INFINITY}, {"ReduceLogSum", -INFINITY}, {"ReduceMean", NAN}};
   for (const auto& [op, v] : want) {
     SCOPED_TRACE(op);
-    auto o = run_ok(make_node(op, 1, 1, {{"axes", attr_is({1})}}, 13), {f32({2, 0}, {})});
+    auto o = run_ok(make_node(op, 1, 1, {{"axes", attr_is({1})}}, 13), {empty_of(DataType::kFloat32, {2, 0})});
     ASSERT_EQ(o.size(), 1u);
     EXPECT_EQ(o[0].dims(), (Dims{2, 1}));
     expect_close(values_f32(o[0]), {v, v});
   }
   // Keeping an empty axis gives an empty output.
-  out = run_ok(make_node("ReduceSum", 1, 1, {{"axes", attr_is({1})}}, 11), {f32({0, 3}, {})});
+  out = run_ok(make_node("ReduceSum", 1, 1, {{"axes", attr_is({1})}}, 11), {empty_of(DataType::kFloat32, {0, 3})});
   EXPECT_EQ(out[0].dims(), (Dims{0, 1}));
 }
 
