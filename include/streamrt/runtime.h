@@ -71,7 +71,7 @@ class Runtime {
   DeviceType device_;
 };
 
-struct ContextState;
+class ContextImpl;
 
 class ExecutionContext {
  public:
@@ -79,18 +79,21 @@ class ExecutionContext {
   // Sets the dims of a dynamic input; kInvalidArgument naming the tensor and the profile's
   // bounds when outside [min, max].
   Status set_input_shape(const std::string& name, const Dims& dims);
-  // Binds host memory to an input or output. `capacity` (bytes) is checked against the
-  // tensor's size when known; outputs must hold the profile's max shape unless told otherwise.
+  // Binds memory to an input or output: host memory on the CPU, device memory on CUDA.
+  // `capacity` (bytes) is checked against the tensor's size at run time.
   Status set_tensor_address(const std::string& name, void* data, size_t capacity = SIZE_MAX);
-  // Current dims: inputs after set_input_shape, outputs after execute().
+  // Current dims: inputs after set_input_shape; outputs after a run, or before one when the
+  // shape rules can tell from the input dims (and, on the CPU, bound shape-tensor inputs).
   Result<Dims> tensor_shape(const std::string& name) const;
-  // Runs the engine synchronously on the bound tensors.
+  // Enqueues a run on `stream` (a cudaStream_t on CUDA; ignored on the CPU) and returns.
+  Status enqueue(void* stream);
+  // Runs synchronously on the bound tensors.
   Status execute();
 
  private:
   friend class Engine;
-  explicit ExecutionContext(std::shared_ptr<const Engine> engine);
-  std::unique_ptr<ContextState> state_;
+  explicit ExecutionContext(std::unique_ptr<ContextImpl> impl);
+  std::unique_ptr<ContextImpl> impl_;
 };
 
 }  // namespace streamrt

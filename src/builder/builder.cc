@@ -8,6 +8,7 @@
 #include "ir/shape_inference.h"
 #include "onnx/importer.h"
 #include "plan/plan.h"
+#include "runtime/device_backend.h"
 
 namespace streamrt {
 
@@ -86,6 +87,11 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
                                        BuildReport* report) {
   BuildReport local;
   BuildReport& rep = report ? *report : local;
+  DeviceBackend* backend = find_device_backend(config.device);
+  if (!backend)
+    return unsupported(std::string("this build of streamrt has no ") + device_type_name(config.device) + " backend");
+  if (Status st = backend->available(); !st.ok())
+    return st.with_context(std::string("building for ") + device_type_name(config.device));
   SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
   rep.nodes_imported = g.nodes.size();
   SRT_ASSIGN_OR_RETURN(auto profiles, apply_shapes(g, config));
@@ -98,7 +104,9 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
     size_t slash = onnx_path.find_last_of('/');
     g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);
   }
-  return builder::lower_to_plan(g, profiles, config, &rep);
+  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(g, profiles, config, &rep));
+  plan.device = backend->info();
+  return plan;
 }
 
 }  // namespace

@@ -59,8 +59,6 @@ Result<plan::PlanData> lower_to_plan(ir::Graph& g,
   plan::PlanData plan;
   plan.name = config.engine_name.empty() ? g.name : config.engine_name;
   plan.streamrt_version = STREAMRT_VERSION;
-  plan.device.kind = config.device == DeviceType::kCuda ? plan::DeviceKind::kCuda : plan::DeviceKind::kCpu;
-  plan.device.name = device_type_name(config.device);
 
   std::unordered_map<ir::ValueId, int32_t> index;  // graph value -> plan value
   std::vector<bool> max_known;                     // per plan value: max shape inferred

@@ -16,6 +16,8 @@ struct EngineState {
   std::unordered_map<std::string, int32_t> io_index;  // name -> index into plan.data.values
   // The step list as an ir::Graph (weights as constants), for shape-only passes.
   ir::Graph graph;
+  // Per-engine state of the device backend (uploaded weights, ...).
+  std::shared_ptr<void> device_state;
 };
 
 }  // namespace streamrt

@@ -1,14 +1,17 @@
 #include "streamrt/runtime.h"
 
 #include "core/logging.h"
-#include "runtime/engine_state.h"
+#include "runtime/device_backend.h"
 
 namespace streamrt {
 
 Result<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
-  DeviceType device = options.device.value_or(DeviceType::kCpu);
-  if (device == DeviceType::kCuda)
-    return unsupported("this build of streamrt has no CUDA backend");
+  DeviceBackend* cuda = find_device_backend(DeviceType::kCuda);
+  DeviceType device = options.device.value_or(cuda && cuda->available().ok() ? DeviceType::kCuda
+                                                                             : DeviceType::kCpu);
+  DeviceBackend* backend = find_device_backend(device);
+  if (!backend) return unsupported(std::string("this build of streamrt has no ") + device_type_name(device) + " backend");
+  SRT_RETURN_IF_ERROR(backend->available());
   return std::unique_ptr<Runtime>(new Runtime(device));
 }
 
@@ -39,6 +42,7 @@ Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceT
   for (const auto& io : p.outputs) st->io_index[io.name] = io.value;
   st->device = device;
   st->plan = std::move(loaded);
+  SRT_RETURN_IF_ERROR(find_device_backend(device)->prepare_engine(*st));
   return st;
 }
 
@@ -88,7 +92,8 @@ std::vector<TensorDesc> Engine::io_tensors() const {
 Result<std::unique_ptr<ExecutionContext>> Engine::create_execution_context() {
   if (weights_stripped())
     return invalid_state("engine '" + name() + "' was built without weights; refit it before running");
-  return std::unique_ptr<ExecutionContext>(new ExecutionContext(shared_from_this()));
+  SRT_ASSIGN_OR_RETURN(auto impl, find_device_backend(state_->device)->create_context(shared_from_this()));
+  return std::unique_ptr<ExecutionContext>(new ExecutionContext(std::move(impl)));
 }
 
 }  // namespace streamrt

@@ -25,7 +25,9 @@ std::shared_ptr<Engine> build_mlp(Dims min = {1, 784}, Dims opt = {4, 784}, Dims
   config.profiles["input"] = {min, opt, max};
   auto bytes = build_plan_from_onnx(kModels + "/mlp/model.onnx", config);
   EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
-  auto rt = Runtime::create();
+  RuntimeOptions cpu;
+  cpu.device = DeviceType::kCpu;
+  auto rt = Runtime::create(cpu);
   EXPECT_TRUE(rt.ok());
   auto engine = (*rt)->load_engine_bytes(std::move(bytes).value());
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
@@ -141,7 +143,9 @@ TEST(Runtime, PlanFileRoundTripThroughDisk) {
   ASSERT_TRUE(build_plan_file(kModels + "/mlp/model.onnx", config, path, &rep).ok());
   EXPECT_GT(rep.steps, 0u);
   EXPECT_LE(rep.arena_bytes, rep.naive_arena_bytes);
-  auto rt = Runtime::create();
+  RuntimeOptions cpu;
+  cpu.device = DeviceType::kCpu;
+  auto rt = Runtime::create(cpu);
   auto engine = (*rt)->load_engine(path);
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   auto io = (*engine)->io_tensors();
@@ -149,15 +153,24 @@ TEST(Runtime, PlanFileRoundTripThroughDisk) {
   EXPECT_EQ(io[1].dims, (Dims{3, 10}));
 }
 
-TEST(Runtime, CudaPlanOnCpuRuntimeIsIncompatible) {
+TEST(Runtime, PlanForAnotherDeviceIsIncompatible) {
   BuilderConfig config;
   config.shapes["input"] = {1, 784};
-  config.device = DeviceType::kCuda;
   auto bytes = build_plan_from_onnx(kModels + "/mlp/model.onnx", config);
   ASSERT_TRUE(bytes.ok());
-  auto rt = Runtime::create();
-  auto engine = (*rt)->load_engine_bytes(std::move(bytes).value());
+  auto holder = std::make_shared<std::vector<uint8_t>>(std::move(bytes).value());
+  auto loaded = plan::read_plan_bytes(holder->data(), holder->size(), holder);
+  ASSERT_TRUE(loaded.ok());
+  plan::PlanData data = loaded->data;
+  data.device = {plan::DeviceKind::kCuda, 9, 0, "NVIDIA H100"};
+  auto cuda_bytes = plan::serialize_plan(data);
+  ASSERT_TRUE(cuda_bytes.ok()) << cuda_bytes.status().to_string();
+  RuntimeOptions cpu;
+  cpu.device = DeviceType::kCpu;
+  auto rt = Runtime::create(cpu);
+  auto engine = (*rt)->load_engine_bytes(std::move(cuda_bytes).value());
   EXPECT_EQ(engine.status().code(), StatusCode::kIncompatible);
+  EXPECT_NE(engine.status().message().find("built for cuda"), std::string::npos) << engine.status().message();
 }
 
 TEST(Builder, ErrorsNameTheInput) {

@@ -1,0 +1,121 @@
+#include "runtime/context_base.h"
+
+#include "ir/shape_inference.h"
+
+namespace streamrt {
+
+ContextBase::ContextBase(std::shared_ptr<const Engine> engine)
+    : engine_(std::move(engine)), es_(&engine_->state()) {
+  const size_t nv = plan().values.size();
+  input_dims_.resize(nv);
+  bound_.assign(nv, nullptr);
+  capacity_.assign(nv, SIZE_MAX);
+  output_dims_.resize(nv);
+  for (const auto& io : plan().inputs)
+    if (dims_static(io.dims)) input_dims_[io.value] = io.dims;
+}
+
+Result<int32_t> ContextBase::io_value(const std::string& name) const {
+  auto it = es_->io_index.find(name);
+  if (it == es_->io_index.end())
+    return not_found("engine '" + plan().name + "' has no input or output named '" + name + "'");
+  return it->second;
+}
+
+const plan::IoTensor* ContextBase::input_desc(int32_t v) const {
+  for (const auto& io : plan().inputs)
+    if (io.value == v) return &io;
+  return nullptr;
+}
+
+void ContextBase::invalidate_outputs() { have_outputs_ = false; }
+
+Status ContextBase::set_input_shape(const std::string& name, const Dims& dims) {
+  SRT_ASSIGN_OR_RETURN(int32_t v, io_value(name));
+  const plan::IoTensor* io = input_desc(v);
+  if (!io) return invalid_argument("'" + name + "' is an output; only inputs take a shape");
+  bool ok = dims.size() == io->min.size();
+  for (size_t i = 0; ok && i < dims.size(); ++i) ok = dims[i] >= io->min[i] && dims[i] <= io->max[i];
+  if (!ok)
+    return invalid_argument("input '" + name + "': dims " + dims_to_string(dims) +
+                            " are outside the optimization profile [" + dims_to_string(io->min) +
+                            " .. " + dims_to_string(io->max) + "]");
+  input_dims_[v] = dims;
+  invalidate_outputs();
+  return ok_status();
+}
+
+Status ContextBase::set_tensor_address(const std::string& name, void* data, size_t capacity) {
+  SRT_ASSIGN_OR_RETURN(int32_t v, io_value(name));
+  if (!data) return invalid_argument("tensor '" + name + "': address is null");
+  bound_[v] = data;
+  capacity_[v] = capacity;
+  if (input_desc(v)) invalidate_outputs();  // shape tensors may change output dims
+  return ok_status();
+}
+
+Result<Dims> ContextBase::tensor_shape(const std::string& name) const {
+  SRT_ASSIGN_OR_RETURN(int32_t v, io_value(name));
+  if (const plan::IoTensor* io = input_desc(v)) {
+    if (input_dims_[v].size() != io->dims.size())
+      return invalid_state("input '" + name + "' has no shape yet; call set_input_shape");
+    return input_dims_[v];
+  }
+  if (have_outputs_) return output_dims_[v];
+  // Before a run: a shape-only pass over the steps with the current input dims and, on the
+  // CPU, the contents of bound inputs (shape tensors).
+  ir::InferOptions opts;
+  for (const auto& io : plan().inputs) {
+    if (input_dims_[io.value].size() != io.dims.size())
+      return invalid_state("input '" + io.name + "' has no shape yet; call set_input_shape");
+    opts.input_dims[io.value] = input_dims_[io.value];
+    if (bound_[io.value] && es_->device == DeviceType::kCpu)
+      opts.known_values[io.value] = Tensor::view(io.dtype, input_dims_[io.value], bound_[io.value], nullptr);
+  }
+  SRT_ASSIGN_OR_RETURN(ir::InferResult r, ir::infer_shapes_readonly(es_->graph, opts));
+  const ops::TensorInfo& info = r.infos[v];
+  if (!info.has_shape || !dims_static(info.dims))
+    return invalid_state("output '" + name + "' has a data-dependent shape; it is known after execute()");
+  return info.dims;
+}
+
+Status ContextBase::check_bindings() const {
+  for (const auto& io : plan().inputs) {
+    const int32_t v = io.value;
+    if (input_dims_[v].size() != io.dims.size())
+      return invalid_state("input '" + io.name + "' has dynamic dims " + dims_to_string(io.dims) +
+                           "; call set_input_shape first");
+    if (!bound_[v]) return invalid_state("input '" + io.name + "' has no address; call set_tensor_address");
+    uint64_t bytes = static_cast<uint64_t>(dims_numel(input_dims_[v])) * dtype_size(io.dtype);
+    if (bytes > capacity_[v])
+      return invalid_argument("input '" + io.name + "' needs " + std::to_string(bytes) +
+                              " bytes, its buffer holds " + std::to_string(capacity_[v]));
+  }
+  for (const auto& io : plan().outputs)
+    if (!bound_[io.value]) return invalid_state("output '" + io.name + "' has no address; call set_tensor_address");
+  return ok_status();
+}
+
+Result<std::vector<ops::TensorInfo>> ContextBase::infer_step(size_t index,
+                                                            std::vector<ops::TensorInfo> inputs) const {
+  const ir::Node& step = plan().steps[index];
+  ops::InferContext ictx(step, std::move(inputs), step.outputs.size());
+  SRT_RETURN_IF_ERROR(es_->schemas[index]->infer(ictx));
+  for (size_t k = 0; k < step.outputs.size(); ++k) {
+    if (step.outputs[k] < 0) continue;
+    const ops::TensorInfo& info = ictx.outputs()[k];
+    if (!info.has_shape || !dims_static(info.dims))
+      return internal_error(step.describe() + ": output " + std::to_string(k) + " has no static shape at run time");
+  }
+  return ictx.outputs();
+}
+
+Status ContextBase::output_buffer(int32_t v, uint64_t bytes, void** out) const {
+  if (bytes > capacity_[v])
+    return invalid_argument("output '" + plan().values[v].name + "' needs " + std::to_string(bytes) +
+                            " bytes, its buffer holds " + std::to_string(capacity_[v]));
+  *out = bound_[v];
+  return ok_status();
+}
+
+}  // namespace streamrt

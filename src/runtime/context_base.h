@@ -1,0 +1,40 @@
+// Shared logic of execution contexts on every device: I/O binding, input shapes within the
+// profile, and the per-step shape rule run on the host.
+#pragma once
+
+#include "runtime/device_backend.h"
+
+namespace streamrt {
+
+class ContextBase : public ContextImpl {
+ public:
+  explicit ContextBase(std::shared_ptr<const Engine> engine);
+
+  Status set_input_shape(const std::string& name, const Dims& dims) override;
+  Status set_tensor_address(const std::string& name, void* data, size_t capacity) override;
+  Result<Dims> tensor_shape(const std::string& name) const override;
+
+ protected:
+  const plan::PlanData& plan() const { return es_->plan.data; }
+  Result<int32_t> io_value(const std::string& name) const;
+  const plan::IoTensor* input_desc(int32_t v) const;
+  // Output dims from the last run no longer hold once inputs change.
+  void invalidate_outputs();
+  // Checks every input has a shape and an address and every output an address.
+  Status check_bindings() const;
+  // Runs step `index`'s shape rule. `inputs` hold dtype/dims and, where the caller has them
+  // on the host, the contents (value != nullptr).
+  Result<std::vector<ops::TensorInfo>> infer_step(size_t index, std::vector<ops::TensorInfo> inputs) const;
+  // Points output value `v` (bytes long) at the user's buffer, checking its capacity.
+  Status output_buffer(int32_t v, uint64_t bytes, void** out) const;
+
+  std::shared_ptr<const Engine> engine_;
+  const EngineState* es_;
+  std::vector<Dims> input_dims_;        // per plan value (inputs)
+  std::vector<void*> bound_;            // per plan value (inputs / outputs)
+  std::vector<size_t> capacity_;        // per plan value (inputs / outputs)
+  std::vector<Dims> output_dims_;       // per plan value (outputs), valid when have_outputs_
+  bool have_outputs_ = false;
+};
+
+}  // namespace streamrt

@@ -1,0 +1,43 @@
+// Device backends (CPU, CUDA) behind the runtime. A backend registers itself at static-init
+// time; the CUDA one exists only in builds with CUDA, and is available only with a GPU.
+#pragma once
+
+#include <memory>
+
+#include "plan/plan.h"
+#include "runtime/engine_state.h"
+#include "streamrt/runtime.h"
+
+namespace streamrt {
+
+// One execution context's behaviour; ExecutionContext forwards to it.
+class ContextImpl {
+ public:
+  virtual ~ContextImpl() = default;
+  virtual Status set_input_shape(const std::string& name, const Dims& dims) = 0;
+  virtual Status set_tensor_address(const std::string& name, void* data, size_t capacity) = 0;
+  virtual Result<Dims> tensor_shape(const std::string& name) const = 0;
+  // Enqueues the work on `stream` (device stream, or null) and returns; execute() = enqueue + wait.
+  virtual Status enqueue(void* stream) = 0;
+  virtual Status synchronize(void* stream) = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual DeviceType type() const = 0;
+  // OK when the device can be used now (a GPU is present, the driver answers).
+  virtual Status available() const = 0;
+  // The device an engine built now would target (name, compute capability).
+  virtual plan::DeviceInfo info() const = 0;
+  // Checks the plan fits this device (kIncompatible otherwise) and prepares per-engine
+  // device state (e.g. weights uploaded), stored in es.device_state.
+  virtual Status prepare_engine(EngineState& es) = 0;
+  virtual Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) = 0;
+};
+
+// Registers a backend (called from a static initializer); a second one of a type is ignored.
+void register_device_backend(DeviceBackend* backend);
+DeviceBackend* find_device_backend(DeviceType type);
+
+}  // namespace streamrt
