@@ -1,0 +1,50 @@
+// Device-side element types and dtype dispatch for CUDA kernels.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <string>
+
+#include "backends/cuda/cuda_kernel.h"
+#include "ops/common.h"  // DTypeSet bits (kFloats, kSignedInts, ...)
+
+namespace streamrt::cuda {
+
+// Arithmetic type for a storage type: float for __half / __nv_bfloat16.
+template <typename T> struct Acc { using type = T; };
+template <> struct Acc<__half> { using type = float; };
+template <> struct Acc<__nv_bfloat16> { using type = float; };
+template <typename T> using acc_t = typename Acc<T>::type;
+
+template <typename T> __device__ __forceinline__ acc_t<T> to_acc(T v) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(v);
+  else return v;
+}
+template <typename T> __device__ __forceinline__ T from_acc(acc_t<T> v) {
+  if constexpr (std::is_same_v<T, __half>) return __float2half_rn(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(v);
+  else return v;
+}
+
+// Calls f.template operator()<T>() with the device storage type for `t` (bool for kBool).
+template <unsigned Allowed, typename F>
+Status cuda_dispatch(DataType t, const std::string& what, F&& f) {
+  using namespace streamrt::ops;
+  switch (t) {
+    case DataType::kFloat32: if constexpr ((Allowed & kFloats) != 0) return f.template operator()<float>(); break;
+    case DataType::kFloat16: if constexpr ((Allowed & kFloats) != 0) return f.template operator()<__half>(); break;
+    case DataType::kBFloat16: if constexpr ((Allowed & kFloats) != 0) return f.template operator()<__nv_bfloat16>(); break;
+    case DataType::kInt64: if constexpr ((Allowed & kSignedInts) != 0) return f.template operator()<int64_t>(); break;
+    case DataType::kInt32: if constexpr ((Allowed & kSignedInts) != 0) return f.template operator()<int32_t>(); break;
+    case DataType::kInt8: if constexpr ((Allowed & kSignedInts) != 0) return f.template operator()<int8_t>(); break;
+    case DataType::kUInt8: if constexpr ((Allowed & kUnsigned) != 0) return f.template operator()<uint8_t>(); break;
+    case DataType::kBool: if constexpr ((Allowed & kBools) != 0) return f.template operator()<bool>(); break;
+    default: break;
+  }
+  return unsupported(what + ": data type " + dtype_name(t) + " is not supported on CUDA");
+}
+
+}  // namespace streamrt::cuda
