@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -50,6 +51,15 @@ int64_t static_length_1d(const InferContext& ctx, size_t input);
 // Normalizes a list of axes against `rank`, rejecting out-of-range and repeated axes.
 Result<std::vector<int64_t>> normalize_axes(const ir::Node& node, const std::vector<int64_t>& axes,
                                             int64_t rank);
+
+// Owned tensor holding `v` (works for empty `v`, where Tensor::from_vector would pass a null
+// pointer to memcpy). dims must hold exactly v.size() elements.
+template <typename T>
+Tensor tensor_of(DataType dtype, const Dims& dims, const std::vector<T>& v) {
+  Tensor t = Tensor::allocate(dtype, dims).value();
+  if (!v.empty()) std::memcpy(t.mutable_data(), v.data(), t.nbytes());
+  return t;
+}
 
 // Kernel of the ops that only change dims (Reshape, Flatten, Squeeze, Unsqueeze): copies the
 // input bytes to the output after checking that both hold the same number of elements.

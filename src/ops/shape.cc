@@ -33,7 +33,7 @@ Status shape_infer(InferContext& ctx) {
   const auto [start, end] = range;
   ctx.set_output(0, DataType::kInt64, {end - start});
   Dims slice(x.dims.begin() + start, x.dims.begin() + end);
-  if (dims_static(slice)) ctx.set_output_value(0, Tensor::from_vector(DataType::kInt64, {end - start}, slice));
+  if (dims_static(slice)) ctx.set_output_value(0, tensor_of(DataType::kInt64, {end - start}, slice));
   return ok_status();
 }
 
@@ -52,7 +52,7 @@ Status size_infer(InferContext& ctx) {
   const TensorInfo& x = ctx.input(0);
   if (x.has_shape) {
     int64_t n = dims_product_or_dynamic(x.dims, 0, x.dims.size());
-    if (n >= 0) ctx.set_output_value(0, Tensor::from_vector(DataType::kInt64, {}, std::vector<int64_t>{n}));
+    if (n >= 0) ctx.set_output_value(0, tensor_of(DataType::kInt64, {}, std::vector<int64_t>{n}));
   }
   return ok_status();
 }

@@ -1,17 +1,9 @@
-#include <numeric>
-
 #include "ir/shape_inference.h"
 #include "shape_ops_test_util.h"
 
 namespace streamrt {
 namespace {
 using namespace testing;
-
-std::vector<int64_t> identity_map(int64_t n) {
-  std::vector<int64_t> m(static_cast<size_t>(n));
-  std::iota(m.begin(), m.end(), 0);
-  return m;
-}
 
 Dims reshape_dims(const Dims& in, const std::vector<int64_t>& shape, int64_t allowzero = 0) {
   std::map<std::string, ir::Attribute> attrs;
@@ -27,7 +19,7 @@ TEST(ReshapeOp, CopiesBytesForEveryDtype) {
     auto out = run_ok(make_node("Reshape", 2), {x, i64({2}, {4, 6})});
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].dims(), (Dims{4, 6}));
-    expect_picked(out[0], x, identity_map(24));
+    expect_picked(out[0], x, iota_map(24));
   }
 }
 
@@ -115,7 +107,7 @@ TEST(FlattenOp, AllAxes) {
       auto out = run_ok(make_node("Flatten", 1, 1, {{"axis", ai(axis)}}, 13), {x});
       ASSERT_EQ(out.size(), 1u);
       EXPECT_EQ(out[0].dims(), expect) << "axis " << axis;
-      expect_picked(out[0], x, identity_map(120));
+      expect_picked(out[0], x, iota_map(120));
     }
   }
   // Default axis is 1.
