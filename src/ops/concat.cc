@@ -70,6 +70,7 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 0));
   const TensorRef& y = ctx.output(0);
   SRT_ASSIGN_OR_RETURN(int64_t axis, read_axis(ctx.node()));
   const size_t rank = y.dims.size();

@@ -48,6 +48,7 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 0));
   SRT_ASSIGN_OR_RETURN(Tensor t, constant_value(ctx.node()));
   const TensorRef& y = ctx.output(0);
   if (t.dtype() != y.dtype || t.dims() != y.dims) return ctx.error("output does not match the value");

@@ -61,6 +61,13 @@ Tensor tensor_of(DataType dtype, const Dims& dims, const std::vector<T>& v) {
   return t;
 }
 
+// Kernel-side guard: inputs 0..n-1 and output 0 are bound.
+Status require_bound(const KernelContext& ctx, size_t n);
+
+// Kernel-side guard: output `i` must be `dtype` with `dims` (what infer() gave it), so that a
+// kernel never writes past the buffer it was handed.
+Status check_output(const KernelContext& ctx, size_t i, DataType dtype, const Dims& dims);
+
 // Kernel of the ops that only change dims (Reshape, Flatten, Squeeze, Unsqueeze): copies the
 // input bytes to the output after checking that both hold the same number of elements.
 Status copy_bytes_cpu(KernelContext& ctx);

@@ -58,13 +58,14 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
   SRT_ASSIGN_OR_RETURN(int64_t bs, read_blocksize(ctx.node()));
   SRT_ASSIGN_OR_RETURN(bool crd, read_crd(ctx.node()));
   if (x.dims.size() != 4) return ctx.error("input must be 4-D (NCHW)");
   SRT_ASSIGN_OR_RETURN(Dims out, output_dims(ctx.node(), x.dims, bs));
-  if (out != y.dims) return ctx.error("output dims " + dims_to_string(y.dims) + " do not match " + dims_to_string(out));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, x.dtype, out));
   const int64_t n = x.dims[0], c = x.dims[1], h = x.dims[2], w = x.dims[3];
   // The input seen as 6-D, and the permutation that lays it out as the output.
   Dims view;

@@ -121,6 +121,7 @@ Result<std::vector<unsigned char>> constant_bytes(KernelContext& ctx, DataType d
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
   const size_t rank = x.dims.size();
@@ -134,7 +135,7 @@ Status cpu(KernelContext& ctx) {
   for (size_t d = 0; d < rank; ++d) {
     SRT_ASSIGN_OR_RETURN(out[d], padded_dim(ctx.node(), x.dims[d], p[d]));
   }
-  if (out != y.dims) return ctx.error("output dims " + dims_to_string(y.dims) + " do not match " + dims_to_string(out));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, x.dtype, out));
   if (y.numel() == 0) return ok_status();
   if (mode != PadMode::kConstant && x.numel() == 0) return ctx.error("cannot pad an empty input in this mode");
   SRT_ASSIGN_OR_RETURN(auto fill, constant_bytes(ctx, x.dtype));

@@ -38,10 +38,11 @@ Status shape_infer(InferContext& ctx) {
 }
 
 Status shape_cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
   const Dims& dims = ctx.input(0).dims;
   SRT_ASSIGN_OR_RETURN(auto range, shape_range(ctx.node(), static_cast<int64_t>(dims.size())));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, DataType::kInt64, {range.second - range.first}));
   const TensorRef& y = ctx.output(0);
-  if (y.numel() != range.second - range.first) return ctx.error("output has the wrong length");
   for (int64_t i = range.first; i < range.second; ++i) y.as<int64_t>()[i - range.first] = dims[i];
   return ok_status();
 }
@@ -58,6 +59,8 @@ Status size_infer(InferContext& ctx) {
 }
 
 Status size_cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, DataType::kInt64, {}));
   *ctx.output(0).as<int64_t>() = ctx.input(0).numel();
   return ok_status();
 }

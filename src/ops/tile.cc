@@ -39,6 +39,7 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 2));
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
   const std::vector<int64_t> repeats = read_int_values(ctx.input(1));
@@ -46,7 +47,7 @@ Status cpu(KernelContext& ctx) {
   SRT_RETURN_IF_ERROR(check_repeats(ctx.node(), repeats, rank));
   Dims out;
   for (size_t d = 0; d < rank; ++d) out.push_back(x.dims[d] * repeats[d]);
-  if (out != y.dims) return ctx.error("output dims " + dims_to_string(y.dims) + " do not match " + dims_to_string(out));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, x.dtype, out));
   if (y.numel() == 0) return ok_status();
   const size_t esize = dtype_size(x.dtype);
   if (rank == 0) {

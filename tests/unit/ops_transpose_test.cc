@@ -84,3 +84,30 @@ TEST(TransposeOp, RejectsBadPerm) {
 
 }  // namespace
 }  // namespace streamrt
+
+namespace streamrt {
+namespace {
+using namespace testing;
+
+// Kernels called directly (as the runtime does) refuse unbound inputs and mismatched outputs
+// instead of reading or writing out of bounds.
+TEST(DataMovementKernels, RefuseUnboundOrMismatchedBuffers) {
+  Tensor x = pattern(DataType::kFloat32, {2, 3});
+  Tensor small = Tensor::allocate(DataType::kFloat32, {2, 2}).value();
+  std::vector<ops::TensorRef> ins = {{x.dtype(), x.dims(), const_cast<void*>(x.data())}};
+  std::vector<ops::TensorRef> outs = {{small.dtype(), small.dims(), small.mutable_data()}};
+  for (const char* op : {"Transpose", "Reshape", "Flatten", "Slice", "Tile", "Gather", "Shape", "Pad"}) {
+    auto node = make_node(op, 1);
+    ops::KernelContext none(node, {}, outs);
+    EXPECT_FALSE(ops::OpRegistry::global().find(op)->cpu(none).ok()) << op;
+  }
+  auto node = make_node("Transpose", 1);
+  ops::KernelContext kctx(node, ins, outs);
+  EXPECT_FALSE(ops::OpRegistry::global().find("Transpose")->cpu(kctx).ok());
+  auto flat = make_node("Flatten", 1);
+  ops::KernelContext fctx(flat, ins, outs);
+  EXPECT_FALSE(ops::OpRegistry::global().find("Flatten")->cpu(fctx).ok());
+}
+
+}  // namespace
+}  // namespace streamrt
