@@ -87,8 +87,7 @@ int64_t dims_product_or_dynamic(const Dims& dims, size_t begin, size_t end) {
   bool dynamic = false;
   for (size_t i = begin; i < end && i < dims.size(); ++i) {
     if (dims[i] == 0) return 0;
-    if (dims[i] < 0) dynamic = true;
-    else p *= dims[i];
+    if (dims[i] < 0 || __builtin_mul_overflow(p, dims[i], &p)) dynamic = true;
   }
   return dynamic ? kDynamicDim : p;
 }

@@ -26,7 +26,8 @@ void strided_copy(void* dst, const void* src, size_t elem_size, const Dims& out_
 int64_t dims_product(const Dims& dims, size_t begin, size_t end);
 
 // Product of dims[begin, end) where dims may be dynamic: -1 if any factor is dynamic and no
-// factor is 0 (a static 0 makes the product 0 whatever the others are).
+// factor is 0 (a static 0 makes the product 0 whatever the others are). A product past
+// INT64_MAX (absurd declared dims) is reported as -1 too: no tensor that large can exist.
 int64_t dims_product_or_dynamic(const Dims& dims, size_t begin, size_t end);
 
 // Merges two views of one dimension seen by different inputs: equal, or one dynamic.

@@ -10,7 +10,9 @@ bool is_d2s(const ir::Node& node) { return node.op_type == "DepthToSpace"; }
 
 Result<int64_t> read_blocksize(const ir::Node& node) {
   SRT_ASSIGN_OR_RETURN(int64_t bs, node.attr_int("blocksize"));
-  if (bs <= 0) return node.error(StatusCode::kInvalidModel, "blocksize " + std::to_string(bs) + " must be positive");
+  int64_t sq;
+  if (bs <= 0 || __builtin_mul_overflow(bs, bs, &sq))
+    return node.error(StatusCode::kInvalidModel, "blocksize " + std::to_string(bs) + " is out of range");
   return bs;
 }
 
@@ -31,14 +33,22 @@ Result<Dims> output_dims(const ir::Node& node, const Dims& in, int64_t bs) {
                                                        " is not a multiple of " + std::to_string(by));
     return v / by;
   };
-  auto mul = [](int64_t v, int64_t by) { return v < 0 ? kDynamicDim : v * by; };
+  auto mul = [&](int64_t v, int64_t by) -> Result<int64_t> {
+    int64_t out;
+    if (v < 0) return kDynamicDim;
+    if (__builtin_mul_overflow(v, by, &out)) return node.error(StatusCode::kInvalidModel, "output dim overflows");
+    return out;
+  };
   if (is_d2s(node)) {
     SRT_ASSIGN_OR_RETURN(int64_t c, div(in[1], bs * bs, "channels"));
-    return Dims{in[0], c, mul(in[2], bs), mul(in[3], bs)};
+    SRT_ASSIGN_OR_RETURN(int64_t h, mul(in[2], bs));
+    SRT_ASSIGN_OR_RETURN(int64_t w, mul(in[3], bs));
+    return Dims{in[0], c, h, w};
   }
   SRT_ASSIGN_OR_RETURN(int64_t h, div(in[2], bs, "height"));
   SRT_ASSIGN_OR_RETURN(int64_t w, div(in[3], bs, "width"));
-  return Dims{in[0], mul(in[1], bs * bs), h, w};
+  SRT_ASSIGN_OR_RETURN(int64_t c, mul(in[1], bs * bs));
+  return Dims{in[0], c, h, w};
 }
 
 Status infer(InferContext& ctx) {

@@ -40,7 +40,9 @@ Result<std::vector<std::pair<int64_t, int64_t>>> per_dim_pads(const ir::Node& no
 
 Result<int64_t> padded_dim(const ir::Node& node, int64_t dim, std::pair<int64_t, int64_t> p) {
   if (dim < 0) return kDynamicDim;
-  int64_t out = dim + p.first + p.second;
+  int64_t out;
+  if (__builtin_add_overflow(dim, p.first, &out) || __builtin_add_overflow(out, p.second, &out))
+    return node.error(StatusCode::kInvalidModel, "pads overflow a dim of " + std::to_string(dim));
   if (out < 0) return node.error(StatusCode::kInvalidModel, "pads crop a dim of " + std::to_string(dim) + " below 0");
   return out;
 }

@@ -27,7 +27,7 @@ Result<std::vector<int64_t>> split_sizes(const ir::Node& node, const SplitSpec& 
     int64_t sum = 0;
     for (int64_t s : v) {
       if (s < 0) return fail("split size " + std::to_string(s) + " is negative");
-      sum += s;
+      if (__builtin_add_overflow(sum, s, &sum)) return fail("split sizes overflow");
     }
     if (dim >= 0 && sum != dim)
       return fail("split sizes add up to " + std::to_string(sum) + ", the axis has " + std::to_string(dim));

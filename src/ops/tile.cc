@@ -16,6 +16,17 @@ Status check_repeats(const ir::Node& node, const std::vector<int64_t>& repeats, 
   return ok_status();
 }
 
+// in * repeats, or an error on overflow; dynamic `in` stays dynamic (0 repeats give 0).
+Result<int64_t> tiled_dim(const ir::Node& node, int64_t in, int64_t repeats) {
+  if (repeats == 0) return 0;
+  if (in < 0) return kDynamicDim;
+  int64_t out;
+  if (__builtin_mul_overflow(in, repeats, &out))
+    return node.error(StatusCode::kInvalidModel, "tiling " + std::to_string(in) + " by " + std::to_string(repeats) +
+                                                     " overflows");
+  return out;
+}
+
 Status infer(InferContext& ctx) {
   if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.error("needs input and repeats");
   if (ctx.opset() < 6) return ctx.unsupported("Tile before opset 6 (tiles/axis inputs) is not supported");
@@ -31,9 +42,10 @@ Status infer(InferContext& ctx) {
   SRT_ASSIGN_OR_RETURN(auto repeats, known_int_values(ctx, 1, "repeats"));
   Dims in = x.has_shape ? x.dims : Dims(repeats.size(), kDynamicDim);
   SRT_RETURN_IF_ERROR(check_repeats(ctx.node(), repeats, in.size()));
-  Dims out;
-  for (size_t d = 0; d < in.size(); ++d)
-    out.push_back(repeats[d] == 0 ? 0 : in[d] < 0 ? kDynamicDim : in[d] * repeats[d]);
+  Dims out(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    SRT_ASSIGN_OR_RETURN(out[d], tiled_dim(ctx.node(), in[d], repeats[d]));
+  }
   ctx.set_output(0, dt, std::move(out));
   return ok_status();
 }
@@ -45,8 +57,10 @@ Status cpu(KernelContext& ctx) {
   const std::vector<int64_t> repeats = read_int_values(ctx.input(1));
   const size_t rank = x.dims.size();
   SRT_RETURN_IF_ERROR(check_repeats(ctx.node(), repeats, rank));
-  Dims out;
-  for (size_t d = 0; d < rank; ++d) out.push_back(x.dims[d] * repeats[d]);
+  Dims out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    SRT_ASSIGN_OR_RETURN(out[d], tiled_dim(ctx.node(), x.dims[d], repeats[d]));
+  }
   SRT_RETURN_IF_ERROR(check_output(ctx, 0, x.dtype, out));
   if (y.numel() == 0) return ok_status();
   const size_t esize = dtype_size(x.dtype);

@@ -170,3 +170,27 @@ TEST(ReshapeOp, ShapeChainIsKnownAtBuildTime) {
 
 }  // namespace
 }  // namespace streamrt
+
+namespace streamrt {
+namespace {
+using namespace testing;
+
+// Absurd values from a malformed model give a Status, not signed overflow.
+TEST(ShapeOpsOverflow, HugeValuesAreErrors) {
+  Tensor x = pattern(DataType::kFloat32, {2, 3});
+  EXPECT_FALSE(run_status(make_node("Reshape", 2), {x, i64({2}, {INT64_MAX, 4})}).ok());
+  EXPECT_FALSE(run_status(make_node("Tile", 2), {x, i64({2}, {INT64_MAX, 2})}).ok());
+  EXPECT_FALSE(run_status(make_node("Pad", 2), {x, i64({4}, {INT64_MAX, 0, 1, 0})}).ok());
+  EXPECT_FALSE(run_status(make_node("Split", 2, 2, {}, 13), {x, i64({2}, {INT64_MAX, 2})}).ok());
+  EXPECT_FALSE(run_status(make_node("DepthToSpace", 1, 1, {{"blocksize", ai(INT64_MAX)}}),
+                          {pattern(DataType::kFloat32, {1, 4, 1, 1})}).ok());
+  auto r = infer(make_node("Concat", 2, 1, {{"axis", ai(0)}}),
+                 {info(DataType::kFloat32, {INT64_MAX}), info(DataType::kFloat32, {2})});
+  EXPECT_FALSE(r.status.ok());
+  r = infer(make_node("Flatten", 1), {info(DataType::kFloat32, {2, INT64_MAX, 4})});
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.outs[0].dims, (Dims{2, -1}));
+}
+
+}  // namespace
+}  // namespace streamrt
