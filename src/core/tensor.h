@@ -60,7 +60,7 @@ template <typename T>
 Tensor Tensor::from_vector(DataType dtype, const Dims& dims, const std::vector<T>& v) {
   auto r = allocate(dtype, dims);
   Tensor t = std::move(r).value();
-  std::memcpy(t.mutable_data(), v.data(), t.nbytes());
+  if (t.nbytes()) std::memcpy(t.mutable_data(), v.data(), t.nbytes());
   return t;
 }
 

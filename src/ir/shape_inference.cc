@@ -16,6 +16,7 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
     r.infos[id].has_shape = true;
   }
   for (const auto& [id, t] : graph.constants) r.values[id] = t;
+  for (const auto& [id, t] : options.known_values) r.values[id] = t;
 
   for (const Node& node : graph.nodes) {
     const ops::OpSchema* schema = ops::OpRegistry::global().find(node.op_type, node.domain);

@@ -16,6 +16,8 @@ struct InferOptions {
   int64_t max_propagated_elements = 1 << 12;
   // Input dims to use instead of the graph's declared ones (e.g. a profile's max shapes).
   std::unordered_map<ValueId, Dims> input_dims;
+  // Contents known for some inputs (e.g. host data bound to a shape-tensor input).
+  std::unordered_map<ValueId, Tensor> known_values;
 };
 
 struct InferResult {

@@ -9,16 +9,42 @@
 // of both sections and an XXH3-64 checksum of each. A weight-stripped plan has
 // weights_size == 0 and must be refitted before it runs.
 //
+// Header rules (what read_plan() enforces):
+//   - header_size == 64; metadata_offset == 64 (right after the header); metadata_size > 0;
+//   - weights_size == 0  <=>  weights_offset == 0 and weights_checksum == 0 (no section; the
+//     file then ends right after the metadata);
+//   - otherwise weights_offset is 4096-aligned, after the metadata, and the file ends exactly
+//     at weights_offset + weights_size (no trailing bytes) and the padding before it is zero:
+//     every byte of the file is checked.
+//
 // read_plan() maps the file (no second copy of the weights), checks the header, both
 // checksums, runs the FlatBuffers verifier and then semantic checks (every index in range,
 // every weight inside the weights section, dims and dtypes consistent). Any failure is
-// kInvalidPlan with a message naming the problem; a plan of another format version or for
-// another device kind is kIncompatible. Nothing proportional to a size claimed by the file
+// kInvalidPlan with a message naming the problem; a plan of another format version is
+// kIncompatible (a plan for another device kind is too, but that is checked by the runtime
+// that loads it: the reader does not know the target device). Nothing proportional to a size claimed by the file
 // is allocated before that size is validated against the file.
+//
+// Semantic checks (verify_plan(), run by read_plan() on every plan):
+//   - dtypes are known (never kUndefined); dims are >= -1 and their element count times the
+//     dtype size fits in int64 (dynamic dims counted as 1);
+//   - steps: every input/output index is -1 or a value index; step outputs are activations or
+//     outputs, each produced by at most one step; attribute kinds known, names unique; tensor
+//     attributes have static dims and exactly numel * dtype_size bytes;
+//   - values: activations lie in the arena ([arena_offset, +arena_size) within
+//     PlanData::arena_size, and arena_size >= bytes of max_dims when max_dims is static);
+//     max_dims is empty or of the rank of dims; weight values name a weight of the same dtype
+//     and dims;
+//   - inputs/outputs: value index in range, same dtype as the value; min/opt/max each empty or
+//     of the rank of dims, static, min <= opt <= max, and equal to dims where dims is static;
+//   - weights: static dims, size == numel * dtype_size, offset 64-aligned, unique names, and
+//     (unless stripped) [offset, offset + size) inside the weights section.
+// A stripped plan (weights_stripped) must have no weights section and vice versa.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -105,9 +131,23 @@ struct PlanData {
 };
 
 // Serializes to bytes / to a file (written to a temporary name, then renamed).
-// weights[i].offset/size are (re)computed here.
+// weights[i].offset/size are (re)computed here from dims and dtype. Unless the plan is
+// stripped, weight_data must be parallel to weights with matching dtype and dims
+// (kInvalidArgument otherwise). Semantic validity is the caller's: see verify_plan().
 Result<std::vector<uint8_t>> serialize_plan(PlanData& plan);
 Status write_plan(PlanData& plan, const std::string& path);
+
+// Runs the semantic checks listed at the top of this file on `plan`; `weights_section_size`
+// bounds the weights (ignored when plan.weights_stripped). kInvalidPlan naming the field and
+// its values (without a "plan ..." prefix: callers add their own context).
+Status verify_plan(const PlanData& plan, uint64_t weights_section_size);
+
+// Low level, for tools and tests: assembles a plan file from `plan` exactly as given
+// (weights' offset/size are NOT recomputed, weight_data is ignored, nothing is validated)
+// around the raw `weights_section` bytes, with a correct header and checksums. Lets tests
+// build semantically broken plans that pass the checksum and verifier stages.
+Result<std::vector<uint8_t>> assemble_plan(const PlanData& plan,
+                                           std::span<const uint8_t> weights_section);
 
 // A plan read back: metadata plus the mapping that holds the weights.
 struct LoadedPlan {
@@ -118,7 +158,9 @@ struct LoadedPlan {
 
 // Maps and fully verifies a plan file (see the top of this file).
 Result<LoadedPlan> read_plan(const std::string& path);
-// Verifies a plan held in memory (the bytes must outlive the result; `holder` keeps them).
+// Verifies a plan held in memory (the bytes must outlive the result; `holder` keeps them;
+// it may be null when the caller guarantees that). Bytes not 64-byte aligned are first
+// copied into an aligned buffer, so weight views are always 64-byte aligned.
 Result<LoadedPlan> read_plan_bytes(const uint8_t* data, size_t size, std::shared_ptr<const void> holder);
 
 }  // namespace streamrt::plan

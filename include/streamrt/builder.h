@@ -1,0 +1,53 @@
+// Building an engine (plan) from an ONNX model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "streamrt/status.h"
+#include "streamrt/types.h"
+
+namespace streamrt {
+
+enum class DeviceType : uint8_t { kCpu = 0, kCuda = 1 };
+const char* device_type_name(DeviceType d);
+Result<DeviceType> parse_device_type(const std::string& s);  // "cpu" | "cuda"
+
+// min / opt / max dims of one input for the optimization profile. The memory plan is
+// sized for max; at run time set_input_shape accepts any dims within [min, max].
+struct ShapeProfile {
+  Dims min, opt, max;
+};
+
+struct BuilderConfig {
+  DeviceType device = DeviceType::kCpu;
+  // Fixed shapes for inputs (overrides dynamic dims), e.g. {"input": {1, 3, 224, 224}}.
+  std::map<std::string, Dims> shapes;
+  // Optimization profile for inputs with dynamic dims.
+  std::map<std::string, ShapeProfile> profiles;
+  // Name recorded in the plan (defaults to the ONNX graph name).
+  std::string engine_name;
+};
+
+// What the builder did, for logs and the CLI.
+struct BuildReport {
+  size_t nodes_imported = 0;
+  size_t nodes_folded = 0;      // replaced by constants
+  size_t nodes_removed = 0;     // dead or identity
+  size_t steps = 0;             // in the final plan
+  uint64_t arena_bytes = 0;     // activation memory (planned for max shapes)
+  uint64_t naive_arena_bytes = 0;  // what the activations would need without sharing
+  uint64_t weight_bytes = 0;
+};
+
+// Imports `onnx_path`, optimizes and serializes the engine. Errors name the input / node.
+Result<std::vector<uint8_t>> build_plan_from_onnx(const std::string& onnx_path,
+                                                  const BuilderConfig& config,
+                                                  BuildReport* report = nullptr);
+// Same, writing the plan to `plan_path` atomically.
+Status build_plan_file(const std::string& onnx_path, const BuilderConfig& config,
+                       const std::string& plan_path, BuildReport* report = nullptr);
+
+}  // namespace streamrt

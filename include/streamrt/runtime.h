@@ -1,0 +1,96 @@
+// Running engines: Runtime -> Engine (a loaded plan) -> ExecutionContext (one inference
+// stream's state). An Engine is immutable once loaded and may be shared by several
+// contexts running on several threads at once; a context is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "streamrt/builder.h"
+#include "streamrt/status.h"
+#include "streamrt/types.h"
+
+namespace streamrt {
+
+struct RuntimeOptions {
+  // Device to run on; unset = CUDA when a GPU is present, else the CPU.
+  std::optional<DeviceType> device;
+};
+
+struct TensorDesc {
+  std::string name;
+  bool is_input = false;
+  DataType dtype = DataType::kUndefined;
+  Dims dims;            // -1 for dynamic
+  Dims min, opt, max;   // profile (inputs); for outputs `max` is the planned max shape
+};
+
+class ExecutionContext;
+struct EngineState;
+
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  ~Engine();
+  const std::string& name() const;
+  DeviceType device() const;
+  // Inputs first, then outputs, in the model's order.
+  std::vector<TensorDesc> io_tensors() const;
+  // Number of execution steps (kernels) in the plan.
+  size_t num_steps() const;
+  // Activation memory one context needs (planned for the profile's max shapes).
+  uint64_t device_memory_size() const;
+  // Total bytes of weights held by the plan.
+  uint64_t weights_size() const;
+  // True when the plan was built without weights (it must be refitted before it runs).
+  bool weights_stripped() const;
+  // A new, independent execution context.
+  Result<std::unique_ptr<ExecutionContext>> create_execution_context();
+
+  const EngineState& state() const { return *state_; }
+
+ private:
+  friend class Runtime;
+  explicit Engine(std::unique_ptr<EngineState> state);
+  std::unique_ptr<EngineState> state_;
+};
+
+class Runtime {
+ public:
+  static Result<std::unique_ptr<Runtime>> create(const RuntimeOptions& options = {});
+  DeviceType device() const { return device_; }
+  // Maps and verifies a plan file; a plan for another device is kIncompatible.
+  Result<std::shared_ptr<Engine>> load_engine(const std::string& plan_path);
+  // Same for a plan held in memory (the bytes are moved into the engine).
+  Result<std::shared_ptr<Engine>> load_engine_bytes(std::vector<uint8_t> bytes);
+
+ private:
+  explicit Runtime(DeviceType device) : device_(device) {}
+  DeviceType device_;
+};
+
+struct ContextState;
+
+class ExecutionContext {
+ public:
+  ~ExecutionContext();
+  // Sets the dims of a dynamic input; kInvalidArgument naming the tensor and the profile's
+  // bounds when outside [min, max].
+  Status set_input_shape(const std::string& name, const Dims& dims);
+  // Binds host memory to an input or output. `capacity` (bytes) is checked against the
+  // tensor's size when known; outputs must hold the profile's max shape unless told otherwise.
+  Status set_tensor_address(const std::string& name, void* data, size_t capacity = SIZE_MAX);
+  // Current dims: inputs after set_input_shape, outputs after execute().
+  Result<Dims> tensor_shape(const std::string& name) const;
+  // Runs the engine synchronously on the bound tensors.
+  Status execute();
+
+ private:
+  friend class Engine;
+  explicit ExecutionContext(std::shared_ptr<const Engine> engine);
+  std::unique_ptr<ContextState> state_;
+};
+
+}  // namespace streamrt

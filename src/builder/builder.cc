@@ -1,0 +1,119 @@
+#include "streamrt/builder.h"
+
+#include <unordered_map>
+
+#include "builder/lowering.h"
+#include "builder/passes.h"
+#include "core/logging.h"
+#include "ir/shape_inference.h"
+#include "onnx/importer.h"
+#include "plan/plan.h"
+
+namespace streamrt {
+
+const char* device_type_name(DeviceType d) { return d == DeviceType::kCuda ? "cuda" : "cpu"; }
+
+Result<DeviceType> parse_device_type(const std::string& s) {
+  if (s == "cpu") return DeviceType::kCpu;
+  if (s == "cuda") return DeviceType::kCuda;
+  return invalid_argument("unknown device '" + s + "' (expected cpu or cuda)");
+}
+
+namespace {
+
+// Applies fixed shapes and profiles to the graph inputs and returns the max dims per input.
+Result<std::unordered_map<ir::ValueId, builder::InputProfile>> apply_shapes(
+    ir::Graph& g, const BuilderConfig& config) {
+  std::unordered_map<std::string, ir::ValueId> inputs;
+  for (ir::ValueId id : g.inputs) inputs[g.value(id).name] = id;
+  for (const auto& [name, dims] : config.shapes)
+    if (!inputs.count(name)) return invalid_argument("--shapes names '" + name + "', which is not a model input");
+  for (const auto& [name, p] : config.profiles)
+    if (!inputs.count(name)) return invalid_argument("--profile names '" + name + "', which is not a model input");
+
+  std::unordered_map<ir::ValueId, builder::InputProfile> out;
+  for (ir::ValueId id : g.inputs) {
+    ir::Value& v = g.value(id);
+    builder::InputProfile prof;
+    auto check_rank = [&](const Dims& d, const char* what) -> Status {
+      if (d.size() != v.dims.size())
+        return invalid_argument(std::string(what) + " for input '" + v.name + "' has rank " +
+                                std::to_string(d.size()) + ", the model's input has rank " +
+                                std::to_string(v.dims.size()) + " (" + dims_to_string(v.dims) + ")");
+      for (size_t i = 0; i < d.size(); ++i)
+        if (d[i] < 0 || (v.dims[i] >= 0 && d[i] != v.dims[i]))
+          return invalid_argument(std::string(what) + " " + dims_to_string(d) + " for input '" + v.name +
+                                  "' does not match the model's dims " + dims_to_string(v.dims));
+      return ok_status();
+    };
+    if (auto it = config.shapes.find(v.name); it != config.shapes.end()) {
+      SRT_RETURN_IF_ERROR(check_rank(it->second, "shape"));
+      prof.min = prof.opt = prof.max = it->second;
+      v.dims = it->second;
+    } else if (auto pit = config.profiles.find(v.name); pit != config.profiles.end()) {
+      const ShapeProfile& p = pit->second;
+      SRT_RETURN_IF_ERROR(check_rank(p.min, "profile min"));
+      SRT_RETURN_IF_ERROR(check_rank(p.opt, "profile opt"));
+      SRT_RETURN_IF_ERROR(check_rank(p.max, "profile max"));
+      for (size_t i = 0; i < p.min.size(); ++i)
+        if (!(p.min[i] <= p.opt[i] && p.opt[i] <= p.max[i]))
+          return invalid_argument("profile for input '" + v.name + "' needs min <= opt <= max in every dim, got " +
+                                  dims_to_string(p.min) + " / " + dims_to_string(p.opt) + " / " +
+                                  dims_to_string(p.max));
+      prof.min = p.min;
+      prof.opt = p.opt;
+      prof.max = p.max;
+      // Dims that the profile fixes become static; the rest stay dynamic.
+      for (size_t i = 0; i < v.dims.size(); ++i)
+        v.dims[i] = p.min[i] == p.max[i] ? p.min[i] : kDynamicDim;
+    } else {
+      if (!dims_static(v.dims))
+        return invalid_argument("input '" + v.name + "' has dynamic dims " + dims_to_string(v.dims) +
+                                "; give its shape (--shapes " + v.name + ":...) or a profile (--profile " +
+                                v.name + ":MIN:OPT:MAX)");
+      prof.min = prof.opt = prof.max = v.dims;
+    }
+    out[id] = prof;
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const BuilderConfig& config,
+                                       BuildReport* report) {
+  BuildReport local;
+  BuildReport& rep = report ? *report : local;
+  SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
+  rep.nodes_imported = g.nodes.size();
+  SRT_ASSIGN_OR_RETURN(auto profiles, apply_shapes(g, config));
+  auto st = ir::infer_shapes(g);
+  if (!st.ok()) return st.status().with_context(onnx_path);
+  SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
+  rep.nodes_removed = builder::remove_identities(g);
+  rep.nodes_removed += builder::remove_dead_code(g);
+  if (config.engine_name.empty() && g.name.empty()) {
+    size_t slash = onnx_path.find_last_of('/');
+    g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);
+  }
+  return builder::lower_to_plan(g, profiles, config, &rep);
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> build_plan_from_onnx(const std::string& onnx_path,
+                                                  const BuilderConfig& config,
+                                                  BuildReport* report) {
+  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, build_plan_data(onnx_path, config, report));
+  return plan::serialize_plan(plan);
+}
+
+Status build_plan_file(const std::string& onnx_path, const BuilderConfig& config,
+                       const std::string& plan_path, BuildReport* report) {
+  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, build_plan_data(onnx_path, config, report));
+  return plan::write_plan(plan, plan_path);
+}
+
+}  // namespace streamrt

@@ -1,0 +1,158 @@
+#include "builder/lowering.h"
+
+#include <unordered_set>
+
+#include "builder/memory_planner.h"
+#include "ir/shape_inference.h"
+
+namespace streamrt::builder {
+namespace {
+
+using plan::ValueEntry;
+
+// Graph outputs that no node produces (constants after folding, or outputs listed twice)
+// get an Identity step so every output is written by a step.
+Status materialize_outputs(ir::Graph& g) {
+  std::unordered_set<ir::ValueId> produced, seen;
+  for (const auto& n : g.nodes)
+    for (ir::ValueId o : n.outputs) produced.insert(o);
+  for (ir::ValueId& out : g.outputs) {
+    bool dup = !seen.insert(out).second;
+    if (produced.count(out) && !dup) continue;
+    const ir::Value src = g.value(out);
+    if (!g.is_constant(out) && !dup)
+      return unsupported("graph output '" + src.name + "' is a graph input; streamrt needs outputs "
+                         "computed by the graph");
+    ir::ValueId copy = g.add_value(src.name + (dup ? "::dup" + std::to_string(g.values.size()) : "::const"),
+                                   src.dtype, src.dims, true);
+    ir::Node n;
+    n.name = "output_copy_" + src.name;
+    n.op_type = "Identity";
+    n.opset = 13;
+    if (g.is_constant(out) && !dup) {
+      // The output keeps its name; the constant moves to a new value.
+      g.constants[copy] = g.constants[out];
+      g.constants.erase(out);
+      n.inputs = {copy};
+      n.outputs = {out};
+    } else {
+      n.inputs = {out};
+      n.outputs = {copy};
+      out = copy;
+    }
+    g.nodes.push_back(std::move(n));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<plan::PlanData> lower_to_plan(ir::Graph& g,
+                                     const std::unordered_map<ir::ValueId, InputProfile>& profiles,
+                                     const BuilderConfig& config, BuildReport* report) {
+  SRT_RETURN_IF_ERROR(materialize_outputs(g));
+  ir::InferOptions max_opts;
+  for (const auto& [id, p] : profiles) max_opts.input_dims[id] = p.max;
+  auto max_shapes = ir::infer_shapes_readonly(g, max_opts);
+  if (!max_shapes.ok()) return max_shapes.status().with_context("inferring shapes at the profile's max");
+
+  plan::PlanData plan;
+  plan.name = config.engine_name.empty() ? g.name : config.engine_name;
+  plan.streamrt_version = STREAMRT_VERSION;
+  plan.device.kind = config.device == DeviceType::kCuda ? plan::DeviceKind::kCuda : plan::DeviceKind::kCpu;
+  plan.device.name = device_type_name(config.device);
+
+  std::unordered_map<ir::ValueId, int32_t> index;  // graph value -> plan value
+  std::vector<bool> max_known;                     // per plan value: max shape inferred
+  std::unordered_set<ir::ValueId> graph_inputs(g.inputs.begin(), g.inputs.end());
+  std::unordered_set<ir::ValueId> graph_outputs(g.outputs.begin(), g.outputs.end());
+  auto add = [&](ir::ValueId id) -> int32_t {
+    if (auto it = index.find(id); it != index.end()) return it->second;
+    const ir::Value& v = g.value(id);
+    ValueEntry e;
+    e.name = v.name;
+    e.dtype = v.dtype;
+    e.dims = v.dims;
+    e.max_dims = max_shapes->infos[id].dims;
+    max_known.push_back(max_shapes->infos[id].has_shape);
+    if (graph_inputs.count(id)) e.kind = ValueEntry::Kind::kInput;
+    else if (graph_outputs.count(id)) e.kind = ValueEntry::Kind::kOutput;
+    else if (g.is_constant(id)) e.kind = ValueEntry::Kind::kWeight;
+    if (e.kind == ValueEntry::Kind::kWeight) {
+      const Tensor& t = *g.constant(id);
+      e.weight_index = static_cast<int32_t>(plan.weights.size());
+      plan.weights.push_back({v.name, t.dtype(), t.dims(), 0, t.nbytes(), false});
+      plan.weight_data.push_back(t);
+      if (report) report->weight_bytes += t.nbytes();
+    }
+    int32_t idx = static_cast<int32_t>(plan.values.size());
+    plan.values.push_back(std::move(e));
+    index[id] = idx;
+    return idx;
+  };
+
+  for (ir::ValueId id : g.inputs) add(id);
+  for (const ir::Node& n : g.nodes) {
+    ir::Node step = n;
+    for (auto& in : step.inputs)
+      if (in != ir::kNoValue) in = add(in);
+    for (auto& out : step.outputs)
+      if (out != ir::kNoValue) out = add(out);
+    plan.steps.push_back(std::move(step));
+  }
+  for (ir::ValueId id : g.outputs) add(id);
+
+  // Lifetimes and memory plan of activations.
+  std::vector<BufferRequest> req;
+  std::vector<int32_t> req_value;
+  std::vector<int32_t> first(plan.values.size(), -1), last(plan.values.size(), -1);
+  for (int32_t s = 0; s < static_cast<int32_t>(plan.steps.size()); ++s) {
+    for (int32_t in : plan.steps[s].inputs)
+      if (in >= 0) last[in] = s;
+    for (int32_t out : plan.steps[s].outputs)
+      if (out >= 0 && first[out] < 0) first[out] = s;
+  }
+  for (int32_t v = 0; v < static_cast<int32_t>(plan.values.size()); ++v) {
+    ValueEntry& e = plan.values[v];
+    if (e.kind != ValueEntry::Kind::kActivation) continue;
+    // A tensor whose size depends on data gets no arena slot: the runtime allocates it.
+    uint64_t bytes = 0;
+    if (max_known[v] && dims_static(e.max_dims)) {
+      auto n = checked_numel(e.max_dims, INT64_MAX / 8);
+      if (n.ok()) bytes = static_cast<uint64_t>(*n) * dtype_size(e.dtype);
+    }
+    e.arena_size = bytes;
+    req.push_back({bytes, first[v], std::max(first[v], last[v])});
+    req_value.push_back(v);
+    if (report) report->naive_arena_bytes += bytes;
+  }
+  MemoryPlan mp = plan_memory(req);
+  for (size_t i = 0; i < req.size(); ++i) plan.values[req_value[i]].arena_offset = mp.offsets[i];
+  plan.arena_size = mp.arena_size;
+
+  auto io = [&](ir::ValueId id) {
+    plan::IoTensor t;
+    int32_t v = index.at(id);
+    t.name = plan.values[v].name;
+    t.value = v;
+    t.dtype = plan.values[v].dtype;
+    t.dims = plan.values[v].dims;
+    if (auto it = profiles.find(id); it != profiles.end()) {
+      t.min = it->second.min;
+      t.opt = it->second.opt;
+      t.max = it->second.max;
+    } else if (max_known[v] && dims_static(plan.values[v].max_dims)) {
+      t.max = plan.values[v].max_dims;  // outputs: the largest shape the profile allows
+    }  // else: the output's size depends on input data; known only at run time
+    return t;
+  };
+  for (ir::ValueId id : g.inputs) plan.inputs.push_back(io(id));
+  for (ir::ValueId id : g.outputs) plan.outputs.push_back(io(id));
+  if (report) {
+    report->steps = plan.steps.size();
+    report->arena_bytes = plan.arena_size;
+  }
+  return plan;
+}
+
+}  // namespace streamrt::builder

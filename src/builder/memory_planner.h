@@ -1,0 +1,26 @@
+// Activation memory plan: one arena, tensors whose lifetimes do not overlap share bytes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace streamrt::builder {
+
+struct BufferRequest {
+  uint64_t size = 0;   // bytes
+  int32_t first = 0;   // step that produces it
+  int32_t last = 0;    // last step that reads it (>= first)
+};
+
+struct MemoryPlan {
+  std::vector<uint64_t> offsets;  // parallel to the requests, aligned to kArenaAlignment
+  uint64_t arena_size = 0;
+};
+
+inline constexpr uint64_t kArenaAlignment = 64;
+
+// Greedy best-fit by decreasing size: each buffer goes to the lowest offset that does not
+// collide with an already placed buffer whose lifetime overlaps.
+MemoryPlan plan_memory(const std::vector<BufferRequest>& requests);
+
+}  // namespace streamrt::builder

@@ -1,0 +1,20 @@
+// Graph optimization passes. Each is a local rewrite over an ir::Graph whose nodes are
+// topologically ordered and whose shapes have been inferred.
+#pragma once
+
+#include "ir/graph.h"
+
+namespace streamrt::builder {
+
+// Evaluates every node whose inputs are all constants (or whose outputs shape inference
+// already knows, e.g. Shape of a static tensor) and replaces it by constants.
+// Returns the number of nodes folded.
+Result<size_t> fold_constants(ir::Graph& g);
+
+// Removes Identity and inference-mode Dropout nodes by rewiring their consumers.
+size_t remove_identities(ir::Graph& g);
+
+// Removes nodes that no graph output depends on, and constants nothing uses.
+size_t remove_dead_code(ir::Graph& g);
+
+}  // namespace streamrt::builder

@@ -1,0 +1,175 @@
+#include "onnx/importer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <climits>
+#include <fstream>
+#include <unordered_set>
+
+#include "ir/shape_inference.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/tensor_proto.h"
+
+namespace streamrt::onnx_import {
+namespace {
+
+struct Importer {
+  const std::string& base_dir;
+  ir::Graph g;
+  std::unordered_map<std::string, int> opsets;
+
+  ir::ValueId value_for(const std::string& name) {
+    if (name.empty()) return ir::kNoValue;
+    ir::ValueId id = g.find_value(name);
+    return id != ir::kNoValue ? id : g.add_value(name);
+  }
+
+  Status read_opsets(const onnx::ModelProto& m) {
+    for (const auto& o : m.opset_import()) {
+      std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
+      opsets[domain] = static_cast<int>(o.version());
+    }
+    if (!opsets.count("")) {
+      if (m.opset_import_size() == 0) opsets[""] = 1;  // IR v3 default
+      else return ok_status();                          // only custom domains
+    }
+    int v = opsets[""];
+    if (v < kMinOpset || v > kMaxOpset)
+      return unsupported("model uses ai.onnx opset " + std::to_string(v) + "; streamrt supports " +
+                         std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset));
+    return ok_status();
+  }
+
+  Status read_value_info(const onnx::ValueInfoProto& vi, ir::ValueId id, bool required) {
+    ir::Value& v = g.value(id);
+    if (!vi.has_type() || !vi.type().has_tensor_type()) {
+      if (required) return unsupported("graph input '" + vi.name() + "' is not a tensor");
+      return ok_status();
+    }
+    const auto& tt = vi.type().tensor_type();
+    if (tt.elem_type() != 0) {
+      SRT_ASSIGN_OR_RETURN(v.dtype, dtype_from_onnx(tt.elem_type(), "graph tensor '" + vi.name() + "'"));
+    } else if (required) {
+      return invalid_model("graph input '" + vi.name() + "' has no element type");
+    }
+    if (tt.has_shape()) {
+      v.dims.clear();
+      for (const auto& d : tt.shape().dim()) {
+        if (d.has_dim_value() && d.dim_value() < 0)
+          return invalid_model("graph tensor '" + vi.name() + "' has a negative dimension");
+        v.dims.push_back(d.has_dim_value() ? d.dim_value() : kDynamicDim);
+      }
+      v.has_shape = true;
+    } else if (required) {
+      return unsupported("graph input '" + vi.name() + "' has no shape (rank unknown)");
+    }
+    return ok_status();
+  }
+
+  Result<ir::Attribute> convert_attr(const onnx::AttributeProto& a, const ir::Node& n) {
+    using A = onnx::AttributeProto;
+    switch (a.type()) {
+      case A::INT: return ir::Attribute::make_int(a.i());
+      case A::FLOAT: return ir::Attribute::make_float(a.f());
+      case A::STRING: return ir::Attribute::make_string(a.s());
+      case A::INTS: return ir::Attribute::make_ints({a.ints().begin(), a.ints().end()});
+      case A::FLOATS: return ir::Attribute::make_floats({a.floats().begin(), a.floats().end()});
+      case A::STRINGS: {
+        ir::Attribute r;
+        r.kind = ir::Attribute::Kind::kStrings;
+        r.strings.assign(a.strings().begin(), a.strings().end());
+        return r;
+      }
+      case A::TENSOR: {
+        auto t = tensor_from_proto(a.t(), base_dir);
+        if (!t.ok()) return t.status().with_context(n.describe() + " attribute '" + a.name() + "'");
+        return ir::Attribute::make_tensor(std::move(t).value());
+      }
+      default:
+        return n.error(StatusCode::kUnsupported,
+                       "attribute '" + a.name() + "' has unsupported type " + A::AttributeType_Name(a.type()));
+    }
+  }
+
+  Status read_graph(const onnx::GraphProto& gp) {
+    g.name = gp.name();
+    std::unordered_set<std::string> init_names;
+    for (const auto& init : gp.initializer()) {
+      if (init.name().empty()) return invalid_model("an initializer has no name");
+      if (!init_names.insert(init.name()).second)
+        return invalid_model("initializer '" + init.name() + "' is defined twice");
+      SRT_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir));
+      g.set_constant(value_for(init.name()), std::move(t));
+    }
+    if (gp.sparse_initializer_size() > 0) return unsupported("sparse initializers are not supported");
+    for (const auto& in : gp.input()) {
+      if (init_names.count(in.name())) continue;  // old-style: initializers listed as inputs
+      ir::ValueId id = value_for(in.name());
+      SRT_RETURN_IF_ERROR(read_value_info(in, id, true));
+      g.inputs.push_back(id);
+    }
+    for (const auto& out : gp.output()) {
+      if (out.name().empty()) return invalid_model("a graph output has no name");
+      ir::ValueId id = value_for(out.name());
+      SRT_RETURN_IF_ERROR(read_value_info(out, id, false));
+      g.outputs.push_back(id);
+    }
+    int unnamed = 0;
+    for (const auto& np : gp.node()) {
+      ir::Node n;
+      n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(unnamed++) : np.name();
+      n.op_type = np.op_type();
+      n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+      auto it = opsets.find(n.domain);
+      if (it == opsets.end())
+        return invalid_model(n.describe() + ": domain '" + n.domain + "' is not imported by the model");
+      n.opset = it->second;
+      for (const auto& in : np.input()) n.inputs.push_back(value_for(in));
+      for (const auto& out : np.output()) n.outputs.push_back(value_for(out));
+      for (const auto& a : np.attribute()) {
+        if (!a.ref_attr_name().empty())
+          return n.error(StatusCode::kUnsupported, "attribute references are not supported");
+        SRT_ASSIGN_OR_RETURN(n.attrs[a.name()], convert_attr(a, n));
+      }
+      g.nodes.push_back(std::move(n));
+    }
+    return ok_status();
+  }
+};
+
+}  // namespace
+
+Result<ir::Graph> import_onnx_bytes(const void* data, size_t size, const std::string& base_dir,
+                                    const ImportOptions& options) {
+  if (size > static_cast<size_t>(INT_MAX))
+    return invalid_model("ONNX model is over 2 GiB; store its weights as external data");
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream stream(static_cast<const uint8_t*>(data), static_cast<int>(size));
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
+    return invalid_model("not a valid ONNX model (protobuf parse failed)");
+  if (!model.has_graph()) return invalid_model("ONNX model has no graph");
+  Importer imp{base_dir, {}, {}};
+  SRT_RETURN_IF_ERROR(imp.read_opsets(model));
+  SRT_RETURN_IF_ERROR(imp.read_graph(model.graph()));
+  if (options.check_supported) {
+    std::string missing = ir::unsupported_ops(imp.g);
+    if (!missing.empty()) return unsupported("unsupported ops: " + missing);
+  }
+  SRT_RETURN_IF_ERROR(imp.g.topo_sort());
+  if (imp.g.outputs.empty()) return invalid_model("ONNX graph has no outputs");
+  return std::move(imp.g);
+}
+
+Result<ir::Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot open ONNX model '" + path + "'");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  auto g = import_onnx_bytes(bytes.data(), bytes.size(), dir, options);
+  if (!g.ok()) return g.status().with_context(path);
+  return g;
+}
+
+}  // namespace streamrt::onnx_import

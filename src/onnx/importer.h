@@ -1,0 +1,26 @@
+// ONNX -> ir::Graph importer (through Debian's libonnx protobuf classes).
+#pragma once
+
+#include <string>
+
+#include "ir/graph.h"
+
+namespace streamrt::onnx_import {
+
+inline constexpr int kMinOpset = 7;
+inline constexpr int kMaxOpset = 21;
+
+struct ImportOptions {
+  // Report every node whose op streamrt lacks (all at once) as kUnsupported.
+  bool check_supported = true;
+};
+
+// Parses `path` (external data resolved next to it), converts initializers, inputs, outputs
+// and nodes, and orders the nodes topologically. Errors: kIoError (file), kInvalidModel
+// (malformed), kUnsupported (opset out of range, unsupported ops listed with node names).
+Result<ir::Graph> import_onnx_file(const std::string& path, const ImportOptions& options = {});
+// Same from bytes; external data is resolved against `base_dir`.
+Result<ir::Graph> import_onnx_bytes(const void* data, size_t size, const std::string& base_dir,
+                                    const ImportOptions& options = {});
+
+}  // namespace streamrt::onnx_import

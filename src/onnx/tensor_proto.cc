@@ -1,0 +1,220 @@
+#include "onnx/tensor_proto.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/float16.h"
+#include "onnx/onnx_pb.h"
+
+namespace streamrt::onnx_import {
+
+Result<DataType> dtype_from_onnx(int t, const std::string& what) {
+  switch (t) {
+    case onnx::TensorProto_DataType_FLOAT: return DataType::kFloat32;
+    case onnx::TensorProto_DataType_FLOAT16: return DataType::kFloat16;
+    case onnx::TensorProto_DataType_BFLOAT16: return DataType::kBFloat16;
+    case onnx::TensorProto_DataType_INT64: return DataType::kInt64;
+    case onnx::TensorProto_DataType_INT32: return DataType::kInt32;
+    case onnx::TensorProto_DataType_INT8: return DataType::kInt8;
+    case onnx::TensorProto_DataType_UINT8: return DataType::kUInt8;
+    case onnx::TensorProto_DataType_BOOL: return DataType::kBool;
+    default: break;
+  }
+  std::string name = onnx::TensorProto_DataType_IsValid(t)
+                         ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t))
+                         : std::string("#").append(std::to_string(t));
+  return unsupported(what + ": ONNX data type " + name + " is not supported");
+}
+
+int dtype_to_onnx(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return onnx::TensorProto_DataType_FLOAT;
+    case DataType::kFloat16: return onnx::TensorProto_DataType_FLOAT16;
+    case DataType::kBFloat16: return onnx::TensorProto_DataType_BFLOAT16;
+    case DataType::kInt64: return onnx::TensorProto_DataType_INT64;
+    case DataType::kInt32: return onnx::TensorProto_DataType_INT32;
+    case DataType::kInt8: return onnx::TensorProto_DataType_INT8;
+    case DataType::kUInt8: return onnx::TensorProto_DataType_UINT8;
+    case DataType::kBool: return onnx::TensorProto_DataType_BOOL;
+    default: return onnx::TensorProto_DataType_UNDEFINED;
+  }
+}
+
+namespace {
+
+// Resolves an external data location safely inside base_dir.
+Result<std::string> resolve_external_path(const std::string& location, const std::string& base_dir,
+                                          const std::string& what) {
+  if (location.empty()) return invalid_model(what + ": external data has no location");
+  if (location[0] == '/')
+    return invalid_model(what + ": external data path '" + location + "' is absolute");
+  std::stringstream ss(location);
+  std::string part;
+  while (std::getline(ss, part, '/'))
+    if (part == "..")
+      return invalid_model(what + ": external data path '" + location + "' contains '..'");
+  char base_real[PATH_MAX], file_real[PATH_MAX];
+  if (!realpath(base_dir.empty() ? "." : base_dir.c_str(), base_real))
+    return io_error(what + ": cannot resolve model folder '" + base_dir + "'");
+  std::string full = (base_dir.empty() ? std::string(".") : base_dir) + "/" + location;
+  if (!realpath(full.c_str(), file_real))
+    return io_error(what + ": external data file '" + full + "' not found");
+  std::string b(base_real), f(file_real);
+  if (f.compare(0, b.size(), b) != 0 || (f.size() > b.size() && f[b.size()] != '/'))
+    return invalid_model(what + ": external data path '" + location +
+                         "' resolves outside the model's folder");
+  return f;
+}
+
+Status read_external(const onnx::TensorProto& p, const std::string& base_dir, Tensor& t,
+                     const std::string& what) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : p.external_data()) {
+    auto parse = [&](int64_t& out) -> Status {
+      char* end = nullptr;
+      errno = 0;
+      long long v = std::strtoll(kv.value().c_str(), &end, 10);
+      if (kv.value().empty() || *end || errno || v < 0)
+        return invalid_model(what + ": bad external data " + kv.key() + " '" + kv.value() + "'");
+      out = v;
+      return ok_status();
+    };
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") SRT_RETURN_IF_ERROR(parse(offset));
+    else if (kv.key() == "length") SRT_RETURN_IF_ERROR(parse(length));
+  }
+  SRT_ASSIGN_OR_RETURN(std::string path, resolve_external_path(location, base_dir, what));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(what + ": cannot open external data file '" + path + "'");
+  struct stat st {};
+  ::fstat(fd, &st);
+  const uint64_t need = t.nbytes();
+  if (length >= 0 && static_cast<uint64_t>(length) != need) {
+    ::close(fd);
+    return invalid_model(what + ": external data length " + std::to_string(length) +
+                         " does not match the tensor's " + std::to_string(need) + " bytes");
+  }
+  if (static_cast<uint64_t>(offset) > static_cast<uint64_t>(st.st_size) ||
+      need > static_cast<uint64_t>(st.st_size) - static_cast<uint64_t>(offset)) {
+    ::close(fd);
+    return invalid_model(what + ": external data (offset " + std::to_string(offset) + " + " +
+                         std::to_string(need) + " bytes) extends past the end of '" + path +
+                         "' (" + std::to_string(st.st_size) + " bytes)");
+  }
+  auto* dst = static_cast<char*>(t.mutable_data());
+  uint64_t done = 0;
+  while (done < need) {
+    ssize_t n = ::pread(fd, dst + done, need - done, offset + static_cast<off_t>(done));
+    if (n <= 0) {
+      ::close(fd);
+      return io_error(what + ": read error in '" + path + "'");
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  return ok_status();
+}
+
+template <typename Src, typename Fn>
+Status copy_typed(const Src& field, int64_t numel, const std::string& what, Fn&& put) {
+  if (field.size() != numel)
+    return invalid_model(what + ": holds " + std::to_string(field.size()) + " values, shape needs " +
+                         std::to_string(numel));
+  for (int64_t i = 0; i < numel; ++i) put(i, field.Get(static_cast<int>(i)));
+  return ok_status();
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir) {
+  const std::string what = "tensor '" + p.name() + "'";
+  SRT_ASSIGN_OR_RETURN(DataType dtype, dtype_from_onnx(p.data_type(), what));
+  Dims dims(p.dims().begin(), p.dims().end());
+  for (int64_t d : dims)
+    if (d < 0) return invalid_model(what + ": negative dimension in " + dims_to_string(dims));
+  // Validate the claimed size against the bytes actually present before allocating.
+  SRT_ASSIGN_OR_RETURN(int64_t numel, checked_numel(dims, INT64_MAX / 8));
+  const uint64_t nbytes = static_cast<uint64_t>(numel) * dtype_size(dtype);
+  const bool external = p.data_location() == onnx::TensorProto_DataLocation_EXTERNAL;
+  if (!external) {
+    uint64_t have = p.has_raw_data() ? p.raw_data().size()
+                    : static_cast<uint64_t>(p.float_data_size() + p.int32_data_size()) * 4 +
+                          static_cast<uint64_t>(p.int64_data_size()) * 8;
+    if (p.has_raw_data() && have != nbytes)
+      return invalid_model(what + ": raw_data has " + std::to_string(have) + " bytes, shape " +
+                           dims_to_string(dims) + " " + dtype_name(dtype) + " needs " +
+                           std::to_string(nbytes));
+    if (!p.has_raw_data() && static_cast<uint64_t>(numel) > have)
+      return invalid_model(what + ": holds fewer values than its shape " + dims_to_string(dims));
+  }
+  SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, dims));
+  if (external) {
+    SRT_RETURN_IF_ERROR(read_external(p, base_dir, t, what));
+    return t;
+  }
+  if (p.has_raw_data()) {
+    if (nbytes) std::memcpy(t.mutable_data(), p.raw_data().data(), nbytes);
+    return t;
+  }
+  void* d = t.mutable_data();
+  switch (dtype) {
+    case DataType::kFloat32:
+      SRT_RETURN_IF_ERROR(copy_typed(p.float_data(), numel, what,
+                                     [&](int64_t i, float v) { static_cast<float*>(d)[i] = v; }));
+      break;
+    case DataType::kInt64:
+      SRT_RETURN_IF_ERROR(copy_typed(p.int64_data(), numel, what,
+                                     [&](int64_t i, int64_t v) { static_cast<int64_t*>(d)[i] = v; }));
+      break;
+    case DataType::kInt32:
+      SRT_RETURN_IF_ERROR(copy_typed(p.int32_data(), numel, what,
+                                     [&](int64_t i, int32_t v) { static_cast<int32_t*>(d)[i] = v; }));
+      break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:  // bits stored in int32_data
+      SRT_RETURN_IF_ERROR(copy_typed(p.int32_data(), numel, what, [&](int64_t i, int32_t v) {
+        static_cast<uint16_t*>(d)[i] = static_cast<uint16_t>(v);
+      }));
+      break;
+    case DataType::kInt8:
+    case DataType::kUInt8:
+    case DataType::kBool:
+      SRT_RETURN_IF_ERROR(copy_typed(p.int32_data(), numel, what, [&](int64_t i, int32_t v) {
+        static_cast<uint8_t*>(d)[i] = static_cast<uint8_t>(dtype == DataType::kBool ? v != 0 : v);
+      }));
+      break;
+    default: return internal_error(what + ": unhandled dtype");
+  }
+  return t;
+}
+
+Result<Tensor> load_tensor_pb(const std::string& path, std::string* name) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot open '" + path + "'");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) return invalid_argument("'" + path + "' is not a TensorProto");
+  if (name) *name = proto.name();
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  return tensor_from_proto(proto, dir);
+}
+
+Status save_tensor_pb(const Tensor& t, const std::string& name, const std::string& path) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(dtype_to_onnx(t.dtype()));
+  for (int64_t d : t.dims()) proto.add_dims(d);
+  proto.set_raw_data(t.data(), t.nbytes());
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !proto.SerializeToOstream(&out)) return io_error("cannot write '" + path + "'");
+  return ok_status();
+}
+
+}  // namespace streamrt::onnx_import

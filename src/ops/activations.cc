@@ -1,0 +1,117 @@
+// Parameterized float activations: LeakyRelu, Elu, Selu, HardSigmoid, HardSwish, Gelu.
+// Attributes are read (and validated) in infer so a bad model fails at build time; the kernel
+// reads them again because it only gets the node.
+#include <cmath>
+#include <numbers>
+
+#include "ops/elementwise_util.h"
+
+namespace streamrt::ops {
+namespace {
+
+Status infer_float_unary(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_input(ctx, 0, kFloats));
+  ctx.set_output_like(0, ctx.input_dtype(0), 0);
+  return ok_status();
+}
+
+// ---- LeakyRelu: x >= 0 ? x : alpha * x ------------------------------------------------
+Status leaky_relu_infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(ctx.node().attr_float("alpha", 0.01f).status());
+  return infer_float_unary(ctx);
+}
+Status leaky_relu_cpu(KernelContext& ctx) {
+  SRT_ASSIGN_OR_RETURN(float alpha, ctx.node().attr_float("alpha", 0.01f));
+  return map_floats(ctx, [alpha](float x) { return x >= 0 ? x : alpha * x; });
+}
+
+// ---- Elu: x >= 0 ? x : alpha * (e^x - 1) ---------------------------------------------
+Status elu_infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(ctx.node().attr_float("alpha", 1.f).status());
+  return infer_float_unary(ctx);
+}
+Status elu_cpu(KernelContext& ctx) {
+  SRT_ASSIGN_OR_RETURN(float alpha, ctx.node().attr_float("alpha", 1.f));
+  return map_floats(ctx, [alpha](float x) { return x >= 0 ? x : alpha * std::expm1(x); });
+}
+
+// ---- Selu: gamma * (x > 0 ? x : alpha * (e^x - 1)) -----------------------------------
+// The ONNX defaults, given to float precision in the spec.
+constexpr float kSeluAlpha = 1.67326319217681884765625f;
+constexpr float kSeluGamma = 1.05070102214813232421875f;
+
+Status selu_infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(ctx.node().attr_float("alpha", kSeluAlpha).status());
+  SRT_RETURN_IF_ERROR(ctx.node().attr_float("gamma", kSeluGamma).status());
+  return infer_float_unary(ctx);
+}
+Status selu_cpu(KernelContext& ctx) {
+  SRT_ASSIGN_OR_RETURN(float alpha, ctx.node().attr_float("alpha", kSeluAlpha));
+  SRT_ASSIGN_OR_RETURN(float gamma, ctx.node().attr_float("gamma", kSeluGamma));
+  return map_floats(ctx, [alpha, gamma](float x) {
+    return gamma * (x > 0 ? x : alpha * std::expm1(x));
+  });
+}
+
+// ---- HardSigmoid: clamp(alpha * x + beta, 0, 1); HardSwish: x * HardSigmoid(x) with
+// alpha = 1/6, beta = 1/2 (fixed, no attributes) ----------------------------------------
+// Written with comparisons (not fmin/fmax) so NaN propagates.
+float hard_sigmoid(float x, float alpha, float beta) {
+  float v = alpha * x + beta;
+  return v < 0.f ? 0.f : (v > 1.f ? 1.f : v);
+}
+
+Status hard_sigmoid_infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(ctx.node().attr_float("alpha", 0.2f).status());
+  SRT_RETURN_IF_ERROR(ctx.node().attr_float("beta", 0.5f).status());
+  return infer_float_unary(ctx);
+}
+Status hard_sigmoid_cpu(KernelContext& ctx) {
+  SRT_ASSIGN_OR_RETURN(float alpha, ctx.node().attr_float("alpha", 0.2f));
+  SRT_ASSIGN_OR_RETURN(float beta, ctx.node().attr_float("beta", 0.5f));
+  return map_floats(ctx, [alpha, beta](float x) { return hard_sigmoid(x, alpha, beta); });
+}
+
+Status hard_swish_cpu(KernelContext& ctx) {
+  return map_floats(ctx, [](float x) { return x * hard_sigmoid(x, 1.f / 6.f, 0.5f); });
+}
+
+// ---- Gelu (opset 20): approximate = "none": x/2 * (1 + erf(x / sqrt 2));
+// "tanh": x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) ------------------------------
+Result<bool> gelu_uses_tanh(const ir::Node& node) {
+  SRT_ASSIGN_OR_RETURN(std::string approx, node.attr_string("approximate", std::string("none")));
+  if (approx == "none") return false;
+  if (approx == "tanh") return true;
+  return node.error(StatusCode::kInvalidModel,
+                    "attribute 'approximate' is '" + approx + "', expected 'none' or 'tanh'");
+}
+
+Status gelu_infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(gelu_uses_tanh(ctx.node()).status());
+  return infer_float_unary(ctx);
+}
+Status gelu_cpu(KernelContext& ctx) {
+  SRT_ASSIGN_OR_RETURN(bool use_tanh, gelu_uses_tanh(ctx.node()));
+  if (use_tanh) {
+    const float k = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
+    return map_floats(ctx, [k](float x) {
+      return 0.5f * x * (1.f + std::tanh(k * (x + 0.044715f * x * x * x)));
+    });
+  }
+  const float inv_sqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
+  return map_floats(ctx, [inv_sqrt2](float x) { return 0.5f * x * (1.f + std::erf(x * inv_sqrt2)); });
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_OP(LeakyRelu, {.op_type = "LeakyRelu", .min_opset = 6, .infer = leaky_relu_infer,
+                                 .cpu = leaky_relu_cpu});
+STREAMRT_REGISTER_OP(Elu, {.op_type = "Elu", .min_opset = 6, .infer = elu_infer, .cpu = elu_cpu});
+STREAMRT_REGISTER_OP(Selu, {.op_type = "Selu", .min_opset = 6, .infer = selu_infer, .cpu = selu_cpu});
+STREAMRT_REGISTER_OP(HardSigmoid, {.op_type = "HardSigmoid", .min_opset = 6,
+                                   .infer = hard_sigmoid_infer, .cpu = hard_sigmoid_cpu});
+STREAMRT_REGISTER_OP(HardSwish, {.op_type = "HardSwish", .min_opset = 14, .infer = infer_float_unary,
+                                 .cpu = hard_swish_cpu});
+STREAMRT_REGISTER_OP(Gelu, {.op_type = "Gelu", .min_opset = 20, .infer = gelu_infer, .cpu = gelu_cpu});
+
+}  // namespace streamrt::ops

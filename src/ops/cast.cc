@@ -1,0 +1,119 @@
+// Cast (attribute 'to' = ONNX TensorProto data type number) and CastLike (target dtype from
+// input 1, opset 15). Any of the 8 streamrt dtypes to any other:
+//   - float -> integer truncates toward zero like static_cast; NaN becomes 0 and values out of
+//     the target's range saturate at its limits (static_cast would be undefined there);
+//   - integer -> integer wraps modulo 2^bits (C++20 conversion rules);
+//   - anything -> bool is value != 0 (NaN is true); bool -> anything is 0 / 1;
+//   - float16 / bfloat16 convert through float (round to nearest even on the way back).
+// The 'saturate' attribute (opset 19) only concerns float8 types, which are not supported.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ops/elementwise_util.h"
+
+namespace streamrt::ops {
+namespace {
+
+// ONNX TensorProto.DataType numbers.
+Result<DataType> dtype_from_onnx(const ir::Node& node, int64_t onnx_type) {
+  switch (onnx_type) {
+    case 1: return DataType::kFloat32;
+    case 2: return DataType::kUInt8;
+    case 3: return DataType::kInt8;
+    case 6: return DataType::kInt32;
+    case 7: return DataType::kInt64;
+    case 9: return DataType::kBool;
+    case 10: return DataType::kFloat16;
+    case 16: return DataType::kBFloat16;
+    default: break;
+  }
+  static const char* const kNames[] = {
+      "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64",
+      "STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128",
+      "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+      "INT4", "FLOAT4E2M1"};
+  constexpr int64_t kCount = static_cast<int64_t>(std::size(kNames));
+  if (onnx_type > 0 && onnx_type < kCount)
+    return node.error(StatusCode::kUnsupported, std::string("cast to ONNX data type ") +
+                                                    kNames[onnx_type] + " (" +
+                                                    std::to_string(onnx_type) + ") is not supported");
+  return node.error(StatusCode::kInvalidModel,
+                    "attribute 'to' = " + std::to_string(onnx_type) + " is not an ONNX data type");
+}
+
+template <typename I>
+I float_to_int(float f) {
+  if (std::isnan(f)) return 0;
+  // In double every bound of a 64-bit-or-narrower integer is exact enough to compare with.
+  const double d = std::trunc(static_cast<double>(f));
+  if (d <= static_cast<double>(std::numeric_limits<I>::lowest())) return std::numeric_limits<I>::lowest();
+  if (d >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(d);
+}
+
+// One element: `From` is the source storage type (uint8_t stands in for bool, see below).
+template <typename To, typename From>
+To convert(From raw) {
+  const auto v = load(raw);  // float for half types
+  if constexpr (std::is_same_v<To, bool>) return v != 0;
+  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) return To(static_cast<float>(v));
+  else if constexpr (std::is_floating_point_v<To>) return static_cast<To>(v);
+  else if constexpr (std::is_floating_point_v<std::remove_const_t<decltype(v)>>) return float_to_int<To>(v);
+  else return static_cast<To>(v);
+}
+
+template <typename From, typename To>
+void cast_loop(const TensorRef& x, const TensorRef& y) {
+  To* py = y.as<To>();
+  const int64_t n = x.numel();
+  if constexpr (std::is_same_v<From, bool>) {
+    // Bool bytes are normalized to 0 / 1 first; a stray byte value is never loaded as bool.
+    const uint8_t* px = bool_bytes(x);
+    for (int64_t i = 0; i < n; ++i) py[i] = convert<To>(static_cast<uint8_t>(px[i] != 0));
+  } else {
+    const From* px = x.as<From>();
+    for (int64_t i = 0; i < n; ++i) py[i] = convert<To>(px[i]);
+  }
+}
+
+// Converts input 0 into output 0's dtype.
+Status cast_cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(check_same_numel(ctx, 0, 0));
+  const TensorRef& x = ctx.input(0);
+  const TensorRef& y = ctx.output(0);
+  if (x.dtype == y.dtype && x.dtype != DataType::kBool) {
+    if (x.data != y.data) std::memmove(y.data, x.data, x.nbytes());
+    return ok_status();
+  }
+  const std::string what = ctx.node().describe();
+  return dispatch<kAll>(x.dtype, what, [&]<typename From>() {
+    return dispatch<kAll>(y.dtype, what, [&]<typename To>() {
+      cast_loop<From, To>(x, y);
+      return ok_status();
+    });
+  });
+}
+
+Status cast_infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_input(ctx, 0, kAll));
+  SRT_ASSIGN_OR_RETURN(int64_t to, ctx.node().attr_int("to"));
+  SRT_ASSIGN_OR_RETURN(DataType out, dtype_from_onnx(ctx.node(), to));
+  ctx.set_output_like(0, out, 0);
+  return ok_status();
+}
+
+Status cast_like_infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_input(ctx, 0, kAll));
+  SRT_RETURN_IF_ERROR(require_input(ctx, 1, kAll));
+  ctx.set_output_like(0, ctx.input_dtype(1), 0);
+  return ok_status();
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_OP(Cast, {.op_type = "Cast", .min_opset = 6, .infer = cast_infer, .cpu = cast_cpu});
+STREAMRT_REGISTER_OP(CastLike, {.op_type = "CastLike", .min_opset = 15, .infer = cast_like_infer,
+                                .cpu = cast_cpu});
+
+}  // namespace streamrt::ops

@@ -1,0 +1,187 @@
+// Conv (1-D, 2-D, 3-D): grouped / depthwise, strides, pads, dilations, auto_pad, optional bias.
+// Reference kernel: per image and group, im2col into a [C/g * prod(kernel), prod(out)] matrix,
+// then one sgemm with the group's weights [M/g, C/g * prod(kernel)].
+#include "ops/gemm_util.h"
+#include "ops/window.h"
+
+namespace streamrt::ops {
+namespace {
+
+struct ConvShape {
+  int64_t batch = -1, channels = -1, maps = -1, group = 1;  // N, C, M, group
+  Window win;
+  Dims in, out;                // spatial dims of X and Y
+  std::vector<int64_t> pads;   // effective [begin.., end..]
+  Dims y;                      // full output dims
+};
+
+Status bad(const ir::Node& node, const std::string& msg) {
+  return node.error(StatusCode::kInvalidModel, msg);
+}
+
+// Shape rule for Conv over dims that may hold -1. `x` / `w` are empty when unranked; the
+// caller guarantees at least one is ranked (or kernel_shape gives the rank).
+Result<ConvShape> conv_shape(const ir::Node& node, const Dims* x, const Dims* w, const Dims* b,
+                             size_t spatial) {
+  ConvShape s;
+  SRT_ASSIGN_OR_RETURN(s.group, node.attr_int("group", 1));
+  if (s.group < 1) return bad(node, "group " + std::to_string(s.group) + " must be >= 1");
+  if (x && x->size() != spatial + 2)
+    return bad(node, "X has shape " + dims_to_string(*x) + ", expected rank " + std::to_string(spatial + 2));
+  if (w && w->size() != spatial + 2)
+    return bad(node, "W has shape " + dims_to_string(*w) + ", expected rank " + std::to_string(spatial + 2));
+  std::vector<int64_t> kernel(spatial, -1);
+  if (w) kernel.assign(w->begin() + 2, w->end());
+  SRT_ASSIGN_OR_RETURN(s.win, read_window(node, spatial, kernel));
+  if (x) {
+    s.batch = (*x)[0];
+    s.channels = (*x)[1];
+    s.in.assign(x->begin() + 2, x->end());
+  } else {
+    s.in.assign(spatial, -1);
+  }
+  if (w) {
+    s.maps = (*w)[0];
+    const int64_t wc = (*w)[1];
+    if (s.channels >= 0 && wc >= 0 && s.channels != wc * s.group)
+      return bad(node, "X has " + std::to_string(s.channels) + " channels but W " + dims_to_string(*w) +
+                           " with group " + std::to_string(s.group) + " expects " +
+                           std::to_string(wc * s.group));
+  }
+  if (s.channels >= 0 && s.channels % s.group != 0)
+    return bad(node, "X channels " + std::to_string(s.channels) + " not divisible by group " +
+                         std::to_string(s.group));
+  if (s.maps >= 0 && s.maps % s.group != 0)
+    return bad(node, "W output channels " + std::to_string(s.maps) + " not divisible by group " +
+                         std::to_string(s.group));
+  if (b) {
+    if (b->size() != 1) return bad(node, "B has shape " + dims_to_string(*b) + ", expected 1-D");
+    if (s.maps < 0) s.maps = (*b)[0];
+    else if ((*b)[0] >= 0 && (*b)[0] != s.maps)
+      return bad(node, "B has " + std::to_string((*b)[0]) + " values for " + std::to_string(s.maps) +
+                           " output channels");
+  }
+  SRT_ASSIGN_OR_RETURN(s.out, window_output(node, s.win, s.in, &s.pads));
+  s.y = {s.batch, s.maps};
+  s.y.insert(s.y.end(), s.out.begin(), s.out.end());
+  return s;
+}
+
+Status infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_input(ctx, 0, kFloats));
+  SRT_RETURN_IF_ERROR(require_input(ctx, 1, kFloats));
+  const DataType t = ctx.input_dtype(0);
+  for (size_t i = 1; i < 3; ++i)
+    if (ctx.has_input(i) && ctx.input_dtype(i) != t)
+      return ctx.error("input " + std::to_string(i) + " has type " + dtype_name(ctx.input_dtype(i)) +
+                       ", expected " + dtype_name(t));
+  const Dims* x = ctx.input(0).has_shape ? &ctx.input_dims(0) : nullptr;
+  const Dims* w = ctx.input(1).has_shape ? &ctx.input_dims(1) : nullptr;
+  const Dims* b = ctx.has_input(2) && ctx.input(2).has_shape ? &ctx.input_dims(2) : nullptr;
+  size_t rank = 0;
+  if (x) rank = x->size();
+  else if (w) rank = w->size();
+  else if (ctx.node().has_attr("kernel_shape")) {
+    SRT_ASSIGN_OR_RETURN(auto ks, ctx.node().attr_ints("kernel_shape"));
+    rank = ks.size() + 2;
+  }
+  if (rank == 0) {
+    ctx.set_output_unranked(0, t);
+    return ok_status();
+  }
+  if (rank < 3) return ctx.error("X and W need rank >= 3, got rank " + std::to_string(rank));
+  SRT_ASSIGN_OR_RETURN(ConvShape s, conv_shape(ctx.node(), x, w, b, rank - 2));
+  ctx.set_output(0, t, s.y);
+  return ok_status();
+}
+
+// Fills `col` ([C/g * prod(kernel)] rows of prod(out)) from one group's input channels.
+void im2col(const float* x, int64_t channels, const ConvShape& s, float* col) {
+  const size_t r = s.in.size();
+  const int64_t in_size = dims_numel(s.in);
+  const int64_t k_size = dims_numel(s.win.kernel);
+  std::vector<int64_t> out_inner(r, 1), kpos(r);
+  for (size_t d = r - 1; d > 0; --d) out_inner[d - 1] = out_inner[d] * s.out[d];
+  float* dst = col;
+  // Walks output positions of axis d (input prefix offset `base`), writing one row segment.
+  auto fill = [&](auto& self, const float* xc, size_t d, int64_t base) -> void {
+    for (int64_t o = 0; o < s.out[d]; ++o) {
+      const int64_t ip = o * s.win.strides[d] - s.pads[d] + kpos[d] * s.win.dilations[d];
+      if (ip < 0 || ip >= s.in[d]) {
+        std::fill(dst, dst + out_inner[d], 0.f);
+        dst += out_inner[d];
+      } else if (d + 1 == r) {
+        *dst++ = xc[base * s.in[d] + ip];
+      } else {
+        self(self, xc, d + 1, base * s.in[d] + ip);
+      }
+    }
+  };
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t k = 0; k < k_size; ++k) {
+      for (size_t d = r, rem = static_cast<size_t>(k); d-- > 0;) {
+        kpos[d] = static_cast<int64_t>(rem) % s.win.kernel[d];
+        rem /= static_cast<size_t>(s.win.kernel[d]);
+      }
+      fill(fill, x + c * in_size, 0, 0);
+    }
+  }
+}
+
+bool is_pointwise(const ConvShape& s) {
+  for (size_t d = 0; d < s.in.size(); ++d)
+    if (s.win.kernel[d] != 1 || s.win.strides[d] != 1 || s.pads[d] != 0 || s.pads[s.in.size() + d] != 0)
+      return false;
+  return true;
+}
+
+Status conv_f32(const ir::Node& node, const ConvShape& s, const float* x, const float* w,
+                const float* b, float* y) {
+  const int64_t cg = s.channels / s.group, mg = s.maps / s.group;
+  const int64_t in_size = dims_numel(s.in), out_size = dims_numel(s.out);
+  const int64_t rows = cg * dims_numel(s.win.kernel);
+  const bool pointwise = is_pointwise(s);  // X itself is the column matrix
+  std::vector<float> col(pointwise ? 0 : static_cast<size_t>(rows * out_size));
+  for (int64_t n = 0; n < s.batch; ++n) {
+    for (int64_t g = 0; g < s.group; ++g) {
+      const float* xg = x + (n * s.channels + g * cg) * in_size;
+      if (!pointwise) im2col(xg, cg, s, col.data());
+      float* yg = y + (n * s.maps + g * mg) * out_size;
+      SRT_RETURN_IF_ERROR(sgemm(false, false, mg, out_size, rows, 1.f, w + g * mg * rows, rows,
+                                pointwise ? xg : col.data(), out_size, 0.f, yg, out_size)
+                              .with_context(node.describe()));
+      if (b)
+        for (int64_t m = 0; m < mg; ++m)
+          for (int64_t o = 0; o < out_size; ++o) yg[m * out_size + o] += b[g * mg + m];
+    }
+  }
+  return ok_status();
+}
+
+Status cpu(KernelContext& ctx) {
+  const TensorRef& x = ctx.input(0);
+  const TensorRef& w = ctx.input(1);
+  const bool has_b = ctx.has_input(2);
+  for (size_t i = 1; i < 3; ++i)
+    if (ctx.has_input(i) && ctx.input(i).dtype != x.dtype) return ctx.error("input types differ");
+  if (x.dims.size() < 3) return ctx.error("X has shape " + dims_to_string(x.dims) + ", expected rank >= 3");
+  SRT_ASSIGN_OR_RETURN(ConvShape s, conv_shape(ctx.node(), &x.dims, &w.dims,
+                                               has_b ? &ctx.input(2).dims : nullptr, x.dims.size() - 2));
+  if (ctx.output(0).dims != s.y)
+    return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " +
+                     dims_to_string(s.y));
+  return dispatch<kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() -> Status {
+    FloatView<T> fx(x.as<T>(), x.numel()), fw(w.as<T>(), w.numel());
+    FloatView<T> fb(has_b ? ctx.input(2).as<T>() : nullptr, has_b ? ctx.input(2).numel() : 0);
+    FloatOut<T> fy(ctx.output(0).as<T>(), ctx.output(0).numel());
+    SRT_RETURN_IF_ERROR(conv_f32(ctx.node(), s, fx.get(), fw.get(), has_b ? fb.get() : nullptr, fy.get()));
+    fy.flush();
+    return ok_status();
+  });
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_OP(Conv, {.op_type = "Conv", .infer = infer, .cpu = cpu});
+
+}  // namespace streamrt::ops

@@ -1,0 +1,106 @@
+// MatMul: numpy matmul. 1-D operands are promoted (A: [K] -> [1, K], B: [K] -> [K, 1]) and the
+// promoted axis is dropped from the result; leading (batch) dims broadcast.
+#include "ops/gemm_util.h"
+
+namespace streamrt::ops {
+namespace {
+
+struct MatMulShape {
+  Dims batch_a, batch_b, batch;  // batch dims of A, B and their broadcast
+  int64_t m = -1, k = -1, n = -1;
+  Dims out;
+};
+
+// Works on dims that may contain -1; errors name the node.
+Result<MatMulShape> matmul_shape(const ir::Node& node, const Dims& a, const Dims& b) {
+  if (a.empty() || b.empty())
+    return node.error(StatusCode::kInvalidModel, "MatMul inputs must have rank >= 1, got " +
+                                                     dims_to_string(a) + " and " + dims_to_string(b));
+  MatMulShape s;
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  s.m = a_vec ? 1 : a[a.size() - 2];
+  int64_t ka = a.back();
+  int64_t kb = b_vec ? b[0] : b[b.size() - 2];
+  s.n = b_vec ? 1 : b.back();
+  if (ka >= 0 && kb >= 0 && ka != kb)
+    return node.error(StatusCode::kInvalidModel, "inner dimensions differ: A " + dims_to_string(a) +
+                                                     ", B " + dims_to_string(b));
+  s.k = ka >= 0 ? ka : kb;
+  if (!a_vec) s.batch_a.assign(a.begin(), a.end() - 2);
+  if (!b_vec) s.batch_b.assign(b.begin(), b.end() - 2);
+  auto batch = broadcast_dims(s.batch_a, s.batch_b);
+  if (!batch.ok())
+    return node.error(StatusCode::kInvalidModel, "batch dims: " + batch.status().message());
+  s.batch = *batch;
+  s.out = s.batch;
+  if (!a_vec) s.out.push_back(s.m);
+  if (!b_vec) s.out.push_back(s.n);
+  return s;
+}
+
+Status infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_gemm_input(ctx, 0));
+  SRT_RETURN_IF_ERROR(require_gemm_input(ctx, 1));
+  DataType t = ctx.input_dtype(0);
+  if (ctx.input_dtype(1) != t)
+    return ctx.error(std::string("input types differ: ") + dtype_name(t) + " vs " +
+                     dtype_name(ctx.input_dtype(1)));
+  if (!ctx.input(0).has_shape || !ctx.input(1).has_shape) {
+    ctx.set_output_unranked(0, t);
+    return ok_status();
+  }
+  SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), ctx.input_dims(0), ctx.input_dims(1)));
+  ctx.set_output(0, t, s.out);
+  return ok_status();
+}
+
+template <typename T>
+Status run_typed(KernelContext& ctx, const MatMulShape& s) {
+  const TensorRef& a = ctx.input(0);
+  const TensorRef& b = ctx.input(1);
+  const TensorRef& y = ctx.output(0);
+  const int64_t m = s.m, n = s.n, k = s.k;
+  const int64_t batch_b = dims_numel(s.batch_b);
+  if constexpr (std::is_integral_v<T>) {
+    for_each_broadcast<2>(s.batch, {s.batch_a, s.batch_b}, [&](int64_t i, const std::array<int64_t, 2>& o) {
+      naive_gemm<T>(false, false, m, n, k, 1.0, a.as<T>() + o[0] * m * k, k,
+                    b.as<T>() + o[1] * k * n, n, 0.0, y.as<T>() + i * m * n, n);
+    });
+    return ok_status();
+  } else {
+    FloatView<T> fa(a.as<T>(), a.numel()), fb(b.as<T>(), b.numel());
+    FloatOut<T> fy(y.as<T>(), y.numel());
+    Status st;
+    if (batch_b == 1) {
+      // B is shared by every batch: A's batch rows stack into one tall GEMM.
+      st = sgemm(false, false, dims_numel(s.batch) * m, n, k, 1.f, fa.get(), k, fb.get(), n, 0.f,
+                 fy.get(), n);
+    } else {
+      for_each_broadcast<2>(s.batch, {s.batch_a, s.batch_b}, [&](int64_t i, const std::array<int64_t, 2>& o) {
+        if (!st.ok()) return;
+        st = sgemm(false, false, m, n, k, 1.f, fa.get() + o[0] * m * k, k, fb.get() + o[1] * k * n,
+                   n, 0.f, fy.get() + i * m * n, n);
+      });
+    }
+    if (!st.ok()) return st.with_context(ctx.node().describe());
+    fy.flush();
+    return ok_status();
+  }
+}
+
+Status cpu(KernelContext& ctx) {
+  const TensorRef& a = ctx.input(0);
+  if (ctx.input(1).dtype != a.dtype) return ctx.error("input types differ");
+  SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), a.dims, ctx.input(1).dims));
+  if (ctx.output(0).dims != s.out)
+    return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " +
+                     dims_to_string(s.out));
+  return dispatch<kFloats | kSignedInts>(a.dtype, ctx.node().describe(),
+                                         [&]<typename T>() { return run_typed<T>(ctx, s); });
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_OP(MatMul, {.op_type = "MatMul", .infer = infer, .cpu = cpu});
+
+}  // namespace streamrt::ops

@@ -1,0 +1,97 @@
+// Unary element-wise math: Sigmoid, Tanh, Erf, Sqrt, Reciprocal, Exp, Log, Neg, Abs, Floor,
+// Ceil, Sin, Cos, Softplus, Softsign. Float types compute in float; Neg also takes signed
+// integers and Abs all integers (ONNX allows both since opset 6).
+#include <cmath>
+
+#include "ops/elementwise_util.h"
+
+namespace streamrt::ops {
+namespace {
+
+// Each op is a struct with the dtypes it accepts and its scalar function. The kernel is a
+// template over the struct so the function inlines into the loop.
+struct Sigmoid {
+  static constexpr unsigned kTypes = kFloats;
+  // Split on the sign so exp() never overflows into inf/inf.
+  static float f(float x) {
+    if (x >= 0) return 1.f / (1.f + std::exp(-x));
+    float e = std::exp(x);
+    return e / (1.f + e);
+  }
+};
+struct Tanh { static constexpr unsigned kTypes = kFloats; static float f(float x) { return std::tanh(x); } };
+struct Erf { static constexpr unsigned kTypes = kFloats; static float f(float x) { return std::erf(x); } };
+struct Sqrt { static constexpr unsigned kTypes = kFloats; static float f(float x) { return std::sqrt(x); } };
+struct Reciprocal { static constexpr unsigned kTypes = kFloats; static float f(float x) { return 1.f / x; } };
+struct Exp { static constexpr unsigned kTypes = kFloats; static float f(float x) { return std::exp(x); } };
+struct Log { static constexpr unsigned kTypes = kFloats; static float f(float x) { return std::log(x); } };
+struct Floor { static constexpr unsigned kTypes = kFloats; static float f(float x) { return std::floor(x); } };
+struct Ceil { static constexpr unsigned kTypes = kFloats; static float f(float x) { return std::ceil(x); } };
+struct Sin { static constexpr unsigned kTypes = kFloats; static float f(float x) { return std::sin(x); } };
+struct Cos { static constexpr unsigned kTypes = kFloats; static float f(float x) { return std::cos(x); } };
+struct Softplus {
+  static constexpr unsigned kTypes = kFloats;
+  // log(1 + e^x) without overflow for large x: x + log1p(e^-x).
+  static float f(float x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+};
+struct Softsign {
+  static constexpr unsigned kTypes = kFloats;
+  static float f(float x) { return x / (1.f + std::fabs(x)); }
+};
+struct Neg {
+  static constexpr unsigned kTypes = kFloats | kSignedInts;
+  template <typename C> static C f(C x) { return wrapping_neg(x); }
+};
+struct Abs {
+  static constexpr unsigned kTypes = kNumeric;
+  template <typename C> static C f(C x) {
+    if constexpr (std::is_unsigned_v<C>) return x;
+    else return x < 0 ? wrapping_neg(x) : x;
+  }
+};
+
+template <typename Op>
+Status infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_input(ctx, 0, Op::kTypes));
+  ctx.set_output_like(0, ctx.input_dtype(0), 0);
+  return ok_status();
+}
+
+template <typename Op>
+Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(check_same_numel(ctx, 0, 0));
+  const TensorRef& x = ctx.input(0);
+  const TensorRef& y = ctx.output(0);
+  return dispatch<Op::kTypes>(x.dtype, ctx.node().describe(), [&]<typename T>() {
+    const T* px = x.as<T>();
+    T* py = y.as<T>();
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = store<T>(Op::f(load(px[i])));
+    return ok_status();
+  });
+}
+
+}  // namespace
+
+#define SRT_UNARY(Name, since)                                                          \
+  STREAMRT_REGISTER_OP(Name, {.op_type = #Name, .min_opset = since, .infer = infer<Name>, \
+                              .cpu = cpu<Name>})
+
+SRT_UNARY(Sigmoid, 6);
+SRT_UNARY(Tanh, 6);
+SRT_UNARY(Erf, 9);
+SRT_UNARY(Sqrt, 6);
+SRT_UNARY(Reciprocal, 6);
+SRT_UNARY(Exp, 6);
+SRT_UNARY(Log, 6);
+SRT_UNARY(Neg, 6);
+SRT_UNARY(Abs, 6);
+SRT_UNARY(Floor, 6);
+SRT_UNARY(Ceil, 6);
+SRT_UNARY(Sin, 7);
+SRT_UNARY(Cos, 7);
+SRT_UNARY(Softplus, 1);
+SRT_UNARY(Softsign, 1);
+
+#undef SRT_UNARY
+
+}  // namespace streamrt::ops

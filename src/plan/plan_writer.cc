@@ -1,0 +1,315 @@
+// Plan writer: PlanData -> header + metadata FlatBuffer + aligned weights section.
+// The file layout is documented at the top of plan.h.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
+#include "plan/plan.h"
+#include "plan/plan_generated.h"
+
+namespace streamrt::plan {
+
+namespace fb = streamrt::plan::fb;
+
+// The schema's enums mirror the C++ ones; the numbering is part of the format.
+static_assert(static_cast<int>(fb::DType::Bool) == static_cast<int>(DataType::kBool));
+static_assert(static_cast<int>(fb::DType::Int8) == static_cast<int>(DataType::kInt8));
+static_assert(static_cast<int>(fb::DeviceKind::Cuda) == static_cast<int>(DeviceKind::kCuda));
+static_assert(static_cast<int>(fb::ValueKind::Weight) ==
+              static_cast<int>(ValueEntry::Kind::kWeight));
+static_assert(static_cast<int>(fb::AttributeKind::Tensor) ==
+              static_cast<int>(ir::Attribute::Kind::kTensor));
+static_assert(std::endian::native == std::endian::little, "the plan format is little endian");
+
+namespace {
+
+using Builder = flatbuffers::FlatBufferBuilder;
+template <typename T>
+using Off = flatbuffers::Offset<T>;
+
+constexpr uint8_t kZeros[4096] = {};
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// Where bytes go: a vector, a file, or a checksum state.
+using Sink = std::function<Status(const void*, size_t)>;
+
+Status write_zeros(const Sink& sink, uint64_t n) {
+  while (n > 0) {
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(n, sizeof(kZeros)));
+    SRT_RETURN_IF_ERROR(sink(kZeros, chunk));
+    n -= chunk;
+  }
+  return ok_status();
+}
+
+// ---- metadata -------------------------------------------------------------------------
+
+fb::DType to_fb(DataType t) { return static_cast<fb::DType>(t); }
+
+Off<flatbuffers::Vector<int64_t>> dims_vec(Builder& b, const Dims& d) { return b.CreateVector(d); }
+
+Off<fb::TensorData> build_tensor(Builder& b, const Tensor& t) {
+  if (t.empty()) return 0;
+  auto dims = dims_vec(b, t.dims());
+  // Views may carry any dims; only static, sane ones have bytes to write.
+  auto numel = checked_numel(t.dims(), INT64_MAX / 8);
+  Off<flatbuffers::Vector<uint8_t>> data = 0;
+  if (numel.ok() && t.data())
+    data = b.CreateVector(static_cast<const uint8_t*>(t.data()),
+                          static_cast<size_t>(*numel) * dtype_size(t.dtype()));
+  return fb::CreateTensorData(b, to_fb(t.dtype()), dims, data);
+}
+
+Off<fb::Attribute> build_attribute(Builder& b, const std::string& name, const ir::Attribute& a) {
+  auto n = b.CreateString(name);
+  Off<flatbuffers::String> s = 0;
+  Off<flatbuffers::Vector<int64_t>> ints = 0;
+  Off<flatbuffers::Vector<float>> floats = 0;
+  Off<flatbuffers::Vector<Off<flatbuffers::String>>> strings = 0;
+  Off<fb::TensorData> t = 0;
+  // Only the field of the attribute's kind is written.
+  switch (a.kind) {
+    case ir::Attribute::Kind::kString: s = b.CreateString(a.s); break;
+    case ir::Attribute::Kind::kInts: ints = b.CreateVector(a.ints); break;
+    case ir::Attribute::Kind::kFloats: floats = b.CreateVector(a.floats); break;
+    case ir::Attribute::Kind::kStrings: strings = b.CreateVectorOfStrings(a.strings); break;
+    case ir::Attribute::Kind::kTensor: t = build_tensor(b, a.t); break;
+    default: break;
+  }
+  fb::AttributeBuilder ab(b);
+  ab.add_name(n);
+  ab.add_kind(static_cast<fb::AttributeKind>(a.kind));
+  if (a.kind == ir::Attribute::Kind::kInt) ab.add_i(a.i);
+  if (a.kind == ir::Attribute::Kind::kFloat) ab.add_f(a.f);
+  ab.add_s(s);
+  ab.add_ints(ints);
+  ab.add_floats(floats);
+  ab.add_strings(strings);
+  ab.add_t(t);
+  return ab.Finish();
+}
+
+Off<fb::Node> build_node(Builder& b, const ir::Node& n) {
+  std::vector<Off<fb::Attribute>> attrs;
+  attrs.reserve(n.attrs.size());
+  for (const auto& [name, a] : n.attrs) attrs.push_back(build_attribute(b, name, a));
+  return fb::CreateNodeDirect(b, n.name.c_str(), n.op_type.c_str(), n.domain.c_str(), n.opset,
+                              &n.inputs, &n.outputs, &attrs);
+}
+
+Off<fb::IoTensor> build_io(Builder& b, const IoTensor& io) {
+  return fb::CreateIoTensorDirect(b, io.name.c_str(), io.value, to_fb(io.dtype), &io.dims,
+                                  &io.min, &io.opt, &io.max);
+}
+
+// Serializes the metadata of `plan` exactly as given.
+flatbuffers::DetachedBuffer build_metadata(const PlanData& plan) {
+  Builder b(1024);
+  auto device = fb::CreateDeviceDirect(b, static_cast<fb::DeviceKind>(plan.device.kind),
+                                       plan.device.cc_major, plan.device.cc_minor,
+                                       plan.device.name.c_str());
+  std::vector<Off<fb::Value>> values;
+  values.reserve(plan.values.size());
+  for (const auto& v : plan.values)
+    values.push_back(fb::CreateValueDirect(b, v.name.c_str(), to_fb(v.dtype), &v.dims,
+                                           &v.max_dims, static_cast<fb::ValueKind>(v.kind),
+                                           v.arena_offset, v.arena_size, v.weight_index));
+  std::vector<Off<fb::IoTensor>> inputs, outputs;
+  for (const auto& io : plan.inputs) inputs.push_back(build_io(b, io));
+  for (const auto& io : plan.outputs) outputs.push_back(build_io(b, io));
+  std::vector<Off<fb::Node>> steps;
+  steps.reserve(plan.steps.size());
+  for (const auto& n : plan.steps) steps.push_back(build_node(b, n));
+  std::vector<Off<fb::Weight>> weights;
+  weights.reserve(plan.weights.size());
+  for (const auto& w : plan.weights)
+    weights.push_back(fb::CreateWeightDirect(b, w.name.c_str(), to_fb(w.dtype), &w.dims,
+                                             w.offset, w.size, w.streamable));
+  auto root = fb::CreatePlanDirect(b, plan.name.c_str(), plan.streamrt_version.c_str(), device,
+                                   &values, &inputs, &outputs, &steps, &weights, plan.arena_size,
+                                   plan.weights_stripped);
+  fb::FinishPlanBuffer(b, root);
+  return b.Release();
+}
+
+// ---- layout ---------------------------------------------------------------------------
+
+// Computes weights[i].offset/size and checks weight_data against them.
+Status compute_weight_layout(PlanData& plan) {
+  if (!plan.weights_stripped && plan.weight_data.size() != plan.weights.size())
+    return invalid_argument("plan '" + plan.name + "': " + std::to_string(plan.weights.size()) +
+                            " weights but " + std::to_string(plan.weight_data.size()) +
+                            " weight tensors");
+  uint64_t cursor = 0;
+  for (size_t i = 0; i < plan.weights.size(); ++i) {
+    WeightEntry& w = plan.weights[i];
+    const std::string where = "plan '" + plan.name + "': weight '" + w.name + "'";
+    size_t esize = dtype_size(w.dtype);
+    if (esize == 0) return invalid_argument(where + " has no valid dtype");
+    auto numel = checked_numel(w.dims, INT64_MAX / static_cast<int64_t>(esize));
+    if (!numel.ok()) return numel.status().with_context(where);
+    w.offset = align_up(cursor, kWeightAlignment);
+    w.size = static_cast<uint64_t>(*numel) * esize;
+    cursor = w.offset + w.size;
+    if (plan.weights_stripped) continue;
+    const Tensor& t = plan.weight_data[i];
+    if (t.dtype() != w.dtype || t.dims() != w.dims)
+      return invalid_argument(where + " is " + dtype_name(w.dtype) + " " +
+                              dims_to_string(w.dims) + " but its data is " +
+                              dtype_name(t.dtype()) + " " + dims_to_string(t.dims()));
+    if (w.size > 0 && !t.data()) return invalid_argument(where + " has no data");
+  }
+  return ok_status();
+}
+
+// The weights section as a producer of bytes, plus its size.
+struct WeightsSource {
+  uint64_t size = 0;
+  std::function<Status(const Sink&)> emit;
+};
+
+WeightsSource weights_from_plan(const PlanData& plan) {
+  WeightsSource src;
+  if (plan.weights_stripped || plan.weights.empty()) return src;
+  const auto& last = plan.weights.back();
+  src.size = last.offset + last.size;
+  src.emit = [&plan](const Sink& sink) -> Status {
+    uint64_t cursor = 0;
+    for (size_t i = 0; i < plan.weights.size(); ++i) {
+      const WeightEntry& w = plan.weights[i];
+      SRT_RETURN_IF_ERROR(write_zeros(sink, w.offset - cursor));
+      if (w.size) SRT_RETURN_IF_ERROR(sink(plan.weight_data[i].data(), w.size));
+      cursor = w.offset + w.size;
+    }
+    return ok_status();
+  };
+  return src;
+}
+
+WeightsSource weights_from_bytes(std::span<const uint8_t> bytes) {
+  WeightsSource src;
+  src.size = bytes.size();
+  src.emit = [bytes](const Sink& sink) { return sink(bytes.data(), bytes.size()); };
+  return src;
+}
+
+// Emits the whole file: header, metadata, padding, weights.
+Status emit_plan(const flatbuffers::DetachedBuffer& meta, const WeightsSource& weights,
+                 const Sink& sink) {
+  PlanHeader h{};
+  std::memcpy(h.magic, kPlanMagic, sizeof(h.magic));
+  h.format_version = kPlanFormatVersion;
+  h.header_size = sizeof(PlanHeader);
+  h.metadata_offset = sizeof(PlanHeader);
+  h.metadata_size = meta.size();
+  h.metadata_checksum = XXH3_64bits(meta.data(), meta.size());
+  if (weights.size > 0) {
+    h.weights_offset = align_up(h.metadata_offset + h.metadata_size, kWeightsAlignment);
+    h.weights_size = weights.size;
+    XXH3_state_t* state = XXH3_createState();
+    if (!state) return out_of_memory("cannot allocate a checksum state");
+    XXH3_64bits_reset(state);
+    Status st = weights.emit([state](const void* p, size_t n) {
+      XXH3_64bits_update(state, p, n);
+      return ok_status();
+    });
+    h.weights_checksum = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+    SRT_RETURN_IF_ERROR(st);
+  }
+  SRT_RETURN_IF_ERROR(sink(&h, sizeof(h)));
+  SRT_RETURN_IF_ERROR(sink(meta.data(), meta.size()));
+  if (weights.size > 0) {
+    SRT_RETURN_IF_ERROR(write_zeros(sink, h.weights_offset - (h.metadata_offset + h.metadata_size)));
+    SRT_RETURN_IF_ERROR(weights.emit(sink));
+  }
+  return ok_status();
+}
+
+Result<std::vector<uint8_t>> emit_to_vector(const flatbuffers::DetachedBuffer& meta,
+                                            const WeightsSource& weights) {
+  std::vector<uint8_t> out;
+  uint64_t total = sizeof(PlanHeader) + meta.size();
+  if (weights.size > 0) total = align_up(total, kWeightsAlignment) + weights.size;
+  out.reserve(static_cast<size_t>(total));
+  SRT_RETURN_IF_ERROR(emit_plan(meta, weights, [&out](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    out.insert(out.end(), b, b + n);
+    return ok_status();
+  }));
+  return out;
+}
+
+Status errno_error(const std::string& what, const std::string& path) {
+  return io_error(what + " '" + path + "': " + std::strerror(errno));
+}
+
+Status write_all(int fd, const void* p, size_t n, const std::string& path) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  while (n > 0) {
+    ssize_t w = ::write(fd, b, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno_error("cannot write", path);
+    }
+    b += w;
+    n -= static_cast<size_t>(w);
+  }
+  return ok_status();
+}
+
+// Makes the rename durable: fsync the directory that holds `path`.
+void sync_parent_dir(const std::string& path) {
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> serialize_plan(PlanData& plan) {
+  SRT_RETURN_IF_ERROR(compute_weight_layout(plan));
+  auto meta = build_metadata(plan);
+  return emit_to_vector(meta, weights_from_plan(plan));
+}
+
+Result<std::vector<uint8_t>> assemble_plan(const PlanData& plan,
+                                           std::span<const uint8_t> weights_section) {
+  auto meta = build_metadata(plan);
+  return emit_to_vector(meta, weights_from_bytes(weights_section));
+}
+
+Status write_plan(PlanData& plan, const std::string& path) {
+  SRT_RETURN_IF_ERROR(compute_weight_layout(plan));
+  auto meta = build_metadata(plan);
+  // Write a temporary file next to the target and rename it: readers never see a partial
+  // plan, and a crash leaves the old file intact.
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_error("cannot create", tmp);
+  Status st = emit_plan(meta, weights_from_plan(plan), [fd, &tmp](const void* p, size_t n) {
+    return write_all(fd, p, n, tmp);
+  });
+  if (st.ok() && ::fsync(fd) != 0) st = errno_error("cannot fsync", tmp);
+  if (::close(fd) != 0 && st.ok()) st = errno_error("cannot close", tmp);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = io_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  sync_parent_dir(path);
+  return ok_status();
+}
+
+}  // namespace streamrt::plan

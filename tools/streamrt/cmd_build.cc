@@ -1,0 +1,51 @@
+#include <chrono>
+#include <cstdio>
+
+#include "builder/shape_spec.h"
+#include "commands.h"
+#include "streamrt/builder.h"
+
+namespace streamrt::cli {
+
+void add_build_options(CLI::App& app, BuildOptions& o) {
+  app.add_option("--shapes", o.shapes, "fixed input shapes: name:1x3x224x224[,name2:...]");
+  app.add_option("--profile", o.profiles, "optimization profile of a dynamic input: name:MIN:OPT:MAX")
+      ->take_all();
+  app.add_option("--device", o.device, "target device: cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+}
+
+Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
+  BuilderConfig c;
+  SRT_ASSIGN_OR_RETURN(c.device, parse_device_type(o.device));
+  for (const auto& s : o.shapes) SRT_RETURN_IF_ERROR(parse_shape_specs(s, &c.shapes));
+  for (const auto& p : o.profiles) SRT_RETURN_IF_ERROR(parse_profile_spec(p, &c.profiles));
+  return c;
+}
+
+Command add_build_command(CLI::App& app) {
+  struct State {
+    std::string model, output;
+    BuildOptions opts;
+  };
+  auto s = std::make_shared<State>();
+  app.add_option("model", s->model, "ONNX model")->required();
+  app.add_option("-o,--output", s->output, "plan file to write")->required();
+  add_build_options(app, s->opts);
+  return [s]() {
+    auto config = make_builder_config(s->opts);
+    if (!config.ok()) return report_error(config.status());
+    BuildReport rep;
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = build_plan_file(s->model, *config, s->output, &rep);
+    if (!st.ok()) return report_error(st);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("built %s -> %s in %.1f ms\n", s->model.c_str(), s->output.c_str(), ms);
+    std::printf("  nodes: %zu imported, %zu folded, %zu removed, %zu steps\n", rep.nodes_imported,
+                rep.nodes_folded, rep.nodes_removed, rep.steps);
+    std::printf("  weights: %.2f MiB; activations: %.2f MiB planned (%.2f MiB without sharing)\n",
+                rep.weight_bytes / 1048576.0, rep.arena_bytes / 1048576.0, rep.naive_arena_bytes / 1048576.0);
+    return 0;
+  };
+}
+
+}  // namespace streamrt::cli

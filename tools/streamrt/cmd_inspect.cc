@@ -1,0 +1,106 @@
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "plan/plan.h"
+
+namespace streamrt::cli {
+namespace {
+
+nlohmann::json to_json(const plan::LoadedPlan& lp) {
+  const plan::PlanData& p = lp.data;
+  nlohmann::json j;
+  j["name"] = p.name;
+  j["streamrt_version"] = p.streamrt_version;
+  j["device"] = {{"kind", p.device.kind == plan::DeviceKind::kCuda ? "cuda" : "cpu"},
+                 {"name", p.device.name},
+                 {"compute_capability", std::to_string(p.device.cc_major) + "." + std::to_string(p.device.cc_minor)}};
+  j["file_size"] = lp.file_size;
+  j["weights_stripped"] = p.weights_stripped;
+  auto io = [&](const std::vector<plan::IoTensor>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& t : v)
+      a.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"dims", t.dims},
+                   {"min", t.min}, {"opt", t.opt}, {"max", t.max}});
+    return a;
+  };
+  j["inputs"] = io(p.inputs);
+  j["outputs"] = io(p.outputs);
+  auto vname = [&](int32_t v) { return v < 0 ? std::string() : p.values[v].name; };
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& s : p.steps) {
+    nlohmann::json ins = nlohmann::json::array(), outs = nlohmann::json::array();
+    for (int32_t v : s.inputs) ins.push_back(vname(v));
+    for (int32_t v : s.outputs) outs.push_back(vname(v));
+    layers.push_back({{"name", s.name}, {"op", s.op_type}, {"inputs", ins}, {"outputs", outs}});
+  }
+  j["layers"] = layers;
+  nlohmann::json weights = nlohmann::json::array();
+  uint64_t total = 0;
+  for (const auto& w : p.weights) {
+    weights.push_back({{"name", w.name}, {"dtype", dtype_name(w.dtype)}, {"dims", w.dims},
+                       {"offset", w.offset}, {"bytes", w.size}, {"streamable", w.streamable}});
+    total += w.size;
+  }
+  j["weights"] = weights;
+  j["weights_bytes"] = total;
+  nlohmann::json acts = nlohmann::json::array();
+  for (const auto& v : p.values) {
+    if (v.kind != plan::ValueEntry::Kind::kActivation) continue;
+    acts.push_back({{"name", v.name}, {"dtype", dtype_name(v.dtype)}, {"max_dims", v.max_dims},
+                    {"offset", v.arena_offset}, {"bytes", v.arena_size}});
+  }
+  j["memory_plan"] = {{"arena_bytes", p.arena_size}, {"activations", acts}};
+  return j;
+}
+
+void print_text(const nlohmann::json& j) {
+  std::printf("plan '%s' (streamrt %s) for %s, %s\n", j["name"].get<std::string>().c_str(),
+              j["streamrt_version"].get<std::string>().c_str(), j["device"]["kind"].get<std::string>().c_str(),
+              j["weights_stripped"].get<bool>() ? "weights stripped" : "weights included");
+  for (const char* which : {"inputs", "outputs"}) {
+    std::printf("%s:\n", which);
+    for (const auto& t : j[which])
+      std::printf("  %-24s %-8s dims %s  profile min %s opt %s max %s\n", t["name"].get<std::string>().c_str(),
+                  t["dtype"].get<std::string>().c_str(), t["dims"].dump().c_str(), t["min"].dump().c_str(),
+                  t["opt"].dump().c_str(), t["max"].dump().c_str());
+  }
+  std::printf("layers (%zu):\n", j["layers"].size());
+  for (const auto& l : j["layers"])
+    std::printf("  %-18s %-32s %s -> %s\n", l["op"].get<std::string>().c_str(), l["name"].get<std::string>().c_str(),
+                l["inputs"].dump().c_str(), l["outputs"].dump().c_str());
+  std::printf("weights (%zu, %.2f MiB):\n", j["weights"].size(), j["weights_bytes"].get<uint64_t>() / 1048576.0);
+  for (const auto& w : j["weights"])
+    std::printf("  %-32s %-8s %-20s %10llu bytes%s\n", w["name"].get<std::string>().c_str(),
+                w["dtype"].get<std::string>().c_str(), w["dims"].dump().c_str(),
+                static_cast<unsigned long long>(w["bytes"].get<uint64_t>()), w["streamable"].get<bool>() ? "  streamable" : "");
+  const auto& mp = j["memory_plan"];
+  std::printf("memory plan: arena %.2f MiB for %zu activations\n", mp["arena_bytes"].get<uint64_t>() / 1048576.0,
+              mp["activations"].size());
+  for (const auto& a : mp["activations"])
+    std::printf("  %-32s offset %10llu  %10llu bytes  %s\n", a["name"].get<std::string>().c_str(),
+                static_cast<unsigned long long>(a["offset"].get<uint64_t>()),
+                static_cast<unsigned long long>(a["bytes"].get<uint64_t>()), a["max_dims"].dump().c_str());
+}
+
+}  // namespace
+
+Command add_inspect_command(CLI::App& app) {
+  struct State {
+    std::string plan;
+    bool json = false;
+  };
+  auto s = std::make_shared<State>();
+  app.add_option("plan", s->plan, "plan file")->required();
+  app.add_flag("--json", s->json, "print JSON instead of text");
+  return [s]() {
+    auto lp = plan::read_plan(s->plan);
+    if (!lp.ok()) return report_error(lp.status().with_context(s->plan));
+    nlohmann::json j = to_json(*lp);
+    if (s->json) std::printf("%s\n", j.dump(2).c_str());
+    else print_text(j);
+    return 0;
+  };
+}
+
+}  // namespace streamrt::cli

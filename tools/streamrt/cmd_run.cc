@@ -1,0 +1,174 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "commands.h"
+#include "core/float16.h"
+#include "core/npy.h"
+#include "core/tensor.h"
+#include "onnx/tensor_proto.h"
+#include "streamrt/runtime.h"
+
+namespace streamrt::cli {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Result<Tensor> load_input_file(const std::string& path) {
+  if (ends_with(path, ".pb")) return onnx_import::load_tensor_pb(path);
+  return load_npy(path);
+}
+
+// Random values that keep models numerically sane: floats in [-1, 1), ints in [0, 8).
+Result<Tensor> random_tensor(DataType dtype, const Dims& dims, std::mt19937& rng) {
+  SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, dims));
+  std::uniform_real_distribution<float> uf(-1.f, 1.f);
+  std::uniform_int_distribution<int> ui(0, 7);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DataType::kFloat32: t.mutable_data_as<float>()[i] = uf(rng); break;
+      case DataType::kFloat16: t.mutable_data_as<uint16_t>()[i] = Half::from_float(uf(rng)); break;
+      case DataType::kBFloat16: t.mutable_data_as<uint16_t>()[i] = BFloat16::from_float(uf(rng)); break;
+      case DataType::kInt64: t.mutable_data_as<int64_t>()[i] = ui(rng); break;
+      case DataType::kInt32: t.mutable_data_as<int32_t>()[i] = ui(rng); break;
+      case DataType::kInt8: t.mutable_data_as<int8_t>()[i] = static_cast<int8_t>(ui(rng)); break;
+      case DataType::kUInt8: t.mutable_data_as<uint8_t>()[i] = static_cast<uint8_t>(ui(rng)); break;
+      case DataType::kBool: t.mutable_data_as<uint8_t>()[i] = ui(rng) & 1; break;
+      default: break;
+    }
+  }
+  return t;
+}
+
+void print_summary(const std::string& name, const Tensor& t) {
+  std::printf("  %s: %s %s", name.c_str(), dtype_name(t.dtype()), dims_to_string(t.dims()).c_str());
+  auto v = t.to_float_vector();
+  if (v.ok() && !v->empty()) {
+    double sum = 0, mn = INFINITY, mx = -INFINITY;
+    for (float f : *v) {
+      sum += f;
+      mn = std::min<double>(mn, f);
+      mx = std::max<double>(mx, f);
+    }
+    std::printf("  mean %.6g  min %.6g  max %.6g  first [", sum / v->size(), mn, mx);
+    for (size_t i = 0; i < std::min<size_t>(4, v->size()); ++i) std::printf(i ? ", %.5g" : "%.5g", (*v)[i]);
+    std::printf("]");
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  struct State {
+    std::string model, output_dir;
+    std::vector<std::string> inputs;
+    int iterations = 10, warmup = 2;
+    BuildOptions opts;
+  };
+  auto s = std::make_shared<State>();
+  app.add_option("model", s->model, "plan file, or ONNX model (built in memory first)")->required();
+  app.add_option("--input", s->inputs, "input tensor: name=file.npy|file.pb (random when omitted)");
+  app.add_option("--output-dir", s->output_dir, "write each output as <dir>/<name>.npy");
+  app.add_option("--iterations", s->iterations, "timed runs")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", s->warmup, "untimed runs before timing")->check(CLI::Range(0, 1000000));
+  add_build_options(app, s->opts);
+  return [s]() -> int {
+    auto config = make_builder_config(s->opts);
+    if (!config.ok()) return report_error(config.status());
+    RuntimeOptions ro;
+    ro.device = config->device;
+    auto rt = Runtime::create(ro);
+    if (!rt.ok()) return report_error(rt.status());
+    Result<std::shared_ptr<Engine>> engine = not_found("no engine");
+    if (ends_with(s->model, ".onnx")) {
+      auto bytes = build_plan_from_onnx(s->model, *config);
+      if (!bytes.ok()) return report_error(bytes.status());
+      engine = (*rt)->load_engine_bytes(std::move(bytes).value());
+    } else {
+      engine = (*rt)->load_engine(s->model);
+    }
+    if (!engine.ok()) return report_error(engine.status());
+    auto ctx = (*engine)->create_execution_context();
+    if (!ctx.ok()) return report_error(ctx.status());
+
+    std::map<std::string, Tensor> given;
+    for (const auto& spec : s->inputs) {
+      size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return report_error(invalid_argument("bad --input '" + spec + "' (expected name=file.npy)"));
+      auto t = load_input_file(spec.substr(eq + 1));
+      if (!t.ok()) return report_error(t.status());
+      given[spec.substr(0, eq)] = std::move(t).value();
+    }
+    std::mt19937 rng(1234);
+    std::map<std::string, Tensor> tensors;
+    for (const TensorDesc& d : (*engine)->io_tensors()) {
+      Tensor t;
+      if (d.is_input) {
+        if (auto it = given.find(d.name); it != given.end()) {
+          t = it->second;
+          given.erase(it);
+          if (t.dtype() != d.dtype)
+            return report_error(invalid_argument("input '" + d.name + "' is " + dtype_name(d.dtype) +
+                                                 ", the file holds " + dtype_name(t.dtype())));
+        } else {
+          auto r = random_tensor(d.dtype, d.opt, rng);
+          if (!r.ok()) return report_error(r.status());
+          t = std::move(r).value();
+        }
+        if (Status st = (*ctx)->set_input_shape(d.name, t.dims()); !st.ok()) return report_error(st);
+      } else {
+        auto dims = (*ctx)->tensor_shape(d.name);  // exact when computable before running
+        if (!dims.ok() && d.max.empty()) return report_error(dims.status());
+        auto r = Tensor::allocate(d.dtype, dims.ok() ? *dims : d.max);
+        if (!r.ok()) return report_error(r.status().with_context("output '" + d.name + "'"));
+        t = std::move(r).value();
+      }
+      Status st = (*ctx)->set_tensor_address(d.name, t.writable() ? t.mutable_data() : const_cast<void*>(t.data()),
+                                             t.nbytes());
+      if (!st.ok()) return report_error(st);
+      tensors[d.name] = std::move(t);
+    }
+    if (!given.empty())
+      return report_error(invalid_argument("--input names '" + given.begin()->first + "', which is not an input"));
+
+    std::vector<double> times;
+    for (int i = 0; i < s->warmup + s->iterations; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (Status st = (*ctx)->execute(); !st.ok()) return report_error(st);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (i >= s->warmup) times.push_back(ms);
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("engine '%s' on %s: %zu steps, %.2f MiB weights, %.2f MiB activations\n",
+                (*engine)->name().c_str(), device_type_name((*engine)->device()), (*engine)->num_steps(),
+                (*engine)->weights_size() / 1048576.0, (*engine)->device_memory_size() / 1048576.0);
+    std::printf("outputs:\n");
+    if (!s->output_dir.empty()) std::filesystem::create_directories(s->output_dir);
+    for (const TensorDesc& d : (*engine)->io_tensors()) {
+      if (d.is_input) continue;
+      auto dims = (*ctx)->tensor_shape(d.name);
+      if (!dims.ok()) return report_error(dims.status());
+      Tensor out = tensors[d.name].reshaped(*dims).ok() ? *tensors[d.name].reshaped(*dims)
+                                                        : Tensor::view(d.dtype, *dims, tensors[d.name].data(), nullptr);
+      print_summary(d.name, out);
+      if (!s->output_dir.empty()) {
+        std::string safe = d.name;
+        std::replace_if(safe.begin(), safe.end(), [](char c) { return c == '/' || c == ':'; }, '_');
+        if (Status st = save_npy(out, s->output_dir + "/" + safe + ".npy"); !st.ok()) return report_error(st);
+      }
+    }
+    std::printf("latency over %d runs (after %d warmup): min %.3f ms  median %.3f ms  max %.3f ms\n",
+                s->iterations, s->warmup, times.front(), times[times.size() / 2], times.back());
+    return 0;
+  };
+}
+
+}  // namespace streamrt::cli

@@ -1,0 +1,32 @@
+// Subcommands of the streamrt CLI. Each registers its options on `app` and returns the
+// callback state; main() runs whichever was chosen. Errors go to stderr, exit code non-zero.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "streamrt/builder.h"
+#include "streamrt/status.h"
+
+namespace streamrt::cli {
+
+using Command = std::function<int()>;
+
+Command add_build_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
+Command add_inspect_command(CLI::App& app);
+Command add_onnx_test_command(CLI::App& app);
+
+// Options shared by `build`, `run model.onnx` and `onnx-test`.
+struct BuildOptions {
+  std::vector<std::string> shapes, profiles;
+  std::string device = "cpu";
+};
+void add_build_options(CLI::App& app, BuildOptions& o);
+Result<BuilderConfig> make_builder_config(const BuildOptions& o);
+
+// Prints "error: <status>" to stderr and returns the exit code for it.
+int report_error(const Status& st);
+
+}  // namespace streamrt::cli

@@ -1,0 +1,38 @@
+// streamrt: build, run, inspect engines and run ONNX backend tests.
+#include <cstdio>
+#include <map>
+
+#include "commands.h"
+
+namespace streamrt::cli {
+
+int report_error(const Status& st) {
+  std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
+  return 1;
+}
+
+}  // namespace streamrt::cli
+
+int main(int argc, char** argv) {
+  using namespace streamrt::cli;
+  CLI::App app{"streamrt: ONNX -> optimized engine (plan) -> run, with weight streaming"};
+  app.set_version_flag("--version", std::string("streamrt ") + STREAMRT_VERSION);
+  app.require_subcommand(1);
+  std::map<CLI::App*, Command> commands;
+  auto add = [&](Command (*fn)(CLI::App&), const char* name, const char* help) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    commands[sub] = fn(*sub);
+  };
+  add(add_build_command, "build", "build an engine plan from an ONNX model");
+  add(add_run_command, "run", "run a plan (or an ONNX model, built in memory)");
+  add(add_inspect_command, "inspect", "show a plan's I/O, layers, weights and memory plan");
+  add(add_onnx_test_command, "onnx-test", "run ONNX backend-test cases (model.onnx + test_data_set_*)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (auto& [sub, cmd] : commands)
+    if (sub->parsed()) return cmd();
+  return 1;
+}

@@ -1,0 +1,188 @@
+#include "onnx_test_case.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "core/tensor.h"
+#include "onnx/importer.h"
+#include "onnx/tensor_proto.h"
+#include "streamrt/runtime.h"
+
+namespace fs = std::filesystem;
+
+namespace streamrt::cli {
+namespace {
+
+struct DataSet {
+  std::vector<Tensor> inputs, outputs;
+};
+
+// input_0.pb, input_1.pb ... in numeric order.
+Result<std::vector<Tensor>> load_numbered(const fs::path& dir, const std::string& prefix) {
+  std::vector<Tensor> out;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / (prefix + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    SRT_ASSIGN_OR_RETURN(Tensor t, onnx_import::load_tensor_pb(p.string()));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<std::vector<DataSet>> load_data_sets(const fs::path& dir) {
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  std::vector<DataSet> out;
+  for (const auto& s : sets) {
+    DataSet ds;
+    SRT_ASSIGN_OR_RETURN(ds.inputs, load_numbered(s, "input_"));
+    SRT_ASSIGN_OR_RETURN(ds.outputs, load_numbered(s, "output_"));
+    out.push_back(std::move(ds));
+  }
+  if (out.empty()) return not_found("no test_data_set_* in " + dir.string());
+  return out;
+}
+
+std::string fmt(double v) {
+  std::ostringstream s;
+  s.precision(3);
+  s << v;
+  return s.str();
+}
+
+// Empty string when equal within tolerance, else a description of the worst mismatch.
+std::string compare(const Tensor& got, const Tensor& want, const CompareTolerance& tol) {
+  if (got.dtype() != want.dtype())
+    return std::string("dtype ") + dtype_name(got.dtype()) + ", expected " + dtype_name(want.dtype());
+  if (got.dims() != want.dims())
+    return "dims " + dims_to_string(got.dims()) + ", expected " + dims_to_string(want.dims());
+  if (!is_float(got.dtype())) {
+    if (std::memcmp(got.data(), want.data(), got.nbytes()) != 0) {
+      auto g = got.to_int64_vector().value(), w = want.to_int64_vector().value();
+      for (size_t i = 0; i < g.size(); ++i)
+        if (g[i] != w[i])
+          return "element " + std::to_string(i) + " is " + std::to_string(g[i]) + ", expected " + std::to_string(w[i]);
+    }
+    return "";
+  }
+  auto g = got.to_float_vector().value(), w = want.to_float_vector().value();
+  double max_abs = 0, max_rel = 0;
+  size_t bad = 0, first_bad = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
+    if (std::isinf(w[i]) && g[i] == w[i]) continue;
+    double d = std::fabs(static_cast<double>(g[i]) - w[i]);
+    if (std::isnan(d)) d = INFINITY;
+    max_abs = std::max(max_abs, d);
+    if (w[i] != 0) max_rel = std::max(max_rel, d / std::fabs(w[i]));
+    if (!(d <= tol.atol + tol.rtol * std::fabs(w[i]))) {
+      if (bad++ == 0) first_bad = i;
+    }
+  }
+  if (!bad) return "";
+  return std::to_string(bad) + " of " + std::to_string(g.size()) + " elements differ; max abs err " + fmt(max_abs) +
+         ", max rel err " + fmt(max_rel) + "; first at " + std::to_string(first_bad) + ": " + fmt(g[first_bad]) +
+         " vs " + fmt(w[first_bad]);
+}
+
+CaseResult fail(const Status& st) {
+  CaseOutcome o = st.code() == StatusCode::kUnsupported ? CaseOutcome::kSkip : CaseOutcome::kFail;
+  return {o, st.to_string()};
+}
+
+}  // namespace
+
+std::vector<std::string> find_cases(const std::string& path) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (fs::exists(fs::path(path) / "model.onnx", ec)) return {path};
+  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file() && it->path().filename() == "model.onnx") out.push_back(it->path().parent_path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol) {
+  const std::string model = (fs::path(dir) / "model.onnx").string();
+  onnx_import::ImportOptions iopt;
+  iopt.check_supported = false;
+  auto graph = onnx_import::import_onnx_file(model, iopt);
+  if (!graph.ok()) return fail(graph.status());
+  auto sets = load_data_sets(dir);
+  if (!sets.ok()) return fail(sets.status());
+  std::vector<std::string> in_names, out_names;
+  for (auto id : graph->inputs) in_names.push_back(graph->value(id).name);
+  for (auto id : graph->outputs) out_names.push_back(graph->value(id).name);
+
+  // A profile covering every data set's input shapes.
+  BuilderConfig config;
+  config.device = device;
+  for (size_t i = 0; i < in_names.size(); ++i) {
+    ShapeProfile p;
+    for (const auto& ds : *sets) {
+      if (i >= ds.inputs.size()) return {CaseOutcome::kFail, "data set lacks input " + std::to_string(i)};
+      const Dims& d = ds.inputs[i].dims();
+      if (p.min.empty() && p.max.empty()) p.min = p.max = d;
+      if (d.size() != p.min.size()) return {CaseOutcome::kFail, "data sets disagree on the rank of input " + in_names[i]};
+      for (size_t k = 0; k < d.size(); ++k) {
+        p.min[k] = std::min(p.min[k], d[k]);
+        p.max[k] = std::max(p.max[k], d[k]);
+      }
+    }
+    p.opt = p.max;
+    config.profiles[in_names[i]] = p;
+  }
+  auto bytes = build_plan_from_onnx(model, config);
+  if (!bytes.ok()) return fail(bytes.status());
+  RuntimeOptions ro;
+  ro.device = device;
+  auto rt = Runtime::create(ro);
+  if (!rt.ok()) return fail(rt.status());
+  auto engine = (*rt)->load_engine_bytes(std::move(bytes).value());
+  if (!engine.ok()) return fail(engine.status());
+  auto ctx = (*engine)->create_execution_context();
+  if (!ctx.ok()) return fail(ctx.status());
+
+  std::map<std::string, TensorDesc> descs;
+  for (const auto& d : (*engine)->io_tensors()) descs[d.name] = d;
+  for (size_t s = 0; s < sets->size(); ++s) {
+    DataSet& ds = (*sets)[s];
+    for (size_t i = 0; i < in_names.size(); ++i) {
+      Tensor& t = ds.inputs[i];
+      Status st = (*ctx)->set_input_shape(in_names[i], t.dims());
+      if (st.ok()) st = (*ctx)->set_tensor_address(in_names[i], t.mutable_data(), t.nbytes());
+      if (!st.ok()) return fail(st);
+    }
+    std::vector<Tensor> outs;
+    for (const auto& name : out_names) {
+      const TensorDesc& d = descs[name];
+      auto dims = (*ctx)->tensor_shape(name);  // exact when computable before running
+      if (!dims.ok() && d.max.empty()) return fail(dims.status());
+      auto t = Tensor::allocate(d.dtype, dims.ok() ? *dims : d.max);
+      if (!t.ok()) return fail(t.status());
+      outs.push_back(std::move(t).value());
+      if (Status st = (*ctx)->set_tensor_address(name, outs.back().mutable_data(), outs.back().nbytes()); !st.ok())
+        return fail(st);
+    }
+    if (Status st = (*ctx)->execute(); !st.ok()) return fail(st);
+    if (ds.outputs.size() != out_names.size())
+      return {CaseOutcome::kFail, "data set has " + std::to_string(ds.outputs.size()) + " outputs, model has " +
+                                      std::to_string(out_names.size())};
+    for (size_t o = 0; o < out_names.size(); ++o) {
+      auto dims = (*ctx)->tensor_shape(out_names[o]);
+      if (!dims.ok()) return fail(dims.status());
+      Tensor got = Tensor::view(outs[o].dtype(), *dims, outs[o].data(), nullptr);
+      std::string diff = compare(got, ds.outputs[o], tol);
+      if (!diff.empty())
+        return {CaseOutcome::kFail, "data set " + std::to_string(s) + " output '" + out_names[o] + "': " + diff};
+    }
+  }
+  return {CaseOutcome::kPass, ""};
+}
+
+}  // namespace streamrt::cli

@@ -1,0 +1,30 @@
+// One ONNX backend-test case (model.onnx + test_data_set_*/{input,output}_N.pb): build,
+// run every data set, compare with the reference outputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "streamrt/builder.h"
+
+namespace streamrt::cli {
+
+enum class CaseOutcome { kPass, kFail, kSkip };
+
+struct CaseResult {
+  CaseOutcome outcome = CaseOutcome::kFail;
+  std::string message;  // why it failed / was skipped; error figures on a mismatch
+};
+
+struct CompareTolerance {
+  double rtol = 1e-3;
+  double atol = 1e-5;
+};
+
+// Case folders under `path` (itself if it holds model.onnx), sorted.
+std::vector<std::string> find_cases(const std::string& path);
+
+// Runs the case in this process (the caller isolates it in a child process).
+CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol);
+
+}  // namespace streamrt::cli
