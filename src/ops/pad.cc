@@ -2,6 +2,7 @@
 // attributes before opset 11 ('paddings' in opset 1) and inputs from 11 on; opset 18 adds
 // 'axes'. Negative pads crop.
 #include <cstring>
+#include <limits>
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
@@ -114,8 +115,20 @@ Result<std::vector<unsigned char>> constant_bytes(KernelContext& ctx, DataType d
   SRT_ASSIGN_OR_RETURN(float value, ctx.node().attr_float("value", 0.f));
   SRT_RETURN_IF_ERROR(dispatch<kAll>(dt, ctx.node().describe(), [&]<typename T>() {
     T t;
-    if constexpr (std::is_same_v<T, bool>) t = value != 0.f;
-    else t = store<T>(static_cast<compute_t<T>>(value));
+    if constexpr (std::is_same_v<T, bool>) {
+      t = value != 0.f;
+    } else if constexpr (std::is_integral_v<T>) {
+      // Clamp first: casting an out-of-range float to an integer is undefined.
+      const double lo = static_cast<double>(std::numeric_limits<T>::min());
+      const double hi = static_cast<double>(std::numeric_limits<T>::max());
+      const double v = value;
+      t = std::isnan(v) ? T(0)
+          : v <= lo     ? std::numeric_limits<T>::min()
+          : v >= hi     ? std::numeric_limits<T>::max()
+                        : static_cast<T>(v);
+    } else {
+      t = store<T>(static_cast<compute_t<T>>(value));
+    }
     std::memcpy(bytes.data(), &t, sizeof(T));
     return ok_status();
   }));

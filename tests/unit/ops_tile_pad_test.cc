@@ -175,3 +175,19 @@ TEST(PadOp, ErrorsAndInfer) {
 
 }  // namespace
 }  // namespace streamrt
+
+namespace streamrt {
+namespace {
+using namespace testing;
+
+TEST(PadOp, Opset2ValueSaturatesForIntegers) {
+  auto node = make_node("Pad", 1, 1, {{"pads", ais({1, 0})}, {"value", ir::Attribute::make_float(1000.f)}}, 2);
+  auto out = run_ok(node, {Tensor::from_vector(DataType::kInt8, {1}, std::vector<int8_t>{3})});
+  EXPECT_EQ(values_i64(out[0]), (std::vector<int64_t>{127, 3}));
+  node.attrs["value"] = ir::Attribute::make_float(-1e30f);
+  out = run_ok(node, {i64({1}, {3})});
+  EXPECT_EQ(values_i64(out[0]), (std::vector<int64_t>{INT64_MIN, 3}));
+}
+
+}  // namespace
+}  // namespace streamrt
