@@ -63,13 +63,15 @@ Status infer(InferContext& ctx) {
                          ", which do not match " + dims_to_string(ref->dims) + " off axis " + std::to_string(a));
       out[d] = *m;
     }
-    out[a] = (out[a] < 0 || t.dims[a] < 0) ? kDynamicDim : out[a] + t.dims[a];
+    if (out[a] < 0 || t.dims[a] < 0) out[a] = kDynamicDim;
+    else if (__builtin_add_overflow(out[a], t.dims[a], &out[a])) return ctx.error("axis length overflows");
   }
   ctx.set_output(0, dt, std::move(out));
   return ok_status();
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 0));
   const TensorRef& y = ctx.output(0);
   SRT_ASSIGN_OR_RETURN(int64_t axis, read_axis(ctx.node()));
   const size_t rank = y.dims.size();

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ops/common.h"
+#include "ops/data_movement.h"
 
 namespace streamrt::ops {
 namespace {
@@ -20,19 +21,19 @@ Result<Tensor> constant_value(const ir::Node& node) {
   if (key == "value") return node.attr_tensor("value");
   if (key == "value_float") {
     SRT_ASSIGN_OR_RETURN(float f, node.attr_float(key));
-    return Tensor::from_vector(DataType::kFloat32, {}, std::vector<float>{f});
+    return tensor_of(DataType::kFloat32, {}, std::vector<float>{f});
   }
   if (key == "value_floats") {
     SRT_ASSIGN_OR_RETURN(auto v, node.attr_floats(key));
-    return Tensor::from_vector(DataType::kFloat32, {static_cast<int64_t>(v.size())}, v);
+    return tensor_of(DataType::kFloat32, {static_cast<int64_t>(v.size())}, v);
   }
   if (key == "value_int") {
     SRT_ASSIGN_OR_RETURN(int64_t i, node.attr_int(key));
-    return Tensor::from_vector(DataType::kInt64, {}, std::vector<int64_t>{i});
+    return tensor_of(DataType::kInt64, {}, std::vector<int64_t>{i});
   }
   if (key == "value_ints") {
     SRT_ASSIGN_OR_RETURN(auto v, node.attr_ints(key));
-    return Tensor::from_vector(DataType::kInt64, {static_cast<int64_t>(v.size())}, v);
+    return tensor_of(DataType::kInt64, {static_cast<int64_t>(v.size())}, v);
   }
   return node.error(StatusCode::kUnsupported, "attribute '" + key + "' is not supported");
 }
@@ -47,6 +48,7 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 0));
   SRT_ASSIGN_OR_RETURN(Tensor t, constant_value(ctx.node()));
   const TensorRef& y = ctx.output(0);
   if (t.dtype() != y.dtype || t.dims() != y.dims) return ctx.error("output does not match the value");

@@ -87,8 +87,7 @@ int64_t dims_product_or_dynamic(const Dims& dims, size_t begin, size_t end) {
   bool dynamic = false;
   for (size_t i = begin; i < end && i < dims.size(); ++i) {
     if (dims[i] == 0) return 0;
-    if (dims[i] < 0) dynamic = true;
-    else p *= dims[i];
+    if (dims[i] < 0 || __builtin_mul_overflow(p, dims[i], &p)) dynamic = true;
   }
   return dynamic ? kDynamicDim : p;
 }
@@ -149,7 +148,23 @@ Result<std::vector<int64_t>> normalize_axes(const ir::Node& node, const std::vec
   return out;
 }
 
+Status require_bound(const KernelContext& ctx, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!ctx.has_input(i)) return ctx.error("input " + std::to_string(i) + " is not bound");
+  if (!ctx.has_output(0)) return ctx.error("output 0 is not bound");
+  return ok_status();
+}
+
+Status check_output(const KernelContext& ctx, size_t i, DataType dtype, const Dims& dims) {
+  const TensorRef& y = ctx.output(i);
+  if (y.dtype != dtype || y.dims != dims)
+    return ctx.error("output " + std::to_string(i) + " is " + dtype_name(y.dtype) + " " + dims_to_string(y.dims) +
+                     ", expected " + dtype_name(dtype) + " " + dims_to_string(dims));
+  return ok_status();
+}
+
 Status copy_bytes_cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
   if (x.dtype != y.dtype || x.numel() != y.numel())

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -25,7 +26,8 @@ void strided_copy(void* dst, const void* src, size_t elem_size, const Dims& out_
 int64_t dims_product(const Dims& dims, size_t begin, size_t end);
 
 // Product of dims[begin, end) where dims may be dynamic: -1 if any factor is dynamic and no
-// factor is 0 (a static 0 makes the product 0 whatever the others are).
+// factor is 0 (a static 0 makes the product 0 whatever the others are). A product past
+// INT64_MAX (absurd declared dims) is reported as -1 too: no tensor that large can exist.
 int64_t dims_product_or_dynamic(const Dims& dims, size_t begin, size_t end);
 
 // Merges two views of one dimension seen by different inputs: equal, or one dynamic.
@@ -50,6 +52,22 @@ int64_t static_length_1d(const InferContext& ctx, size_t input);
 // Normalizes a list of axes against `rank`, rejecting out-of-range and repeated axes.
 Result<std::vector<int64_t>> normalize_axes(const ir::Node& node, const std::vector<int64_t>& axes,
                                             int64_t rank);
+
+// Owned tensor holding `v` (works for empty `v`, where Tensor::from_vector would pass a null
+// pointer to memcpy). dims must hold exactly v.size() elements.
+template <typename T>
+Tensor tensor_of(DataType dtype, const Dims& dims, const std::vector<T>& v) {
+  Tensor t = Tensor::allocate(dtype, dims).value();
+  if (!v.empty()) std::memcpy(t.mutable_data(), v.data(), t.nbytes());
+  return t;
+}
+
+// Kernel-side guard: inputs 0..n-1 and output 0 are bound.
+Status require_bound(const KernelContext& ctx, size_t n);
+
+// Kernel-side guard: output `i` must be `dtype` with `dims` (what infer() gave it), so that a
+// kernel never writes past the buffer it was handed.
+Status check_output(const KernelContext& ctx, size_t i, DataType dtype, const Dims& dims);
 
 // Kernel of the ops that only change dims (Reshape, Flatten, Squeeze, Unsqueeze): copies the
 // input bytes to the output after checking that both hold the same number of elements.

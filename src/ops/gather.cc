@@ -46,6 +46,7 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 2));
   const TensorRef& data = ctx.input(0);
   const TensorRef& indices = ctx.input(1);
   const TensorRef& y = ctx.output(0);
@@ -62,8 +63,7 @@ Status cpu(KernelContext& ctx) {
   Dims expect(data.dims.begin(), data.dims.begin() + a);
   expect.insert(expect.end(), indices.dims.begin(), indices.dims.end());
   expect.insert(expect.end(), data.dims.begin() + a + 1, data.dims.end());
-  if (expect != y.dims || y.dtype != data.dtype)
-    return ctx.error("output dims " + dims_to_string(y.dims) + " do not match " + dims_to_string(expect));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, data.dtype, expect));
   const int64_t outer = dims_product(data.dims, 0, ax);
   const size_t block = static_cast<size_t>(dims_product(data.dims, ax + 1, rank)) * dtype_size(data.dtype);
   if (block == 0) return ok_status();

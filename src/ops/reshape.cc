@@ -39,7 +39,8 @@ Result<Dims> resolve_target(const ir::Node& node, const Dims* in, const std::vec
       else if (s < 0) out_unknown = true;
     }
     out[i] = s;
-    if (s >= 0) out_static *= s;
+    if (s >= 0 && __builtin_mul_overflow(out_static, s, &out_static))
+      return fail("shape " + dims_to_string(Dims(shape.begin(), shape.end())) + " has too many elements");
   }
   if (allowzero && has_zero && inferred >= 0)
     return fail("shape contains both 0 and -1 with allowzero=1");
@@ -50,8 +51,11 @@ Result<Dims> resolve_target(const ir::Node& node, const Dims* in, const std::vec
   int64_t in_static = 1;
   bool cancels = !out_unknown;  // every dynamic input dim is copied to the output
   for (size_t i = 0; i < in->size(); ++i) {
-    if ((*in)[i] >= 0) in_static *= (*in)[i];
-    else if (!copied_dynamic.count(i)) cancels = false;
+    if ((*in)[i] < 0) {
+      if (!copied_dynamic.count(i)) cancels = false;
+    } else if (__builtin_mul_overflow(in_static, (*in)[i], &in_static)) {
+      return fail("input dims " + dims_to_string(*in) + " have too many elements");
+    }
   }
   if (!cancels) {
     if (inferred >= 0) out[inferred] = kDynamicDim;

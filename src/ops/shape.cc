@@ -33,15 +33,16 @@ Status shape_infer(InferContext& ctx) {
   const auto [start, end] = range;
   ctx.set_output(0, DataType::kInt64, {end - start});
   Dims slice(x.dims.begin() + start, x.dims.begin() + end);
-  if (dims_static(slice)) ctx.set_output_value(0, Tensor::from_vector(DataType::kInt64, {end - start}, slice));
+  if (dims_static(slice)) ctx.set_output_value(0, tensor_of(DataType::kInt64, {end - start}, slice));
   return ok_status();
 }
 
 Status shape_cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
   const Dims& dims = ctx.input(0).dims;
   SRT_ASSIGN_OR_RETURN(auto range, shape_range(ctx.node(), static_cast<int64_t>(dims.size())));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, DataType::kInt64, {range.second - range.first}));
   const TensorRef& y = ctx.output(0);
-  if (y.numel() != range.second - range.first) return ctx.error("output has the wrong length");
   for (int64_t i = range.first; i < range.second; ++i) y.as<int64_t>()[i - range.first] = dims[i];
   return ok_status();
 }
@@ -52,12 +53,14 @@ Status size_infer(InferContext& ctx) {
   const TensorInfo& x = ctx.input(0);
   if (x.has_shape) {
     int64_t n = dims_product_or_dynamic(x.dims, 0, x.dims.size());
-    if (n >= 0) ctx.set_output_value(0, Tensor::from_vector(DataType::kInt64, {}, std::vector<int64_t>{n}));
+    if (n >= 0) ctx.set_output_value(0, tensor_of(DataType::kInt64, {}, std::vector<int64_t>{n}));
   }
   return ok_status();
 }
 
 Status size_cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, DataType::kInt64, {}));
   *ctx.output(0).as<int64_t>() = ctx.input(0).numel();
   return ok_status();
 }

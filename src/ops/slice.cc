@@ -109,6 +109,7 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
   const int64_t rank = static_cast<int64_t>(x.dims.size());
@@ -133,7 +134,7 @@ Status cpu(KernelContext& ctx) {
     // With one element the stride is unused (and step * stride might overflow).
     strides[a] = s.len > 1 ? s.step * in_strides[a] : 0;
   }
-  if (out != y.dims) return ctx.error("output dims " + dims_to_string(y.dims) + " do not match " + dims_to_string(out));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, x.dtype, out));
   strided_copy(y.data, x.data, dtype_size(x.dtype), out, strides, offset);
   return ok_status();
 }

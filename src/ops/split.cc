@@ -27,7 +27,7 @@ Result<std::vector<int64_t>> split_sizes(const ir::Node& node, const SplitSpec& 
     int64_t sum = 0;
     for (int64_t s : v) {
       if (s < 0) return fail("split size " + std::to_string(s) + " is negative");
-      sum += s;
+      if (__builtin_add_overflow(sum, s, &sum)) return fail("split sizes overflow");
     }
     if (dim >= 0 && sum != dim)
       return fail("split sizes add up to " + std::to_string(sum) + ", the axis has " + std::to_string(dim));
@@ -89,6 +89,7 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  if (!ctx.has_input(0)) return ctx.error("input 0 is not bound");
   const TensorRef& x = ctx.input(0);
   const size_t rank = x.dims.size();
   if (rank == 0) return ctx.error("cannot split a scalar");
@@ -111,9 +112,7 @@ Status cpu(KernelContext& ctx) {
     if (y.present()) {
       Dims expect = x.dims;
       expect[ax] = size;
-      if (y.dims != expect)
-        return ctx.error("output " + std::to_string(i) + " is " + dims_to_string(y.dims) + ", expected " +
-                         dims_to_string(expect));
+      SRT_RETURN_IF_ERROR(check_output(ctx, i, x.dtype, expect));
       const size_t block = static_cast<size_t>(size * inner) * esize;
       for (int64_t o = 0; o < outer && block; ++o)
         std::memcpy(static_cast<char*>(y.data) + static_cast<size_t>(o) * block,

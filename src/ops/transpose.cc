@@ -49,6 +49,7 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
   SRT_ASSIGN_OR_RETURN(auto perm, read_perm(ctx.node(), x.dims.size()));
@@ -59,7 +60,7 @@ Status cpu(KernelContext& ctx) {
     strides.push_back(in_strides[static_cast<size_t>(p)]);
     out.push_back(x.dims[static_cast<size_t>(p)]);
   }
-  if (out != y.dims) return ctx.error("output dims " + dims_to_string(y.dims) + " do not match " + dims_to_string(out));
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, x.dtype, out));
   strided_copy(y.data, x.data, dtype_size(x.dtype), out, strides, 0);
   return ok_status();
 }

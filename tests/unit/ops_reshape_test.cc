@@ -1,17 +1,9 @@
-#include <numeric>
-
 #include "ir/shape_inference.h"
 #include "shape_ops_test_util.h"
 
 namespace streamrt {
 namespace {
 using namespace testing;
-
-std::vector<int64_t> identity_map(int64_t n) {
-  std::vector<int64_t> m(static_cast<size_t>(n));
-  std::iota(m.begin(), m.end(), 0);
-  return m;
-}
 
 Dims reshape_dims(const Dims& in, const std::vector<int64_t>& shape, int64_t allowzero = 0) {
   std::map<std::string, ir::Attribute> attrs;
@@ -27,7 +19,7 @@ TEST(ReshapeOp, CopiesBytesForEveryDtype) {
     auto out = run_ok(make_node("Reshape", 2), {x, i64({2}, {4, 6})});
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].dims(), (Dims{4, 6}));
-    expect_picked(out[0], x, identity_map(24));
+    expect_picked(out[0], x, iota_map(24));
   }
 }
 
@@ -115,7 +107,7 @@ TEST(FlattenOp, AllAxes) {
       auto out = run_ok(make_node("Flatten", 1, 1, {{"axis", ai(axis)}}, 13), {x});
       ASSERT_EQ(out.size(), 1u);
       EXPECT_EQ(out[0].dims(), expect) << "axis " << axis;
-      expect_picked(out[0], x, identity_map(120));
+      expect_picked(out[0], x, iota_map(120));
     }
   }
   // Default axis is 1.
@@ -174,6 +166,30 @@ TEST(ReshapeOp, ShapeChainIsKnownAtBuildTime) {
   EXPECT_EQ(g.value(y).dims, (Dims{2, 12}));
   ASSERT_TRUE(r->values[target].has_value());
   EXPECT_EQ(values_i64(*r->values[target]), (std::vector<int64_t>{2, -1}));
+}
+
+}  // namespace
+}  // namespace streamrt
+
+namespace streamrt {
+namespace {
+using namespace testing;
+
+// Absurd values from a malformed model give a Status, not signed overflow.
+TEST(ShapeOpsOverflow, HugeValuesAreErrors) {
+  Tensor x = pattern(DataType::kFloat32, {2, 3});
+  EXPECT_FALSE(run_status(make_node("Reshape", 2), {x, i64({2}, {INT64_MAX, 4})}).ok());
+  EXPECT_FALSE(run_status(make_node("Tile", 2), {x, i64({2}, {INT64_MAX, 2})}).ok());
+  EXPECT_FALSE(run_status(make_node("Pad", 2), {x, i64({4}, {INT64_MAX, 0, 1, 0})}).ok());
+  EXPECT_FALSE(run_status(make_node("Split", 2, 2, {}, 13), {x, i64({2}, {INT64_MAX, 2})}).ok());
+  EXPECT_FALSE(run_status(make_node("DepthToSpace", 1, 1, {{"blocksize", ai(INT64_MAX)}}),
+                          {pattern(DataType::kFloat32, {1, 4, 1, 1})}).ok());
+  auto r = infer(make_node("Concat", 2, 1, {{"axis", ai(0)}}),
+                 {info(DataType::kFloat32, {INT64_MAX}), info(DataType::kFloat32, {2})});
+  EXPECT_FALSE(r.status.ok());
+  r = infer(make_node("Flatten", 1), {info(DataType::kFloat32, {2, INT64_MAX, 4})});
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.outs[0].dims, (Dims{2, -1}));
 }
 
 }  // namespace

@@ -56,6 +56,13 @@ inline void expect_picked(const Tensor& out, const Tensor& in, const std::vector
   }
 }
 
+// 0, 1, ..., n-1: the map of an op that keeps the element order.
+inline std::vector<int64_t> iota_map(int64_t n) {
+  std::vector<int64_t> m(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) m[static_cast<size_t>(i)] = i;
+  return m;
+}
+
 // Multi-index of flat `i` in row-major `dims`, and back.
 inline std::vector<int64_t> unravel(int64_t i, const Dims& dims) {
   std::vector<int64_t> idx(dims.size());
