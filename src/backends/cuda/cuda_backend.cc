@@ -1,0 +1,66 @@
+// The CUDA device backend: registered when streamrt is built with CUDA, available when a GPU
+// answers.
+#include "backends/cuda/cuda_context.h"
+#include "core/logging.h"
+
+namespace streamrt::cuda {
+namespace {
+
+class CudaBackend final : public DeviceBackend {
+ public:
+  DeviceType type() const override { return DeviceType::kCuda; }
+
+  Status available() const override {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+      cudaGetLastError();  // clear the sticky "no device" error
+      return unsupported(std::string("no CUDA device is available (") +
+                         (e == cudaSuccess ? "none found" : cudaGetErrorString(e)) + ")");
+    }
+    return ok_status();
+  }
+
+  plan::DeviceInfo info() const override {
+    cudaDeviceProp prop{};
+    int dev = 0;
+    cudaGetDevice(&dev);
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) return {plan::DeviceKind::kCuda, 0, 0, "unknown"};
+    return {plan::DeviceKind::kCuda, prop.major, prop.minor, prop.name};
+  }
+
+  Status prepare_engine(EngineState& es) override {
+    plan::DeviceInfo here = info();
+    const plan::DeviceInfo& built = es.plan.data.device;
+    if (built.cc_major != here.cc_major || built.cc_minor != here.cc_minor)
+      return incompatible("plan built for sm_" + std::to_string(built.cc_major) + std::to_string(built.cc_minor) +
+                          " (" + built.name + "); this GPU is sm_" + std::to_string(here.cc_major) +
+                          std::to_string(here.cc_minor) + " (" + here.name + ")");
+    auto ces = std::make_shared<CudaEngineState>();
+    SRT_CUDA(cudaGetDevice(&ces->device));
+    std::vector<std::string> fallbacks;
+    place_steps(es, *ces, &fallbacks);
+    if (!fallbacks.empty()) {
+      std::string list;
+      for (const auto& f : fallbacks) list += (list.empty() ? "" : ", ") + f;
+      log_warning("engine '" + es.plan.data.name + "': no CUDA kernel, running on the host: " + list);
+    }
+    SRT_RETURN_IF_ERROR(upload_weights(es, *ces));
+    es.device_state = ces;
+    return ok_status();
+  }
+
+  Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) override {
+    auto* ces = static_cast<const CudaEngineState*>(engine->state().device_state.get());
+    auto ctx = std::make_unique<CudaContext>(std::move(engine), *ces);
+    SRT_RETURN_IF_ERROR(ctx->init());
+    return std::unique_ptr<ContextImpl>(std::move(ctx));
+  }
+};
+
+struct Registrar {
+  Registrar() { register_device_backend(new CudaBackend()); }
+} registrar;
+
+}  // namespace
+}  // namespace streamrt::cuda

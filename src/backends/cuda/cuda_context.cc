@@ -1,0 +1,195 @@
+// A CUDA execution context: activations in one device arena, device steps launched on the
+// context's stream, host steps (shape computations, ops without a CUDA kernel) run with the
+// CPU kernels on host copies that are made only when a step needs them.
+#include "backends/cuda/cuda_context.h"
+
+#include "core/logging.h"
+
+namespace streamrt::cuda {
+
+using plan::ValueEntry;
+
+CudaContext::CudaContext(std::shared_ptr<const Engine> engine, const CudaEngineState& ces)
+    : ContextBase(std::move(engine)), ces_(ces) {
+  const size_t nv = plan().values.size();
+  dev_.resize(nv);
+  host_.resize(nv);
+  host_buffers_.resize(nv);
+  overflow_.assign(nv, {nullptr, 0});
+}
+
+CudaContext::~CudaContext() {
+  if (res_.stream) cudaStreamSynchronize(res_.stream);
+  for (auto& [ptr, size] : overflow_)
+    if (ptr) cudaFree(ptr);
+  if (arena_) cudaFree(arena_);
+  if (res_.workspace) cudaFree(res_.workspace);
+  if (res_.cublaslt) cublasLtDestroy(res_.cublaslt);
+  if (res_.cudnn) cudnnDestroy(res_.cudnn);
+  if (own_stream_) cudaStreamDestroy(own_stream_);
+}
+
+Status CudaContext::init() {
+  SRT_CUDA(cudaSetDevice(ces_.device));
+  SRT_CUDA(cudaStreamCreateWithFlags(&own_stream_, cudaStreamNonBlocking));
+  SRT_CUBLAS(cublasLtCreate(&res_.cublaslt));
+  SRT_CUDNN(cudnnCreate(&res_.cudnn));
+  SRT_CUDA(cudaDeviceGetAttribute(&res_.sm_count, cudaDevAttrMultiProcessorCount, ces_.device));
+  if (plan().arena_size) SRT_CUDA(cudaMalloc(&arena_, plan().arena_size));
+  return res_.ensure_workspace(32u << 20);  // cuBLASLt's recommended size on Hopper
+}
+
+Status CudaContext::synchronize(void* stream) {
+  SRT_CUDA(cudaStreamSynchronize(stream ? static_cast<cudaStream_t>(stream) : own_stream_));
+  return ok_status();
+}
+
+void CudaContext::bind() {
+  for (auto& r : dev_) r = ops::TensorRef{};
+  for (auto& h : host_) h = Tensor();
+  for (const auto& io : plan().inputs) dev_[io.value] = {io.dtype, input_dims_[io.value], bound_[io.value]};
+  for (size_t v = 0; v < plan().values.size(); ++v) {
+    const ValueEntry& e = plan().values[v];
+    if (e.kind != ValueEntry::Kind::kWeight) continue;
+    const Tensor& w = plan().weight_data[e.weight_index];
+    dev_[v] = ops::TensorRef{w.dtype(), w.dims(), ces_.weight_ptr(e.weight_index)};
+    host_[v] = w;  // the mapped plan: host copy for free
+  }
+}
+
+// Makes sure value v has a host copy (a synchronous device-to-host copy when needed).
+Status CudaContext::ensure_host(int32_t v) {
+  if (!host_[v].empty()) return ok_status();
+  const ops::TensorRef& d = dev_[v];
+  if (!d.present()) return internal_error("value '" + plan().values[v].name + "' was not computed");
+  auto& buf = host_buffers_[v];
+  buf.resize(d.nbytes() + 64);
+  if (d.nbytes()) {
+    SRT_CUDA(cudaMemcpyAsync(buf.data(), d.data, d.nbytes(), cudaMemcpyDeviceToHost, res_.stream));
+    SRT_CUDA(cudaStreamSynchronize(res_.stream));
+  }
+  host_[v] = Tensor::view(d.dtype, d.dims, buf.data(), nullptr);
+  return ok_status();
+}
+
+// Device memory for value v of `bytes` bytes: the user's buffer for outputs, the arena slot
+// for activations, or an overflow buffer for activations larger than planned.
+Status CudaContext::device_slot(int32_t v, uint64_t bytes, void** out) {
+  const ValueEntry& e = plan().values[v];
+  if (e.kind == ValueEntry::Kind::kOutput) return output_buffer(v, bytes, out);
+  if (e.kind != ValueEntry::Kind::kActivation) return internal_error("'" + e.name + "' is not writable");
+  if (bytes <= e.arena_size) {
+    *out = static_cast<uint8_t*>(arena_) + e.arena_offset;
+    return ok_status();
+  }
+  auto& [ptr, size] = overflow_[v];
+  if (size < bytes) {
+    if (ptr) SRT_CUDA(cudaFreeAsync(ptr, res_.stream));
+    SRT_CUDA(cudaMallocAsync(&ptr, bytes, res_.stream));
+    size = bytes;
+  }
+  *out = ptr;
+  return ok_status();
+}
+
+// Makes sure value v has a device copy (copies a host step's result up).
+Status CudaContext::ensure_device(int32_t v) {
+  if (dev_[v].present()) return ok_status();
+  const Tensor& h = host_[v];
+  if (h.empty()) return internal_error("value '" + plan().values[v].name + "' was not computed");
+  ops::TensorRef r{h.dtype(), h.dims(), nullptr};
+  SRT_RETURN_IF_ERROR(device_slot(v, r.nbytes(), &r.data));
+  if (r.nbytes()) SRT_CUDA(cudaMemcpyAsync(r.data, h.data(), r.nbytes(), cudaMemcpyHostToDevice, res_.stream));
+  dev_[v] = r;
+  return ok_status();
+}
+
+Status CudaContext::run_host_step(size_t index) {
+  const ir::Node& step = plan().steps[index];
+  std::vector<ops::TensorInfo> infos(step.inputs.size());
+  std::vector<ops::TensorRef> in_refs(step.inputs.size());
+  for (size_t k = 0; k < step.inputs.size(); ++k) {
+    int32_t v = step.inputs[k];
+    if (v < 0) continue;
+    SRT_RETURN_IF_ERROR(ensure_host(v));
+    const Tensor& h = host_[v];
+    infos[k] = {h.dtype(), h.dims(), true, &h};
+    in_refs[k] = {h.dtype(), h.dims(), const_cast<void*>(h.data())};
+  }
+  SRT_ASSIGN_OR_RETURN(auto out_infos, infer_step(index, std::move(infos)));
+  std::vector<ops::TensorRef> out_refs(step.outputs.size());
+  for (size_t k = 0; k < step.outputs.size(); ++k) {
+    int32_t v = step.outputs[k];
+    if (v < 0) continue;
+    ops::TensorRef r{out_infos[k].dtype, out_infos[k].dims, nullptr};
+    auto& buf = host_buffers_[v];
+    buf.resize(r.nbytes() + 64);
+    r.data = buf.data();
+    out_refs[k] = r;
+  }
+  ops::KernelContext kctx(step, in_refs, out_refs);
+  SRT_RETURN_IF_ERROR(es_->schemas[index]->cpu(kctx));
+  for (size_t k = 0; k < step.outputs.size(); ++k) {
+    int32_t v = step.outputs[k];
+    if (v < 0) continue;
+    host_[v] = Tensor::view(out_refs[k].dtype, out_refs[k].dims, out_refs[k].data, nullptr);
+    dev_[v] = ops::TensorRef{};
+    output_dims_[v] = out_refs[k].dims;
+    if (plan().values[v].kind == ValueEntry::Kind::kOutput) SRT_RETURN_IF_ERROR(ensure_device(v));
+  }
+  return ok_status();
+}
+
+Status CudaContext::run_device_step(size_t index) {
+  const ir::Node& step = plan().steps[index];
+  const auto& shape_inputs = es_->schemas[index]->shape_inputs;
+  std::vector<ops::TensorInfo> infos(step.inputs.size());
+  std::vector<ops::TensorRef> in_refs(step.inputs.size());
+  std::vector<const Tensor*> host_values(step.inputs.size(), nullptr);
+  for (size_t k = 0; k < step.inputs.size(); ++k) {
+    int32_t v = step.inputs[k];
+    if (v < 0) continue;
+    bool is_shape = std::find(shape_inputs.begin(), shape_inputs.end(), static_cast<int>(k)) != shape_inputs.end();
+    if (is_shape) {
+      SRT_RETURN_IF_ERROR(ensure_host(v));
+      host_values[k] = &host_[v];
+    }
+    SRT_RETURN_IF_ERROR(ensure_device(v));
+    in_refs[k] = dev_[v];
+    infos[k] = {dev_[v].dtype, dev_[v].dims, true, host_[v].empty() ? nullptr : &host_[v]};
+  }
+  SRT_ASSIGN_OR_RETURN(auto out_infos, infer_step(index, std::move(infos)));
+  std::vector<ops::TensorRef> out_refs(step.outputs.size());
+  for (size_t k = 0; k < step.outputs.size(); ++k) {
+    int32_t v = step.outputs[k];
+    if (v < 0) continue;
+    ops::TensorRef r{out_infos[k].dtype, out_infos[k].dims, nullptr};
+    SRT_RETURN_IF_ERROR(device_slot(v, r.nbytes(), &r.data));
+    out_refs[k] = r;
+  }
+  CudaKernelContext kctx(step, in_refs, out_refs, host_values, res_);
+  SRT_RETURN_IF_ERROR(ces_.kernels[index](kctx));
+  for (size_t k = 0; k < step.outputs.size(); ++k) {
+    int32_t v = step.outputs[k];
+    if (v < 0) continue;
+    dev_[v] = out_refs[k];
+    host_[v] = Tensor();
+    output_dims_[v] = out_refs[k].dims;
+  }
+  return ok_status();
+}
+
+Status CudaContext::enqueue(void* stream) {
+  res_.stream = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
+  invalidate_outputs();
+  SRT_RETURN_IF_ERROR(check_bindings());
+  bind();
+  for (size_t i = 0; i < plan().steps.size(); ++i) {
+    Status st = ces_.host_step[i] ? run_host_step(i) : run_device_step(i);
+    if (!st.ok()) return st.with_context("engine '" + plan().name + "' step " + std::to_string(i));
+  }
+  have_outputs_ = true;
+  return ok_status();
+}
+
+}  // namespace streamrt::cuda
