@@ -73,6 +73,30 @@ class Runtime {
 
 class ContextImpl;
 
+// Memory on a device (host memory for the CPU), owned; for tools, tests and callers that do not
+// manage device memory themselves.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  static Result<DeviceBuffer> allocate(DeviceType device, size_t bytes);
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+  // Synchronous copies; `bytes` must not exceed size().
+  Status copy_from_host(const void* src, size_t bytes);
+  Status copy_to_host(void* dst, size_t bytes) const;
+
+ private:
+  DeviceType device_ = DeviceType::kCpu;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 class ExecutionContext {
  public:
   ~ExecutionContext();

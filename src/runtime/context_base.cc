@@ -69,14 +69,21 @@ Result<Dims> ContextBase::tensor_shape(const std::string& name) const {
     if (input_dims_[io.value].size() != io.dims.size())
       return invalid_state("input '" + io.name + "' has no shape yet; call set_input_shape");
     opts.input_dims[io.value] = input_dims_[io.value];
-    if (bound_[io.value] && es_->device == DeviceType::kCpu)
-      opts.known_values[io.value] = Tensor::view(io.dtype, input_dims_[io.value], bound_[io.value], nullptr);
+    if (bound_[io.value] && (io.dtype == DataType::kInt64 || io.dtype == DataType::kInt32)) {
+      Tensor t = input_on_host(io.value);
+      if (!t.empty()) opts.known_values[io.value] = std::move(t);
+    }
   }
   SRT_ASSIGN_OR_RETURN(ir::InferResult r, ir::infer_shapes_readonly(es_->graph, opts));
   const ops::TensorInfo& info = r.infos[v];
   if (!info.has_shape || !dims_static(info.dims))
     return invalid_state("output '" + name + "' has a data-dependent shape; it is known after execute()");
   return info.dims;
+}
+
+Tensor ContextBase::input_on_host(int32_t v) const {
+  const plan::IoTensor* io = input_desc(v);
+  return Tensor::view(io->dtype, input_dims_[v], bound_[v], nullptr);
 }
 
 Status ContextBase::check_bindings() const {

@@ -27,6 +27,9 @@ class ContextBase : public ContextImpl {
   Result<std::vector<ops::TensorInfo>> infer_step(size_t index, std::vector<ops::TensorInfo> inputs) const;
   // Points output value `v` (bytes long) at the user's buffer, checking its capacity.
   Status output_buffer(int32_t v, uint64_t bytes, void** out) const;
+  // Host view of a bound input's contents, for shape-only passes (shape tensors); an empty
+  // Tensor when the device cannot provide it cheaply.
+  virtual Tensor input_on_host(int32_t v) const;
 
   std::shared_ptr<const Engine> engine_;
   const EngineState* es_;

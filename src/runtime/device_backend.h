@@ -34,6 +34,12 @@ class DeviceBackend {
   // device state (e.g. weights uploaded), stored in es.device_state.
   virtual Status prepare_engine(EngineState& es) = 0;
   virtual Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) = 0;
+  // Plain memory on the device, for DeviceBuffer (tools, tests, users without their own).
+  virtual Result<void*> allocate(size_t bytes) = 0;
+  virtual void free(void* ptr) = 0;
+  // Synchronous copies between host and this device.
+  virtual Status copy_to_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual Status copy_to_host(void* dst, const void* src, size_t bytes) = 0;
 };
 
 // Registers a backend (called from a static initializer); a second one of a type is ignored.

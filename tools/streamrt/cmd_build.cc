@@ -4,6 +4,7 @@
 #include "builder/shape_spec.h"
 #include "commands.h"
 #include "streamrt/builder.h"
+#include "streamrt/runtime.h"
 
 namespace streamrt::cli {
 
@@ -11,12 +12,20 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
   app.add_option("--shapes", o.shapes, "fixed input shapes: name:1x3x224x224[,name2:...]");
   app.add_option("--profile", o.profiles, "optimization profile of a dynamic input: name:MIN:OPT:MAX")
       ->take_all();
-  app.add_option("--device", o.device, "target device: cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--device", o.device, "target device: auto (CUDA when a GPU is present) | cpu | cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+}
+
+Result<DeviceType> resolve_device(const std::string& name) {
+  if (name != "auto") return parse_device_type(name);
+  auto rt = Runtime::create();  // picks CUDA when a GPU answers
+  if (!rt.ok()) return rt.status();
+  return (*rt)->device();
 }
 
 Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   BuilderConfig c;
-  SRT_ASSIGN_OR_RETURN(c.device, parse_device_type(o.device));
+  SRT_ASSIGN_OR_RETURN(c.device, resolve_device(o.device));
   for (const auto& s : o.shapes) SRT_RETURN_IF_ERROR(parse_shape_specs(s, &c.shapes));
   for (const auto& p : o.profiles) SRT_RETURN_IF_ERROR(parse_profile_spec(p, &c.profiles));
   return c;

@@ -67,6 +67,19 @@ CaseResult reap(Child& c, bool timed_out, int timeout_s) {
   return {static_cast<CaseOutcome>(std::stoi(c.buffer.substr(0, tab))), c.buffer.substr(tab + 1)};
 }
 
+Result<DeviceType> probe_device_in_child() {
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    auto d = resolve_device("auto");
+    _exit(d.ok() ? static_cast<int>(*d) : 100);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) > 1)
+    return internal_error("could not probe for a CUDA device");
+  return static_cast<DeviceType>(WEXITSTATUS(status));
+}
+
 std::string case_name(const std::string& dir) {
   size_t slash = dir.find_last_of('/');
   return slash == std::string::npos ? dir : dir.substr(slash + 1);
@@ -77,14 +90,14 @@ std::string case_name(const std::string& dir) {
 Command add_onnx_test_command(CLI::App& app) {
   struct State {
     std::vector<std::string> paths;
-    std::string device = "cpu", json;
+    std::string device = "auto", json;
     int jobs = 0, timeout_s = 120;
     double rtol = 1e-3, atol = 1e-5;
     bool quiet = false;
   };
   auto s = std::make_shared<State>();
   app.add_option("paths", s->paths, "case folders or trees of them")->required();
-  app.add_option("--device", s->device, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--device", s->device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--json", s->json, "write every case's result to this JSON file");
   app.add_option("-j,--jobs", s->jobs, "cases run at once (default: number of CPUs)")->check(CLI::Range(0, 256));
   app.add_option("--timeout", s->timeout_s, "seconds before a case counts as hung")->check(CLI::Range(1, 86400));
@@ -92,7 +105,9 @@ Command add_onnx_test_command(CLI::App& app) {
   app.add_option("--atol", s->atol, "absolute tolerance for float outputs");
   app.add_flag("-q,--quiet", s->quiet, "print only failures and the summary");
   return [s]() {
-    auto device = parse_device_type(s->device);
+    // CUDA must not be initialized in this process: cases run in forked children, and a
+    // child cannot use CUDA once its parent has. "auto" is resolved in a child of its own.
+    Result<DeviceType> device = s->device == "auto" ? probe_device_in_child() : parse_device_type(s->device);
     if (!device.ok()) return report_error(device.status());
     std::vector<std::string> cases;
     for (const auto& p : s->paths) {

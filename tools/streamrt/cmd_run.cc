@@ -108,7 +108,8 @@ Command add_run_command(CLI::App& app) {
       given[spec.substr(0, eq)] = std::move(t).value();
     }
     std::mt19937 rng(1234);
-    std::map<std::string, Tensor> tensors;
+    std::map<std::string, Tensor> tensors;      // host copies
+    std::map<std::string, DeviceBuffer> buffers;  // what the engine reads and writes
     for (const TensorDesc& d : (*engine)->io_tensors()) {
       Tensor t;
       if (d.is_input) {
@@ -131,10 +132,13 @@ Command add_run_command(CLI::App& app) {
         if (!r.ok()) return report_error(r.status().with_context("output '" + d.name + "'"));
         t = std::move(r).value();
       }
-      Status st = (*ctx)->set_tensor_address(d.name, t.writable() ? t.mutable_data() : const_cast<void*>(t.data()),
-                                             t.nbytes());
+      auto buf = DeviceBuffer::allocate((*engine)->device(), t.nbytes());
+      if (!buf.ok()) return report_error(buf.status());
+      Status st = d.is_input ? buf->copy_from_host(t.data(), t.nbytes()) : ok_status();
+      if (st.ok()) st = (*ctx)->set_tensor_address(d.name, buf->data(), t.nbytes());
       if (!st.ok()) return report_error(st);
       tensors[d.name] = std::move(t);
+      buffers[d.name] = std::move(buf).value();
     }
     if (!given.empty())
       return report_error(invalid_argument("--input names '" + given.begin()->first + "', which is not an input"));
@@ -156,8 +160,10 @@ Command add_run_command(CLI::App& app) {
       if (d.is_input) continue;
       auto dims = (*ctx)->tensor_shape(d.name);
       if (!dims.ok()) return report_error(dims.status());
-      Tensor out = tensors[d.name].reshaped(*dims).ok() ? *tensors[d.name].reshaped(*dims)
-                                                        : Tensor::view(d.dtype, *dims, tensors[d.name].data(), nullptr);
+      auto host = Tensor::allocate(d.dtype, *dims);
+      if (!host.ok()) return report_error(host.status());
+      Tensor out = std::move(host).value();
+      if (Status st = buffers[d.name].copy_to_host(out.mutable_data(), out.nbytes()); !st.ok()) return report_error(st);
       print_summary(d.name, out);
       if (!s->output_dir.empty()) {
         std::string safe = d.name;

@@ -21,8 +21,10 @@ Command add_onnx_test_command(CLI::App& app);
 // Options shared by `build`, `run model.onnx` and `onnx-test`.
 struct BuildOptions {
   std::vector<std::string> shapes, profiles;
-  std::string device = "cpu";
+  std::string device = "auto";
 };
+// "auto" -> CUDA when a GPU answers, else the CPU; "cpu" | "cuda" as named.
+Result<DeviceType> resolve_device(const std::string& name);
 void add_build_options(CLI::App& app, BuildOptions& o);
 Result<BuilderConfig> make_builder_config(const BuildOptions& o);
 

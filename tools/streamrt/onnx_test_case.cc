@@ -152,22 +152,29 @@ CaseResult run_case(const std::string& dir, DeviceType device, const CompareTole
   for (const auto& d : (*engine)->io_tensors()) descs[d.name] = d;
   for (size_t s = 0; s < sets->size(); ++s) {
     DataSet& ds = (*sets)[s];
+    std::vector<DeviceBuffer> in_bufs;
     for (size_t i = 0; i < in_names.size(); ++i) {
       Tensor& t = ds.inputs[i];
-      Status st = (*ctx)->set_input_shape(in_names[i], t.dims());
-      if (st.ok()) st = (*ctx)->set_tensor_address(in_names[i], t.mutable_data(), t.nbytes());
+      auto buf = DeviceBuffer::allocate(device, t.nbytes());
+      if (!buf.ok()) return fail(buf.status());
+      Status st = buf->copy_from_host(t.data(), t.nbytes());
+      if (st.ok()) st = (*ctx)->set_input_shape(in_names[i], t.dims());
+      if (st.ok()) st = (*ctx)->set_tensor_address(in_names[i], buf->data(), t.nbytes());
       if (!st.ok()) return fail(st);
+      in_bufs.push_back(std::move(buf).value());
     }
-    std::vector<Tensor> outs;
+    std::vector<DeviceBuffer> out_bufs;
     for (const auto& name : out_names) {
       const TensorDesc& d = descs[name];
       auto dims = (*ctx)->tensor_shape(name);  // exact when computable before running
       if (!dims.ok() && d.max.empty()) return fail(dims.status());
-      auto t = Tensor::allocate(d.dtype, dims.ok() ? *dims : d.max);
-      if (!t.ok()) return fail(t.status());
-      outs.push_back(std::move(t).value());
-      if (Status st = (*ctx)->set_tensor_address(name, outs.back().mutable_data(), outs.back().nbytes()); !st.ok())
-        return fail(st);
+      auto numel = checked_numel(dims.ok() ? *dims : d.max);
+      if (!numel.ok()) return fail(numel.status());
+      const size_t bytes = static_cast<size_t>(*numel) * dtype_size(d.dtype);
+      auto buf = DeviceBuffer::allocate(device, bytes);
+      if (!buf.ok()) return fail(buf.status());
+      if (Status st = (*ctx)->set_tensor_address(name, buf->data(), bytes); !st.ok()) return fail(st);
+      out_bufs.push_back(std::move(buf).value());
     }
     if (Status st = (*ctx)->execute(); !st.ok()) return fail(st);
     if (ds.outputs.size() != out_names.size())
@@ -176,8 +183,10 @@ CaseResult run_case(const std::string& dir, DeviceType device, const CompareTole
     for (size_t o = 0; o < out_names.size(); ++o) {
       auto dims = (*ctx)->tensor_shape(out_names[o]);
       if (!dims.ok()) return fail(dims.status());
-      Tensor got = Tensor::view(outs[o].dtype(), *dims, outs[o].data(), nullptr);
-      std::string diff = compare(got, ds.outputs[o], tol);
+      auto got = Tensor::allocate(descs[out_names[o]].dtype, *dims);
+      if (!got.ok()) return fail(got.status());
+      if (Status st = out_bufs[o].copy_to_host(got->mutable_data(), got->nbytes()); !st.ok()) return fail(st);
+      std::string diff = compare(*got, ds.outputs[o], tol);
       if (!diff.empty())
         return {CaseOutcome::kFail, "data set " + std::to_string(s) + " output '" + out_names[o] + "': " + diff};
     }

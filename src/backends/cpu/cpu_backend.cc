@@ -1,6 +1,7 @@
 // The CPU device: activations in one host arena per context, weights used in place from the
 // mapped plan, every step run by its op's CPU kernel.
 #include <cstdlib>
+#include <cstring>
 
 #include "runtime/context_base.h"
 
@@ -106,6 +107,17 @@ class CpuBackend final : public DeviceBackend {
   Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) override {
     return std::unique_ptr<ContextImpl>(new CpuContext(std::move(engine)));
   }
+  Result<void*> allocate(size_t bytes) override {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (!p) return out_of_memory("host allocation of " + std::to_string(bytes) + " bytes failed");
+    return p;
+  }
+  void free(void* ptr) override { std::free(ptr); }
+  Status copy_to_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return ok_status();
+  }
+  Status copy_to_host(void* dst, const void* src, size_t bytes) override { return copy_to_device(dst, src, bytes); }
 };
 
 struct Registrar {

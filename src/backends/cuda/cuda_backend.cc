@@ -56,6 +56,20 @@ class CudaBackend final : public DeviceBackend {
     SRT_RETURN_IF_ERROR(ctx->init());
     return std::unique_ptr<ContextImpl>(std::move(ctx));
   }
+  Result<void*> allocate(size_t bytes) override {
+    void* p = nullptr;
+    SRT_CUDA(cudaMalloc(&p, bytes ? bytes : 1));
+    return p;
+  }
+  void free(void* ptr) override { cudaFree(ptr); }
+  Status copy_to_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes) SRT_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    return ok_status();
+  }
+  Status copy_to_host(void* dst, const void* src, size_t bytes) override {
+    if (bytes) SRT_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    return ok_status();
+  }
 };
 
 struct Registrar {

@@ -44,6 +44,17 @@ Status CudaContext::synchronize(void* stream) {
   return ok_status();
 }
 
+// Shape tensors bound as inputs live on the device: small ones are copied for shape passes.
+Tensor CudaContext::input_on_host(int32_t v) const {
+  const plan::IoTensor* io = input_desc(v);
+  auto t = Tensor::allocate(io->dtype, input_dims_[v]);
+  if (!t.ok() || t->numel() > 4096) return Tensor();
+  if (cudaMemcpy(t->mutable_data(), bound_[v], t->nbytes(), cudaMemcpyDeviceToHost) != cudaSuccess) return Tensor();
+  input_copies_.resize(plan().values.size());
+  input_copies_[v] = std::move(t).value();
+  return input_copies_[v];
+}
+
 void CudaContext::bind() {
   for (auto& r : dev_) r = ops::TensorRef{};
   for (auto& h : host_) h = Tensor();

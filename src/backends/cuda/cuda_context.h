@@ -15,6 +15,7 @@ class CudaContext final : public ContextBase {
 
  private:
   void bind();
+  Tensor input_on_host(int32_t v) const override;
   Status ensure_host(int32_t v);
   Status ensure_device(int32_t v);
   Status device_slot(int32_t v, uint64_t bytes, void** out);
@@ -29,6 +30,7 @@ class CudaContext final : public ContextBase {
   std::vector<Tensor> host_;                            // per value: host copy, when there is one
   std::vector<std::vector<uint8_t>> host_buffers_;      // storage of host copies
   std::vector<std::pair<void*, uint64_t>> overflow_;    // activations larger than their arena slot
+  mutable std::vector<Tensor> input_copies_;            // host copies of shape-tensor inputs
 };
 
 }  // namespace streamrt::cuda
