@@ -69,7 +69,8 @@ Result<Dims> ContextBase::tensor_shape(const std::string& name) const {
     if (input_dims_[io.value].size() != io.dims.size())
       return invalid_state("input '" + io.name + "' has no shape yet; call set_input_shape");
     opts.input_dims[io.value] = input_dims_[io.value];
-    if (bound_[io.value] && (io.dtype == DataType::kInt64 || io.dtype == DataType::kInt32)) {
+    // Small inputs may be shape tensors (Reshape targets, Range bounds): their contents count.
+    if (bound_[io.value] && dims_numel(input_dims_[io.value]) <= 4096) {
       Tensor t = input_on_host(io.value);
       if (!t.empty()) opts.known_values[io.value] = std::move(t);
     }
