@@ -27,6 +27,9 @@ struct BuilderConfig {
   std::map<std::string, Dims> shapes;
   // Optimization profile for inputs with dynamic dims.
   std::map<std::string, ShapeProfile> profiles;
+  // Precision of float layers: float32 keeps the model's types (strongly typed); float16 or
+  // bfloat16 run float32 layers in half precision (inputs and outputs keep their types).
+  DataType float_precision = DataType::kFloat32;
   // Name recorded in the plan (defaults to the ONNX graph name).
   std::string engine_name;
 };

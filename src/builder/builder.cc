@@ -4,6 +4,7 @@
 
 #include "builder/lowering.h"
 #include "builder/passes.h"
+#include "builder/precision.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
 #include "onnx/importer.h"
@@ -100,6 +101,11 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
   SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
+  if (config.float_precision != DataType::kFloat32) {
+    SRT_RETURN_IF_ERROR(builder::convert_precision(g, config.float_precision));
+    auto again = ir::infer_shapes(g);
+    if (!again.ok()) return again.status().with_context(std::string("in ") + dtype_name(config.float_precision));
+  }
   if (config.engine_name.empty() && g.name.empty()) {
     size_t slash = onnx_path.find_last_of('/');
     g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);

@@ -14,6 +14,8 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
       ->take_all();
   app.add_option("--device", o.device, "target device: auto (CUDA when a GPU is present) | cpu | cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  auto* fp16 = app.add_flag("--fp16", o.fp16, "run float32 layers in float16 (I/O keep their types)");
+  app.add_flag("--bf16", o.bf16, "run float32 layers in bfloat16 (I/O keep their types)")->excludes(fp16);
 }
 
 Result<DeviceType> resolve_device(const std::string& name) {
@@ -26,6 +28,8 @@ Result<DeviceType> resolve_device(const std::string& name) {
 Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   BuilderConfig c;
   SRT_ASSIGN_OR_RETURN(c.device, resolve_device(o.device));
+  if (o.fp16) c.float_precision = DataType::kFloat16;
+  if (o.bf16) c.float_precision = DataType::kBFloat16;
   for (const auto& s : o.shapes) SRT_RETURN_IF_ERROR(parse_shape_specs(s, &c.shapes));
   for (const auto& p : o.profiles) SRT_RETURN_IF_ERROR(parse_profile_spec(p, &c.profiles));
   return c;

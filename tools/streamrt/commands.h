@@ -22,6 +22,7 @@ Command add_onnx_test_command(CLI::App& app);
 struct BuildOptions {
   std::vector<std::string> shapes, profiles;
   std::string device = "auto";
+  bool fp16 = false, bf16 = false;
 };
 // "auto" -> CUDA when a GPU answers, else the CPU; "cpu" | "cuda" as named.
 Result<DeviceType> resolve_device(const std::string& name);

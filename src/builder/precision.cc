@@ -1,0 +1,92 @@
+#include "builder/precision.h"
+
+#include <unordered_set>
+
+#include "core/float16.h"
+#include "onnx/tensor_proto.h"
+
+namespace streamrt::builder {
+namespace {
+
+Result<Tensor> convert_tensor(const Tensor& t, DataType target) {
+  SRT_ASSIGN_OR_RETURN(Tensor out, Tensor::allocate(target, t.dims()));
+  const float* src = t.data_as<float>();
+  uint16_t* dst = out.mutable_data_as<uint16_t>();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i)
+    dst[i] = target == DataType::kFloat16 ? Half::from_float(src[i]) : BFloat16::from_float(src[i]);
+  return out;
+}
+
+ir::Node make_cast(const std::string& name, ir::ValueId in, ir::ValueId out, DataType to) {
+  ir::Node n;
+  n.name = name;
+  n.op_type = "Cast";
+  n.opset = 13;
+  n.inputs = {in};
+  n.outputs = {out};
+  n.attrs["to"] = ir::Attribute::make_int(onnx_import::dtype_to_onnx(to));
+  return n;
+}
+
+// Attributes that name or hold float32 follow the new precision.
+Status convert_attributes(ir::Node& n, DataType target) {
+  const int onnx_float = onnx_import::dtype_to_onnx(DataType::kFloat32);
+  if (n.op_type == "Cast") {
+    auto it = n.attrs.find("to");
+    if (it != n.attrs.end() && it->second.kind == ir::Attribute::Kind::kInt && it->second.i == onnx_float)
+      it->second.i = onnx_import::dtype_to_onnx(target);
+  }
+  for (const char* key : {"value"}) {  // ConstantOfShape, Constant
+    auto it = n.attrs.find(key);
+    if (it == n.attrs.end() || it->second.kind != ir::Attribute::Kind::kTensor) continue;
+    if (it->second.t.dtype() != DataType::kFloat32) continue;
+    SRT_ASSIGN_OR_RETURN(it->second.t, convert_tensor(it->second.t, target));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Status convert_precision(ir::Graph& g, DataType target) {
+  if (target != DataType::kFloat16 && target != DataType::kBFloat16)
+    return invalid_argument(std::string("reduced precision must be float16 or bfloat16, not ") + dtype_name(target));
+  for (auto& [id, t] : g.constants)
+    if (t.dtype() == DataType::kFloat32) {
+      SRT_ASSIGN_OR_RETURN(Tensor c, convert_tensor(t, target));
+      g.set_constant(id, std::move(c));
+    }
+  for (auto& n : g.nodes) SRT_RETURN_IF_ERROR(convert_attributes(n, target));
+
+  // Inputs: x (float32) -> Cast -> x_half, which every node reads instead.
+  std::vector<ir::Node> head;
+  std::unordered_map<ir::ValueId, ir::ValueId> replace;
+  for (ir::ValueId in : g.inputs) {
+    if (g.value(in).dtype != DataType::kFloat32) continue;
+    ir::ValueId h = g.add_value(g.value(in).name + "::" + dtype_name(target));
+    head.push_back(make_cast("input_cast_" + g.value(in).name, in, h, target));
+    replace[in] = h;
+  }
+  for (auto& n : g.nodes)
+    for (auto& v : n.inputs)
+      if (auto it = replace.find(v); it != replace.end()) v = it->second;
+  // Outputs: the producer writes y_half; Cast(y_half) -> y (float32).
+  std::unordered_set<ir::ValueId> inputs(g.inputs.begin(), g.inputs.end());
+  std::vector<ir::Node> tail;
+  for (ir::ValueId out : g.outputs) {
+    if (g.value(out).dtype != DataType::kFloat32 || g.is_constant(out) || inputs.count(out)) continue;
+    ir::ValueId h = g.add_value(g.value(out).name + "::" + dtype_name(target));
+    for (auto& n : g.nodes) {
+      for (auto& v : n.outputs)
+        if (v == out) v = h;
+      for (auto& v : n.inputs)
+        if (v == out) v = h;
+    }
+    tail.push_back(make_cast("output_cast_" + g.value(out).name, h, out, DataType::kFloat32));
+  }
+  head.insert(head.end(), std::make_move_iterator(g.nodes.begin()), std::make_move_iterator(g.nodes.end()));
+  head.insert(head.end(), std::make_move_iterator(tail.begin()), std::make_move_iterator(tail.end()));
+  g.nodes = std::move(head);
+  return ok_status();
+}
+
+}  // namespace streamrt::builder

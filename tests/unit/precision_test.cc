@@ -1,0 +1,90 @@
+// --fp16 / --bf16: float layers in half precision, I/O types unchanged, outputs close to float32.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "onnx/tensor_proto.h"
+#include "plan/plan.h"
+#include "streamrt/builder.h"
+#include "streamrt/runtime.h"
+
+namespace streamrt {
+namespace {
+
+const std::string kModels = std::string(STREAMRT_SOURCE_DIR) + "/tests/fixtures/models";
+
+struct Case {
+  const char* model;
+  const char* input;
+  Dims min, max;
+};
+
+// Max |got - want| over max |want|.
+double run_relative_error(const Case& c, DataType precision, plan::PlanData* plan_out) {
+  BuilderConfig config;
+  config.float_precision = precision;
+  config.profiles[c.input] = {c.min, c.max, c.max};
+  auto bytes = build_plan_from_onnx(kModels + "/" + c.model + "/model.onnx", config);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+  if (!bytes.ok()) return INFINITY;
+  auto holder = std::make_shared<std::vector<uint8_t>>(*bytes);
+  *plan_out = plan::read_plan_bytes(holder->data(), holder->size(), holder).value().data;
+  RuntimeOptions cpu;
+  cpu.device = DeviceType::kCpu;
+  auto engine = Runtime::create(cpu).value()->load_engine_bytes(std::move(bytes).value()).value();
+  auto ctx = engine->create_execution_context().value();
+  Tensor in = onnx_import::load_tensor_pb(kModels + "/" + c.model + "/test_data_set_0/input_0.pb").value();
+  Tensor want = onnx_import::load_tensor_pb(kModels + "/" + c.model + "/test_data_set_0/output_0.pb").value();
+  std::vector<float> out(want.numel());
+  EXPECT_TRUE(ctx->set_input_shape(c.input, in.dims()).ok());
+  EXPECT_TRUE(ctx->set_tensor_address(c.input, in.mutable_data(), in.nbytes()).ok());
+  EXPECT_TRUE(ctx->set_tensor_address(engine->io_tensors().back().name, out.data(), out.size() * 4).ok());
+  Status st = ctx->execute();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    err = std::max(err, std::fabs(double(out[i]) - want.data_as<float>()[i]));
+    scale = std::max(scale, std::fabs(double(want.data_as<float>()[i])));
+  }
+  return err / scale;
+}
+
+class Precision : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Precision, HalfTypesStayCloseToFloat32) {
+  const Case& c = GetParam();
+  plan::PlanData p32, p16, pbf;
+  double e32 = run_relative_error(c, DataType::kFloat32, &p32);
+  double e16 = run_relative_error(c, DataType::kFloat16, &p16);
+  double ebf = run_relative_error(c, DataType::kBFloat16, &pbf);
+  EXPECT_LT(e32, 1e-4);
+  EXPECT_LT(e16, 1e-2);
+  EXPECT_LT(ebf, 5e-2);
+  EXPECT_GT(e16, e32);  // half precision really happened
+  // I/O types unchanged; weights stored in the reduced type.
+  EXPECT_EQ(p16.inputs[0].dtype, p32.inputs[0].dtype);
+  EXPECT_EQ(p16.outputs[0].dtype, DataType::kFloat32);
+  for (const auto& w : p16.weights) EXPECT_NE(w.dtype, DataType::kFloat32) << w.name;
+  for (const auto& w : pbf.weights) EXPECT_NE(w.dtype, DataType::kFloat32) << w.name;
+  uint64_t b32 = 0, b16 = 0;
+  for (const auto& w : p32.weights) b32 += w.size;
+  for (const auto& w : p16.weights) b16 += w.size;
+  EXPECT_LT(b16, b32 * 6 / 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Precision,
+                         ::testing::Values(Case{"mlp", "input", {1, 784}, {8, 784}},
+                                           Case{"tiny_gpt", "input_ids", {1, 1}, {4, 64}},
+                                           Case{"lenet_bn", "input", {1, 1, 28, 28}, {4, 1, 28, 28}}),
+                         [](const auto& info) { return std::string(info.param.model); });
+
+TEST(Precision, RejectsOtherTargets) {
+  BuilderConfig config;
+  config.float_precision = DataType::kInt8;
+  config.shapes["input"] = {1, 784};
+  auto r = build_plan_from_onnx(kModels + "/mlp/model.onnx", config);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace streamrt
