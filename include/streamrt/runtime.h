@@ -113,6 +113,10 @@ class ExecutionContext {
   Status enqueue(void* stream);
   // Runs synchronously on the bound tensors.
   Status execute();
+  // CUDA only: capture a run as a CUDA graph and replay it while input dims and bound addresses
+  // stay the same, re-capturing when they change. A run that needs device data on the host
+  // mid-way (data-dependent shapes) cannot be captured and fails with kUnsupported.
+  Status set_cuda_graph(bool enable);
 
  private:
   friend class Engine;

@@ -20,6 +20,10 @@ class ContextImpl {
   // Enqueues the work on `stream` (device stream, or null) and returns; execute() = enqueue + wait.
   virtual Status enqueue(void* stream) = 0;
   virtual Status synchronize(void* stream) = 0;
+  // CUDA graph capture and replay of runs (kUnsupported where the device has no graphs).
+  virtual Status set_cuda_graph(bool enable) {
+    return enable ? unsupported("CUDA graphs need the CUDA device") : ok_status();
+  }
 };
 
 class DeviceBackend {

@@ -13,6 +13,7 @@ Status ExecutionContext::set_tensor_address(const std::string& name, void* data,
 }
 Result<Dims> ExecutionContext::tensor_shape(const std::string& name) const { return impl_->tensor_shape(name); }
 Status ExecutionContext::enqueue(void* stream) { return impl_->enqueue(stream); }
+Status ExecutionContext::set_cuda_graph(bool enable) { return impl_->set_cuda_graph(enable); }
 Status ExecutionContext::execute() {
   SRT_RETURN_IF_ERROR(impl_->enqueue(nullptr));
   return impl_->synchronize(nullptr);

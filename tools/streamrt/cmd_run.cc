@@ -70,6 +70,7 @@ Command add_run_command(CLI::App& app) {
     std::string model, output_dir;
     std::vector<std::string> inputs;
     int iterations = 10, warmup = 2;
+    bool cuda_graph = false;
     BuildOptions opts;
   };
   auto s = std::make_shared<State>();
@@ -78,6 +79,7 @@ Command add_run_command(CLI::App& app) {
   app.add_option("--output-dir", s->output_dir, "write each output as <dir>/<name>.npy");
   app.add_option("--iterations", s->iterations, "timed runs")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", s->warmup, "untimed runs before timing")->check(CLI::Range(0, 1000000));
+  app.add_flag("--cuda-graph", s->cuda_graph, "CUDA: capture the run once, replay it while shapes are unchanged");
   add_build_options(app, s->opts);
   return [s]() -> int {
     auto config = make_builder_config(s->opts);
@@ -98,6 +100,8 @@ Command add_run_command(CLI::App& app) {
     auto ctx = (*engine)->create_execution_context();
     if (!ctx.ok()) return report_error(ctx.status());
 
+    if (s->cuda_graph)
+      if (Status st = (*ctx)->set_cuda_graph(true); !st.ok()) return report_error(st);
     std::map<std::string, Tensor> given;
     for (const auto& spec : s->inputs) {
       size_t eq = spec.find('=');

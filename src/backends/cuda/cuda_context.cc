@@ -18,8 +18,23 @@ CudaContext::CudaContext(std::shared_ptr<const Engine> engine, const CudaEngineS
   overflow_.assign(nv, {nullptr, 0});
 }
 
+Status PinnedBuffer::reserve(size_t bytes) {
+  if (bytes <= capacity) return ok_status();
+  if (data) SRT_CUDA(cudaFreeHost(data));
+  data = nullptr;
+  capacity = 0;
+  SRT_CUDA(cudaMallocHost(&data, bytes));
+  capacity = bytes;
+  return ok_status();
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data) cudaFreeHost(data);
+}
+
 CudaContext::~CudaContext() {
   if (res_.stream) cudaStreamSynchronize(res_.stream);
+  if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
   for (auto& [ptr, size] : overflow_)
     if (ptr) cudaFree(ptr);
   if (arena_) cudaFree(arena_);
@@ -73,13 +88,16 @@ Status CudaContext::ensure_host(int32_t v) {
   if (!host_[v].empty()) return ok_status();
   const ops::TensorRef& d = dev_[v];
   if (!d.present()) return internal_error("value '" + plan().values[v].name + "' was not computed");
+  if (capturing_)
+    return unsupported("value '" + plan().values[v].name + "' is needed on the host mid-run (a data-dependent " +
+                       "shape); such a run cannot be captured as a CUDA graph");
   auto& buf = host_buffers_[v];
-  buf.resize(d.nbytes() + 64);
+  SRT_RETURN_IF_ERROR(buf.reserve(d.nbytes() + 64));
   if (d.nbytes()) {
-    SRT_CUDA(cudaMemcpyAsync(buf.data(), d.data, d.nbytes(), cudaMemcpyDeviceToHost, res_.stream));
+    SRT_CUDA(cudaMemcpyAsync(buf.data, d.data, d.nbytes(), cudaMemcpyDeviceToHost, res_.stream));
     SRT_CUDA(cudaStreamSynchronize(res_.stream));
   }
-  host_[v] = Tensor::view(d.dtype, d.dims, buf.data(), nullptr);
+  host_[v] = Tensor::view(d.dtype, d.dims, buf.data, nullptr);
   return ok_status();
 }
 
@@ -134,8 +152,8 @@ Status CudaContext::run_host_step(size_t index) {
     if (v < 0) continue;
     ops::TensorRef r{out_infos[k].dtype, out_infos[k].dims, nullptr};
     auto& buf = host_buffers_[v];
-    buf.resize(r.nbytes() + 64);
-    r.data = buf.data();
+    SRT_RETURN_IF_ERROR(buf.reserve(r.nbytes() + 64));
+    r.data = buf.data;
     out_refs[k] = r;
   }
   ops::KernelContext kctx(step, in_refs, out_refs);
@@ -190,15 +208,60 @@ Status CudaContext::run_device_step(size_t index) {
   return ok_status();
 }
 
-Status CudaContext::enqueue(void* stream) {
-  res_.stream = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
-  invalidate_outputs();
-  SRT_RETURN_IF_ERROR(check_bindings());
+Status CudaContext::run_steps() {
   bind();
   for (size_t i = 0; i < plan().steps.size(); ++i) {
     Status st = ces_.host_step[i] ? run_host_step(i) : run_device_step(i);
     if (!st.ok()) return st.with_context("engine '" + plan().name + "' step " + std::to_string(i));
   }
+  return ok_status();
+}
+
+Status CudaContext::set_cuda_graph(bool enable) {
+  graph_enabled_ = enable;
+  if (!enable && graph_exec_) {
+    SRT_CUDA(cudaGraphExecDestroy(graph_exec_));
+    graph_exec_ = nullptr;
+  }
+  return ok_status();
+}
+
+// Host steps run while capturing: their results (shape computations, which depend only on the
+// dims) sit in pinned buffers that the captured copies read again at every replay.
+Status CudaContext::replay_or_capture() {
+  if (graph_exec_ && graph_dims_ == input_dims_ && graph_bound_ == bound_) {
+    SRT_CUDA(cudaGraphLaunch(graph_exec_, res_.stream));
+    return ok_status();
+  }
+  if (graph_exec_) {
+    SRT_CUDA(cudaGraphExecDestroy(graph_exec_));
+    graph_exec_ = nullptr;
+  }
+  SRT_CUDA(cudaStreamBeginCapture(res_.stream, cudaStreamCaptureModeThreadLocal));
+  capturing_ = true;
+  Status st = run_steps();
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  cudaError_t end = cudaStreamEndCapture(res_.stream, &graph);
+  if (!st.ok() || end != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return st.ok() ? cuda_status(end, "cudaStreamEndCapture") : st;
+  }
+  cudaError_t inst = cudaGraphInstantiate(&graph_exec_, graph, 0);
+  cudaGraphDestroy(graph);
+  SRT_CUDA(inst);
+  graph_dims_ = input_dims_;
+  graph_bound_ = bound_;
+  SRT_CUDA(cudaGraphLaunch(graph_exec_, res_.stream));
+  return ok_status();
+}
+
+Status CudaContext::enqueue(void* stream) {
+  res_.stream = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
+  invalidate_outputs();
+  SRT_RETURN_IF_ERROR(check_bindings());
+  SRT_RETURN_IF_ERROR(graph_enabled_ ? replay_or_capture() : run_steps());
   have_outputs_ = true;
   return ok_status();
 }

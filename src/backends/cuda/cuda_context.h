@@ -5,6 +5,14 @@
 
 namespace streamrt::cuda {
 
+// Page-locked host memory that only grows (device copies from it can be graph-captured).
+struct PinnedBuffer {
+  void* data = nullptr;
+  size_t capacity = 0;
+  Status reserve(size_t bytes);
+  ~PinnedBuffer();
+};
+
 class CudaContext final : public ContextBase {
  public:
   CudaContext(std::shared_ptr<const Engine> engine, const CudaEngineState& ces);
@@ -12,8 +20,11 @@ class CudaContext final : public ContextBase {
   Status init();
   Status enqueue(void* stream) override;
   Status synchronize(void* stream) override;
+  Status set_cuda_graph(bool enable) override;
 
  private:
+  Status run_steps();
+  Status replay_or_capture();
   void bind();
   Tensor input_on_host(int32_t v) const override;
   Status ensure_host(int32_t v);
@@ -28,7 +39,13 @@ class CudaContext final : public ContextBase {
   void* arena_ = nullptr;
   std::vector<ops::TensorRef> dev_;                     // per value: device copy, when there is one
   std::vector<Tensor> host_;                            // per value: host copy, when there is one
-  std::vector<std::vector<uint8_t>> host_buffers_;      // storage of host copies
+  std::vector<PinnedBuffer> host_buffers_;              // storage of host copies
+  // CUDA graph of the last run, replayed while input dims and bound addresses are unchanged.
+  bool graph_enabled_ = false;
+  bool capturing_ = false;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  std::vector<Dims> graph_dims_;
+  std::vector<void*> graph_bound_;
   std::vector<std::pair<void*, uint64_t>> overflow_;    // activations larger than their arena slot
   mutable std::vector<Tensor> input_copies_;            // host copies of shape-tensor inputs
 };
