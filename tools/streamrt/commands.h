@@ -17,6 +17,7 @@ Command add_build_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_onnx_test_command(CLI::App& app);
+Command add_ops_command(CLI::App& app);
 
 // Options shared by `build`, `run model.onnx` and `onnx-test`.
 struct BuildOptions {

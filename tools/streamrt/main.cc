@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(add_run_command, "run", "run a plan (or an ONNX model, built in memory)");
   add(add_inspect_command, "inspect", "show a plan's I/O, layers, weights and memory plan");
   add(add_onnx_test_command, "onnx-test", "run ONNX backend-test cases (model.onnx + test_data_set_*)");
+  add(add_ops_command, "ops", "list the supported ops and the devices that run them");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
