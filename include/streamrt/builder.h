@@ -39,6 +39,7 @@ struct BuildReport {
   size_t nodes_imported = 0;
   size_t nodes_folded = 0;      // replaced by constants
   size_t nodes_removed = 0;     // dead or identity
+  size_t nodes_fused = 0;       // absorbed into fused ops (RMSNormalization, ...)
   size_t steps = 0;             // in the final plan
   uint64_t arena_bytes = 0;     // activation memory (planned for max shapes)
   uint64_t naive_arena_bytes = 0;  // what the activations would need without sharing

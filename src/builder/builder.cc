@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "builder/lowering.h"
+#include "builder/fusion.h"
 #include "builder/passes.h"
 #include "builder/precision.h"
 #include "core/logging.h"
@@ -101,6 +102,7 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
   SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
+  rep.nodes_fused = builder::run_fusions(g);
   if (config.float_precision != DataType::kFloat32) {
     SRT_RETURN_IF_ERROR(builder::convert_precision(g, config.float_precision));
     auto again = ir::infer_shapes(g);

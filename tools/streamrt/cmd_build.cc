@@ -53,8 +53,8 @@ Command add_build_command(CLI::App& app) {
     if (!st.ok()) return report_error(st);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("built %s -> %s in %.1f ms\n", s->model.c_str(), s->output.c_str(), ms);
-    std::printf("  nodes: %zu imported, %zu folded, %zu removed, %zu steps\n", rep.nodes_imported,
-                rep.nodes_folded, rep.nodes_removed, rep.steps);
+    std::printf("  nodes: %zu imported, %zu folded, %zu removed, %zu fused away, %zu steps\n", rep.nodes_imported,
+                rep.nodes_folded, rep.nodes_removed, rep.nodes_fused, rep.steps);
     std::printf("  weights: %.2f MiB; activations: %.2f MiB planned (%.2f MiB without sharing)\n",
                 rep.weight_bytes / 1048576.0, rep.arena_bytes / 1048576.0, rep.naive_arena_bytes / 1048576.0);
     return 0;

@@ -1,0 +1,57 @@
+#include "builder/fusion.h"
+
+#include <algorithm>
+
+namespace streamrt::builder {
+
+GraphIndex::GraphIndex(ir::Graph& g)
+    : g_(g), producer_(g.values.size(), -1), consumers_(g.values.size()), is_output_(g.values.size(), false),
+      removed_(g.nodes.size(), false) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (ir::ValueId o : g.nodes[i].outputs)
+      if (o != ir::kNoValue) producer_[o] = static_cast<int>(i);
+    for (ir::ValueId in : g.nodes[i].inputs)
+      if (in != ir::kNoValue) consumers_[in].push_back(static_cast<int>(i));
+  }
+  for (ir::ValueId o : g.outputs) is_output_[o] = true;
+}
+
+int GraphIndex::producer_if(ir::ValueId v, const char* op_type) const {
+  if (v == ir::kNoValue) return -1;
+  int p = producer_[v];
+  if (p < 0 || removed_[p] || g_.nodes[p].op_type != op_type || !g_.nodes[p].domain.empty()) return -1;
+  return p;
+}
+
+int GraphIndex::single_consumer(ir::ValueId v) const {
+  if (v == ir::kNoValue || is_output_[v] || consumers_[v].size() != 1) return -1;
+  return removed_[consumers_[v][0]] ? -1 : consumers_[v][0];
+}
+
+bool GraphIndex::single_use_chain(const std::vector<int>& nodes, int root) const {
+  for (int n : nodes)
+    for (ir::ValueId o : g_.nodes[n].outputs) {
+      if (o == ir::kNoValue) continue;
+      if (is_output_[o]) return false;
+      for (int c : consumers_[o])
+        if (c != root && std::find(nodes.begin(), nodes.end(), c) == nodes.end()) return false;
+    }
+  return true;
+}
+
+void GraphIndex::compact() {
+  std::vector<ir::Node> kept;
+  kept.reserve(g_.nodes.size());
+  for (size_t i = 0; i < g_.nodes.size(); ++i)
+    if (!removed_[i]) kept.push_back(std::move(g_.nodes[i]));
+  g_.nodes = std::move(kept);
+  removed_.assign(g_.nodes.size(), false);
+}
+
+size_t run_fusions(ir::Graph& g) {
+  const size_t before = g.nodes.size();
+  fuse_rms_norm(g);
+  return before - g.nodes.size();
+}
+
+}  // namespace streamrt::builder

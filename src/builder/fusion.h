@@ -1,0 +1,40 @@
+// Fusion passes (rewrite rules: target ops -> condition -> apply) and the index they share.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace streamrt::builder {
+
+// Producers and consumers of a graph's values, and node removal with a final compaction.
+class GraphIndex {
+ public:
+  explicit GraphIndex(ir::Graph& g);
+  // Index of the node producing v if it is a live `op_type` node, else -1.
+  int producer_if(ir::ValueId v, const char* op_type) const;
+  // Index of v's only consumer when v has exactly one and is not a graph output, else -1.
+  int single_consumer(ir::ValueId v) const;
+  // True when every output of `nodes` is read only by `nodes` or `root` and is no graph output.
+  bool single_use_chain(const std::vector<int>& nodes, int root) const;
+  void remove(int node) { removed_[node] = true; }
+  bool removed(size_t node) const { return removed_[node]; }
+  // Erases removed nodes from the graph.
+  void compact();
+
+ private:
+  ir::Graph& g_;
+  std::vector<int> producer_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<bool> is_output_;
+  std::vector<bool> removed_;
+};
+
+// X / Sqrt(ReduceMean(X^2) + eps) [* W] -> RMSNormalization. Returns the number fused.
+size_t fuse_rms_norm(ir::Graph& g);
+
+// Runs every fusion pass; returns how many nodes were fused away.
+size_t run_fusions(ir::Graph& g);
+
+}  // namespace streamrt::builder
