@@ -1,6 +1,7 @@
 // Gemm and MatMul on CUDA. Float types go through cuBLASLt (blas/lt_matmul.h, float32
 // accumulation); int32 / int64 through a small tiled kernel that wraps like the CPU's
-// naive_gemm. Semantics mirror src/ops/gemm.cc and src/ops/matmul.cc.
+// naive_gemm. The tiled kernel (accumulating in float) is also the fallback for a float GEMM
+// cuBLASLt finds no algorithm for. Semantics mirror src/ops/gemm.cc and src/ops/matmul.cc.
 #include <type_traits>
 
 #include "backends/cuda/blas/lt_matmul.h"
@@ -20,7 +21,7 @@ struct BatchMap {
   int64_t sb[kMaxBatchRank] = {};
 };
 
-struct IntGemmArgs {
+struct TiledGemmArgs {
   bool ta = false, tb = false;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldd = 0;
   int64_t a_mat = 0, b_mat = 0, d_mat = 0;  // elements per matrix
@@ -28,21 +29,39 @@ struct IntGemmArgs {
   double alpha = 1.0, beta = 0.0;  // Gemm's scales (beta 0: D is not read)
 };
 
-// The CPU's naive_gemm epilogue: stay in T when the scales are trivial.
+// Integers accumulate in the unsigned type (wrapping like the CPU's two's-complement
+// arithmetic), floats in float.
+template <typename T, bool = std::is_integral_v<T>> struct TileAcc { using type = float; };
+template <typename T> struct TileAcc<T, true> { using type = std::make_unsigned_t<T>; };
 template <typename T>
-__device__ T int_epilogue(T acc, T old, double alpha, double beta) {
-  if (beta == 0.0) return alpha == 1.0 ? acc : static_cast<T>(alpha * static_cast<double>(acc));
-  if (alpha == 1.0 && beta == 1.0) return static_cast<T>(acc + old);
-  return static_cast<T>(alpha * static_cast<double>(acc) + beta * static_cast<double>(old));
+using tile_acc_t = typename TileAcc<T>::type;
+template <typename T>
+using tile_t = std::conditional_t<std::is_integral_v<T>, T, float>;
+
+// The CPU's epilogues: naive_gemm's for integers (stays in T when the scales are trivial),
+// sgemm's alpha * acc + beta * C for floats.
+template <typename T>
+__device__ T gemm_epilogue(tile_acc_t<T> sum, T old, double alpha, double beta) {
+  if constexpr (std::is_integral_v<T>) {
+    const T acc = static_cast<T>(sum);
+    if (beta == 0.0) return alpha == 1.0 ? acc : static_cast<T>(alpha * static_cast<double>(acc));
+    if (alpha == 1.0 && beta == 1.0) return static_cast<T>(acc + old);
+    return static_cast<T>(alpha * static_cast<double>(acc) + beta * static_cast<double>(old));
+  } else {
+    float v = static_cast<float>(alpha) * sum;
+    if (beta != 0.0) v += static_cast<float>(beta) * to_acc(old);
+    return from_acc<T>(v);
+  }
 }
 
-// D[z] = op(A[za]) * op(B[zb]) per batch z; 16x16 output tile per block, K in 16-wide steps.
-// Integer products wrap (done in the unsigned type, as the CPU's two's-complement result).
+// D[z] = alpha * op(A[za]) * op(B[zb]) (+ beta * D[z]) per batch z; a 16x16 output tile per
+// block, K in 16-wide steps.
 template <typename T>
-__global__ void int_gemm_kernel(const T* a, const T* b, T* d, IntGemmArgs g, BatchMap bm) {
-  using U = std::make_unsigned_t<T>;
-  __shared__ T ta[kTile][kTile];
-  __shared__ T tb[kTile][kTile];
+__global__ void tiled_gemm_kernel(const T* a, const T* b, T* d, TiledGemmArgs g, BatchMap bm) {
+  using Acc = tile_acc_t<T>;
+  using S = tile_t<T>;
+  __shared__ S ta[kTile][kTile];
+  __shared__ S tb[kTile][kTile];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t tiles_m = (g.m + kTile - 1) / kTile;
   const int64_t col = blockIdx.x * int64_t(kTile) + tx;
@@ -59,33 +78,33 @@ __global__ void int_gemm_kernel(const T* a, const T* b, T* d, IntGemmArgs g, Bat
     T* pd = d + z * g.d_mat;
     for (int64_t tm = blockIdx.y; tm < tiles_m; tm += gridDim.y) {
       const int64_t row = tm * kTile + ty;
-      U acc = 0;
+      Acc acc = 0;
       for (int64_t p0 = 0; p0 < g.k; p0 += kTile) {
         const int64_t pa_k = p0 + tx, pb_k = p0 + ty;
-        ta[ty][tx] = row < g.m && pa_k < g.k ? (g.ta ? pa[pa_k * g.lda + row] : pa[row * g.lda + pa_k]) : T(0);
-        tb[ty][tx] = pb_k < g.k && col < g.n ? (g.tb ? pb[col * g.ldb + pb_k] : pb[pb_k * g.ldb + col]) : T(0);
+        ta[ty][tx] = row < g.m && pa_k < g.k ? S(to_acc(g.ta ? pa[pa_k * g.lda + row] : pa[row * g.lda + pa_k])) : S(0);
+        tb[ty][tx] = pb_k < g.k && col < g.n ? S(to_acc(g.tb ? pb[col * g.ldb + pb_k] : pb[pb_k * g.ldb + col])) : S(0);
         __syncthreads();
-        for (int q = 0; q < kTile; ++q) acc += static_cast<U>(ta[ty][q]) * static_cast<U>(tb[q][tx]);
+        for (int q = 0; q < kTile; ++q) acc += static_cast<Acc>(ta[ty][q]) * static_cast<Acc>(tb[q][tx]);
         __syncthreads();
       }
       if (row < g.m && col < g.n) {
         T& out = pd[row * g.ldd + col];
-        out = int_epilogue<T>(static_cast<T>(acc), g.beta == 0.0 ? T(0) : out, g.alpha, g.beta);
+        out = gemm_epilogue<T>(acc, g.beta == 0.0 ? from_acc<T>(0) : out, g.alpha, g.beta);
       }
     }
   }
 }
 
 template <typename T>
-Status launch_int_gemm(CudaKernelContext& ctx, const T* a, const T* b, T* d, const IntGemmArgs& g,
-                       const BatchMap& bm) {
+Status launch_tiled_gemm(CudaKernelContext& ctx, const T* a, const T* b, T* d, const TiledGemmArgs& g,
+                         const BatchMap& bm) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return ok_status();
   const int64_t tiles_n = (g.n + kTile - 1) / kTile, tiles_m = (g.m + kTile - 1) / kTile;
-  if (tiles_n > INT32_MAX) return ctx.unsupported("integer GEMM with " + std::to_string(g.n) + " columns");
+  if (tiles_n > INT32_MAX) return ctx.unsupported("tiled GEMM with " + std::to_string(g.n) + " columns");
   dim3 grid(static_cast<unsigned>(tiles_n), static_cast<unsigned>(std::min<int64_t>(tiles_m, 65535)),
             static_cast<unsigned>(std::min<int64_t>(g.batch, 65535)));
-  int_gemm_kernel<T><<<grid, dim3(kTile, kTile), 0, ctx.stream()>>>(a, b, d, g, bm);
-  SRT_CUDA_LAUNCH("int_gemm_kernel");
+  tiled_gemm_kernel<T><<<grid, dim3(kTile, kTile), 0, ctx.stream()>>>(a, b, d, g, bm);
+  SRT_CUDA_LAUNCH("tiled_gemm_kernel");
   return ok_status();
 }
 
@@ -121,6 +140,20 @@ Result<GemmAttrs> read_gemm_attrs(const ir::Node& node) {
   at.trans_a = ta != 0;
   at.trans_b = tb != 0;
   return at;
+}
+
+// Gemm by the tiled kernel; Y already holds C broadcast when has_c.
+template <typename T>
+Status gemm_tiled(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c) {
+  const ops::TensorRef& a = ctx.input(0);
+  const ops::TensorRef& b = ctx.input(1);
+  TiledGemmArgs g;
+  g.ta = at.trans_a, g.tb = at.trans_b;
+  g.m = m, g.n = n, g.k = k;
+  g.lda = a.dims[1], g.ldb = b.dims[1], g.ldd = n;
+  g.alpha = at.alpha;
+  g.beta = has_c ? at.beta : 0.0;
+  return launch_tiled_gemm<T>(ctx, a.as<const T>(), b.as<const T>(), ctx.output(0).as<T>(), g, BatchMap{});
 }
 
 // Float Gemm: the bias epilogue for a row-vector C with beta 1, else C copied into Y and
@@ -168,28 +201,20 @@ Status gemm_float(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_
     SRT_CUDA_LAUNCH("broadcast_2d_kernel");
     g.beta = at.beta;
   }
-  SRT_RETURN_IF_ERROR(lt_matmul(ctx.resources(), g).with_context(ctx.node().describe()));
-  return ok_status();
+  Status st = lt_matmul(ctx.resources(), g);
+  if (st.code() == StatusCode::kUnsupported) return gemm_tiled<T>(ctx, at, m, n, k, has_c);
+  return st.with_context(ctx.node().describe());
 }
 
 template <typename T>
 Status gemm_int(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c,
                 const std::vector<int64_t>& cs) {
-  const ops::TensorRef& a = ctx.input(0);
-  const ops::TensorRef& b = ctx.input(1);
-  T* py = ctx.output(0).as<T>();
   if (has_c && m * n > 0) {
-    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(ctx.input(2).as<const T>(), py, m, n,
-                                                                        cs[0], cs[1]);
+    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(ctx.input(2).as<const T>(),
+                                                                        ctx.output(0).as<T>(), m, n, cs[0], cs[1]);
     SRT_CUDA_LAUNCH("broadcast_2d_kernel");
   }
-  IntGemmArgs g;
-  g.ta = at.trans_a, g.tb = at.trans_b;
-  g.m = m, g.n = n, g.k = k;
-  g.lda = a.dims[1], g.ldb = b.dims[1], g.ldd = n;
-  g.alpha = at.alpha;
-  g.beta = has_c ? at.beta : 0.0;
-  return launch_int_gemm<T>(ctx, a.as<const T>(), b.as<const T>(), py, g, BatchMap{});
+  return gemm_tiled<T>(ctx, at, m, n, k, has_c);
 }
 
 Status gemm_cuda(CudaKernelContext& ctx) {
@@ -257,7 +282,7 @@ Result<MatMulShape> matmul_shape(const CudaKernelContext& ctx, const Dims& a, co
 
 // Float MatMul: one tall GEMM when B is shared, a strided batch when the batch broadcast is
 // regular (A shared, or A and B with the full batch), else one call per output matrix.
-Status matmul_float(CudaKernelContext& ctx, const MatMulShape& s) {
+Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s) {
   const ops::TensorRef& a = ctx.input(0);
   const ops::TensorRef& b = ctx.input(1);
   const ops::TensorRef& y = ctx.output(0);
@@ -298,22 +323,23 @@ Status matmul_float(CudaKernelContext& ctx, const MatMulShape& s) {
   return st.with_context(ctx.node().describe());
 }
 
+// MatMul by the tiled kernel (integers; floats cuBLASLt has no algorithm for).
 template <typename T>
-Status matmul_int(CudaKernelContext& ctx, const MatMulShape& s) {
+Status matmul_tiled(CudaKernelContext& ctx, const MatMulShape& s) {
   if (s.batch.size() > kMaxBatchRank)
-    return ctx.unsupported("integer MatMul with " + std::to_string(s.batch.size()) + " batch dims");
+    return ctx.unsupported("tiled MatMul with " + std::to_string(s.batch.size()) + " batch dims");
   BatchMap bm;
   bm.rank = static_cast<int>(s.batch.size());
   const std::vector<int64_t> sa = ops::broadcast_strides(s.batch_a, s.batch);
   const std::vector<int64_t> sb = ops::broadcast_strides(s.batch_b, s.batch);
   for (int d = 0; d < bm.rank; ++d) bm.dims[d] = s.batch[d], bm.sa[d] = sa[d], bm.sb[d] = sb[d];
-  IntGemmArgs g;
+  TiledGemmArgs g;
   g.m = s.m, g.n = s.n, g.k = s.k;
   g.lda = s.k, g.ldb = s.n, g.ldd = s.n;
   g.a_mat = s.m * s.k, g.b_mat = s.k * s.n, g.d_mat = s.m * s.n;
   g.batch = dims_numel(s.batch);
-  return launch_int_gemm<T>(ctx, ctx.input(0).as<const T>(), ctx.input(1).as<const T>(), ctx.output(0).as<T>(), g,
-                            bm);
+  return launch_tiled_gemm<T>(ctx, ctx.input(0).as<const T>(), ctx.input(1).as<const T>(), ctx.output(0).as<T>(), g,
+                              bm);
 }
 
 Status matmul_cuda(CudaKernelContext& ctx) {
@@ -324,8 +350,11 @@ Status matmul_cuda(CudaKernelContext& ctx) {
     return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " + dims_to_string(s.out));
   return cuda_dispatch<ops::kFloats | ops::kSignedInts>(a.dtype, ctx.node().describe(), [&]<typename T>() -> Status {
     if constexpr (std::is_same_v<T, int8_t>) return ctx.unsupported("int8 MatMul is not supported");
-    else if constexpr (std::is_integral_v<T>) return matmul_int<T>(ctx, s);
-    else return matmul_float(ctx, s);
+    else if constexpr (std::is_integral_v<T>) return matmul_tiled<T>(ctx, s);
+    else {
+      Status st = matmul_lt(ctx, s);
+      return st.code() == StatusCode::kUnsupported ? matmul_tiled<T>(ctx, s) : st;
+    }
   });
 }
 
