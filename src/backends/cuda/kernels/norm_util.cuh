@@ -58,6 +58,7 @@ struct StridedSpace {
   int64_t strides[kMaxGroups] = {};
 
   __host__ __device__ int64_t offset(int64_t i) const {
+    if (rank == 1) return i * strides[0];  // the common case, without a division
     int64_t off = 0;
     for (int d = rank - 1; d >= 0; --d) {
       const int64_t q = i / dims[d];
