@@ -108,28 +108,11 @@ Result<Param> make_param(const CudaKernelContext& ctx, size_t i, int64_t axis) {
     p.mode = Param::kPerCol;
     return p;
   }
-  // General broadcast: X's dims with the parameter's strides, size-1 axes dropped and
-  // adjacent axes merged where the strides allow it.
-  std::vector<int64_t> dims, strides;
-  for (size_t d = 0; d < xd.size(); ++d) {
-    if (xd[d] == 1) continue;
-    if (!dims.empty() && strides.back() == st[d] * xd[d]) {
-      dims.back() *= xd[d];
-      strides.back() = st[d];
-      continue;
-    }
-    dims.push_back(xd[d]);
-    strides.push_back(st[d]);
-  }
-  if (dims.size() > static_cast<size_t>(norm::kMaxGroups))
+  // General broadcast: X's dims with the parameter's strides.
+  if (!norm::make_space(xd, st, &p.space))
     return ctx.unsupported("input " + std::to_string(i) + " of shape " + dims_to_string(t.dims) +
                            " broadcasts over too many axes of X " + dims_to_string(xd));
   p.mode = Param::kStrided;
-  p.space.rank = static_cast<int>(dims.size());
-  for (size_t d = 0; d < dims.size(); ++d) {
-    p.space.dims[d] = dims[d];
-    p.space.strides[d] = strides[d];
-  }
   return p;
 }
 

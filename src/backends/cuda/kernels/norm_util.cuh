@@ -69,4 +69,24 @@ struct StridedSpace {
   }
 };
 
+// The space of a contiguous tensor of `dims` read through `strides` (e.g. broadcast strides of
+// an input, 0 on broadcast axes): size-1 axes dropped, neighbours merged where the strides
+// allow it. False when more than kMaxGroups axes remain.
+inline bool make_space(const Dims& dims, const std::vector<int64_t>& strides, StridedSpace* sp) {
+  *sp = StridedSpace{};
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    if (sp->rank > 0 && sp->strides[sp->rank - 1] == strides[d] * dims[d]) {
+      sp->dims[sp->rank - 1] *= dims[d];
+      sp->strides[sp->rank - 1] = strides[d];
+      continue;
+    }
+    if (sp->rank == kMaxGroups) return false;
+    sp->dims[sp->rank] = dims[d];
+    sp->strides[sp->rank] = strides[d];
+    ++sp->rank;
+  }
+  return true;
+}
+
 }  // namespace streamrt::cuda::norm

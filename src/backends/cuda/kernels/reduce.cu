@@ -314,7 +314,8 @@ Status build_geometry(const CudaKernelContext& ctx, const Dims& dims, const std:
       sp.strides[sp.rank - 1] = strides[d];
     } else {
       if (sp.rank == norm::kMaxGroups)
-        return ctx.unsupported("reduction over input " + dims_to_string(dims) + " alternates kept and reduced axes too often");
+        return ctx.unsupported("reduction over input " + dims_to_string(dims) +
+                               " alternates kept and reduced axes too often");
       sp.dims[sp.rank] = dims[d];
       sp.strides[sp.rank] = strides[d];
       ++sp.rank;
@@ -333,7 +334,8 @@ Status reduce_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef& y = ctx.output(0);
   if (!dtype_in(x.dtype, info->types))
     return ctx.unsupported(std::string("data type ") + dtype_name(x.dtype) + " is not supported");
-  if (y.dtype != x.dtype) return ctx.error(std::string("output type ") + dtype_name(y.dtype) + " differs from the input's");
+  if (y.dtype != x.dtype)
+    return ctx.error(std::string("output type ") + dtype_name(y.dtype) + " differs from the input's");
   SRT_ASSIGN_OR_RETURN(int64_t keep, ctx.node().attr_int("keepdims", 1));
   SRT_ASSIGN_OR_RETURN(int64_t noop, ctx.node().attr_int("noop_with_empty_axes", 0));
   (void)keep;  // the output was allocated with the right dims; only its element order matters
