@@ -1,0 +1,366 @@
+// Gemm and MatMul on CUDA. Float types go through cuBLASLt (blas/lt_matmul.h, float32
+// accumulation); int32 / int64 through a small tiled kernel that wraps like the CPU's
+// naive_gemm. The tiled kernel (accumulating in float) is also the fallback for a float GEMM
+// cuBLASLt finds no algorithm for. Semantics mirror src/ops/gemm.cc and src/ops/matmul.cc.
+#include <type_traits>
+
+#include "backends/cuda/blas/lt_matmul.h"
+#include "backends/cuda/kernels/cuda_types.cuh"
+
+namespace streamrt::cuda {
+namespace {
+
+constexpr int kMaxBatchRank = 8;
+constexpr int kTile = 16;
+
+// Output batch index -> matrix index into A and B (numpy broadcast over the batch dims).
+struct BatchMap {
+  int rank = 0;
+  int64_t dims[kMaxBatchRank] = {};
+  int64_t sa[kMaxBatchRank] = {};  // strides in matrices; 0 on broadcast axes
+  int64_t sb[kMaxBatchRank] = {};
+};
+
+struct TiledGemmArgs {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldd = 0;
+  int64_t a_mat = 0, b_mat = 0, d_mat = 0;  // elements per matrix
+  int64_t batch = 1;
+  double alpha = 1.0, beta = 0.0;  // Gemm's scales (beta 0: D is not read)
+};
+
+// Integers accumulate in the unsigned type (wrapping like the CPU's two's-complement
+// arithmetic), floats in float.
+template <typename T, bool = std::is_integral_v<T>> struct TileAcc { using type = float; };
+template <typename T> struct TileAcc<T, true> { using type = std::make_unsigned_t<T>; };
+template <typename T>
+using tile_acc_t = typename TileAcc<T>::type;
+template <typename T>
+using tile_t = std::conditional_t<std::is_integral_v<T>, T, float>;
+
+// The CPU's epilogues: naive_gemm's for integers (stays in T when the scales are trivial),
+// sgemm's alpha * acc + beta * C for floats.
+template <typename T>
+__device__ T gemm_epilogue(tile_acc_t<T> sum, T old, double alpha, double beta) {
+  if constexpr (std::is_integral_v<T>) {
+    const T acc = static_cast<T>(sum);
+    if (beta == 0.0) return alpha == 1.0 ? acc : static_cast<T>(alpha * static_cast<double>(acc));
+    if (alpha == 1.0 && beta == 1.0) return static_cast<T>(acc + old);
+    return static_cast<T>(alpha * static_cast<double>(acc) + beta * static_cast<double>(old));
+  } else {
+    float v = static_cast<float>(alpha) * sum;
+    if (beta != 0.0) v += static_cast<float>(beta) * to_acc(old);
+    return from_acc<T>(v);
+  }
+}
+
+// D[z] = alpha * op(A[za]) * op(B[zb]) (+ beta * D[z]) per batch z; a 16x16 output tile per
+// block, K in 16-wide steps.
+template <typename T>
+__global__ void tiled_gemm_kernel(const T* a, const T* b, T* d, TiledGemmArgs g, BatchMap bm) {
+  using Acc = tile_acc_t<T>;
+  using S = tile_t<T>;
+  __shared__ S ta[kTile][kTile];
+  __shared__ S tb[kTile][kTile];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t tiles_m = (g.m + kTile - 1) / kTile;
+  const int64_t col = blockIdx.x * int64_t(kTile) + tx;
+  for (int64_t z = blockIdx.z; z < g.batch; z += gridDim.z) {
+    int64_t oa = 0, ob = 0, rem = z;
+    for (int ax = bm.rank - 1; ax >= 0; --ax) {
+      const int64_t i = rem % bm.dims[ax];
+      rem /= bm.dims[ax];
+      oa += i * bm.sa[ax];
+      ob += i * bm.sb[ax];
+    }
+    const T* pa = a + oa * g.a_mat;
+    const T* pb = b + ob * g.b_mat;
+    T* pd = d + z * g.d_mat;
+    for (int64_t tm = blockIdx.y; tm < tiles_m; tm += gridDim.y) {
+      const int64_t row = tm * kTile + ty;
+      Acc acc = 0;
+      for (int64_t p0 = 0; p0 < g.k; p0 += kTile) {
+        const int64_t pa_k = p0 + tx, pb_k = p0 + ty;
+        ta[ty][tx] = row < g.m && pa_k < g.k ? S(to_acc(g.ta ? pa[pa_k * g.lda + row] : pa[row * g.lda + pa_k])) : S(0);
+        tb[ty][tx] = pb_k < g.k && col < g.n ? S(to_acc(g.tb ? pb[col * g.ldb + pb_k] : pb[pb_k * g.ldb + col])) : S(0);
+        __syncthreads();
+        for (int q = 0; q < kTile; ++q) acc += static_cast<Acc>(ta[ty][q]) * static_cast<Acc>(tb[q][tx]);
+        __syncthreads();
+      }
+      if (row < g.m && col < g.n) {
+        T& out = pd[row * g.ldd + col];
+        out = gemm_epilogue<T>(acc, g.beta == 0.0 ? from_acc<T>(0) : out, g.alpha, g.beta);
+      }
+    }
+  }
+}
+
+template <typename T>
+Status launch_tiled_gemm(CudaKernelContext& ctx, const T* a, const T* b, T* d, const TiledGemmArgs& g,
+                         const BatchMap& bm) {
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return ok_status();
+  const int64_t tiles_n = (g.n + kTile - 1) / kTile, tiles_m = (g.m + kTile - 1) / kTile;
+  if (tiles_n > INT32_MAX) return ctx.unsupported("tiled GEMM with " + std::to_string(g.n) + " columns");
+  dim3 grid(static_cast<unsigned>(tiles_n), static_cast<unsigned>(std::min<int64_t>(tiles_m, 65535)),
+            static_cast<unsigned>(std::min<int64_t>(g.batch, 65535)));
+  tiled_gemm_kernel<T><<<grid, dim3(kTile, kTile), 0, ctx.stream()>>>(a, b, d, g, bm);
+  SRT_CUDA_LAUNCH("tiled_gemm_kernel");
+  return ok_status();
+}
+
+// y[i, j] = c[i * s0 + j * s1] (Gemm's C broadcast to M x N).
+template <typename T>
+__global__ void broadcast_2d_kernel(const T* c, T* y, int64_t m, int64_t n, int64_t s0, int64_t s1) {
+  const int64_t total = m * n;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = c[(i / n) * s0 + (i % n) * s1];
+}
+
+// y = beta * y, or 0 when beta is 0 (the CPU's k == 0 GEMM).
+template <typename T>
+__global__ void scale_kernel(T* y, int64_t total, float beta) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = from_acc<T>(beta == 0.f ? 0.f : beta * to_acc(y[i]));
+}
+
+// ---------------------------------------------------------------------------------------
+// Gemm
+
+struct GemmAttrs {
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.f, beta = 1.f;
+};
+
+Result<GemmAttrs> read_gemm_attrs(const ir::Node& node) {
+  GemmAttrs at;
+  SRT_ASSIGN_OR_RETURN(int64_t ta, node.attr_int("transA", 0));
+  SRT_ASSIGN_OR_RETURN(int64_t tb, node.attr_int("transB", 0));
+  SRT_ASSIGN_OR_RETURN(at.alpha, node.attr_float("alpha", 1.f));
+  SRT_ASSIGN_OR_RETURN(at.beta, node.attr_float("beta", 1.f));
+  at.trans_a = ta != 0;
+  at.trans_b = tb != 0;
+  return at;
+}
+
+// Gemm by the tiled kernel; Y already holds C broadcast when has_c.
+template <typename T>
+Status gemm_tiled(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c) {
+  const ops::TensorRef& a = ctx.input(0);
+  const ops::TensorRef& b = ctx.input(1);
+  TiledGemmArgs g;
+  g.ta = at.trans_a, g.tb = at.trans_b;
+  g.m = m, g.n = n, g.k = k;
+  g.lda = a.dims[1], g.ldb = b.dims[1], g.ldd = n;
+  g.alpha = at.alpha;
+  g.beta = has_c ? at.beta : 0.0;
+  return launch_tiled_gemm<T>(ctx, a.as<const T>(), b.as<const T>(), ctx.output(0).as<T>(), g, BatchMap{});
+}
+
+// Float Gemm: the bias epilogue for a row-vector C with beta 1, else C copied into Y and
+// accumulated with beta (cuBLASLt in place).
+template <typename T>
+Status gemm_float(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c,
+                  const std::vector<int64_t>& cs) {
+  const ops::TensorRef& a = ctx.input(0);
+  const ops::TensorRef& b = ctx.input(1);
+  const ops::TensorRef& y = ctx.output(0);
+  T* py = y.as<T>();
+  const T* pc = has_c ? ctx.input(2).as<const T>() : nullptr;
+  if (m == 0 || n == 0) return ok_status();
+  if (k == 0) {
+    if (!has_c) {
+      SRT_CUDA(cudaMemsetAsync(py, 0, y.nbytes(), ctx.stream()));
+      return ok_status();
+    }
+    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(pc, py, m, n, cs[0], cs[1]);
+    SRT_CUDA_LAUNCH("broadcast_2d_kernel");
+    scale_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(py, m * n, at.beta);
+    SRT_CUDA_LAUNCH("scale_kernel");
+    return ok_status();
+  }
+  LtGemm g;
+  g.dtype = a.dtype;
+  g.trans_a = at.trans_a;
+  g.trans_b = at.trans_b;
+  g.m = m, g.n = n, g.k = k;
+  g.a = a.data, g.lda = a.dims[1];
+  g.b = b.data, g.ldb = b.dims[1];
+  g.d = py, g.ldd = n;
+  g.alpha = at.alpha;
+  if (has_c) {
+    // C is one row broadcast down (row stride 0, contiguous columns): the bias epilogue adds
+    // it unscaled, which is beta * C exactly when beta == 1.
+    const bool row_vector = (cs[0] == 0 || m == 1) && (cs[1] == 1 || n == 1);
+    if (row_vector && at.beta == 1.f) {
+      g.bias = pc;
+      Status st = lt_matmul(ctx.resources(), g);
+      if (st.code() != StatusCode::kUnsupported) return st.with_context(ctx.node().describe());
+      g.bias = nullptr;  // no epilogue algorithm: the general path below
+    }
+    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(pc, py, m, n, cs[0], cs[1]);
+    SRT_CUDA_LAUNCH("broadcast_2d_kernel");
+    g.beta = at.beta;
+  }
+  Status st = lt_matmul(ctx.resources(), g);
+  if (st.code() == StatusCode::kUnsupported) return gemm_tiled<T>(ctx, at, m, n, k, has_c);
+  return st.with_context(ctx.node().describe());
+}
+
+template <typename T>
+Status gemm_int(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c,
+                const std::vector<int64_t>& cs) {
+  if (has_c && m * n > 0) {
+    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(ctx.input(2).as<const T>(),
+                                                                        ctx.output(0).as<T>(), m, n, cs[0], cs[1]);
+    SRT_CUDA_LAUNCH("broadcast_2d_kernel");
+  }
+  return gemm_tiled<T>(ctx, at, m, n, k, has_c);
+}
+
+Status gemm_cuda(CudaKernelContext& ctx) {
+  const ir::Node& node = ctx.node();
+  SRT_ASSIGN_OR_RETURN(GemmAttrs at, read_gemm_attrs(node));
+  const ops::TensorRef& a = ctx.input(0);
+  const ops::TensorRef& b = ctx.input(1);
+  for (size_t i = 1; i < 3; ++i)
+    if (ctx.has_input(i) && ctx.input(i).dtype != a.dtype)
+      return ctx.error("input " + std::to_string(i) + " has type " + dtype_name(ctx.input(i).dtype) +
+                       ", expected " + dtype_name(a.dtype));
+  if (a.dims.size() != 2 || b.dims.size() != 2)
+    return ctx.error("A and B must be 2-D, got " + dims_to_string(a.dims) + " and " + dims_to_string(b.dims));
+  const int64_t m = a.dims[at.trans_a ? 1 : 0], ka = a.dims[at.trans_a ? 0 : 1];
+  const int64_t kb = b.dims[at.trans_b ? 1 : 0], n = b.dims[at.trans_b ? 0 : 1];
+  if (ka != kb) return ctx.error("inner dimensions differ: A " + dims_to_string(a.dims) + ", B " + dims_to_string(b.dims));
+  if (ctx.output(0).dims != Dims{m, n})
+    return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " + dims_to_string({m, n}));
+  const bool has_c = ctx.has_input(2) && at.beta != 0.f;
+  std::vector<int64_t> cs(2, 0);
+  if (has_c) {
+    const Dims& c = ctx.input(2).dims;
+    bool ok = c.size() <= 2;
+    for (size_t i = 0; ok && i < c.size(); ++i) ok = c[i] == 1 || c[i] == (i + 2 == c.size() ? m : n);
+    if (!ok) return ctx.error("C of shape " + dims_to_string(c) + " does not broadcast to " + dims_to_string({m, n}));
+    cs = ops::broadcast_strides(c, {m, n});
+  }
+  return cuda_dispatch<ops::kFloats | ops::kSignedInts>(a.dtype, node.describe(), [&]<typename T>() -> Status {
+    if constexpr (std::is_same_v<T, int8_t>) return ctx.unsupported("int8 Gemm is not supported");
+    else if constexpr (std::is_integral_v<T>) return gemm_int<T>(ctx, at, m, n, ka, has_c, cs);
+    else return gemm_float<T>(ctx, at, m, n, ka, has_c, cs);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// MatMul
+
+struct MatMulShape {
+  Dims batch_a, batch_b, batch;
+  int64_t m = 0, k = 0, n = 0;
+  Dims out;
+};
+
+// numpy matmul shapes (static dims), as src/ops/matmul.cc.
+Result<MatMulShape> matmul_shape(const CudaKernelContext& ctx, const Dims& a, const Dims& b) {
+  if (a.empty() || b.empty())
+    return ctx.error("MatMul inputs must have rank >= 1, got " + dims_to_string(a) + " and " + dims_to_string(b));
+  MatMulShape s;
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  s.m = a_vec ? 1 : a[a.size() - 2];
+  s.k = a.back();
+  const int64_t kb = b_vec ? b[0] : b[b.size() - 2];
+  s.n = b_vec ? 1 : b.back();
+  if (s.k != kb) return ctx.error("inner dimensions differ: A " + dims_to_string(a) + ", B " + dims_to_string(b));
+  if (!a_vec) s.batch_a.assign(a.begin(), a.end() - 2);
+  if (!b_vec) s.batch_b.assign(b.begin(), b.end() - 2);
+  auto batch = ops::broadcast_dims(s.batch_a, s.batch_b);
+  if (!batch.ok()) return ctx.error("batch dims: " + batch.status().message());
+  s.batch = *batch;
+  s.out = s.batch;
+  if (!a_vec) s.out.push_back(s.m);
+  if (!b_vec) s.out.push_back(s.n);
+  return s;
+}
+
+// Float MatMul: one tall GEMM when B is shared, a strided batch when the batch broadcast is
+// regular (A shared, or A and B with the full batch), else one call per output matrix.
+Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s) {
+  const ops::TensorRef& a = ctx.input(0);
+  const ops::TensorRef& b = ctx.input(1);
+  const ops::TensorRef& y = ctx.output(0);
+  const int64_t nb = dims_numel(s.batch), na = dims_numel(s.batch_a), nbb = dims_numel(s.batch_b);
+  if (nb == 0 || s.m == 0 || s.n == 0) return ok_status();
+  if (s.k == 0) {
+    SRT_CUDA(cudaMemsetAsync(y.data, 0, y.nbytes(), ctx.stream()));
+    return ok_status();
+  }
+  LtGemm g;
+  g.dtype = a.dtype;
+  g.m = s.m, g.n = s.n, g.k = s.k;
+  g.a = a.data, g.lda = s.k;
+  g.b = b.data, g.ldb = s.n;
+  g.d = y.data, g.ldd = s.n;
+  if (nbb == 1) {
+    g.m = nb * s.m;  // A's batch rows stack into one tall GEMM
+    return lt_matmul(ctx.resources(), g).with_context(ctx.node().describe());
+  }
+  if (nbb == nb && (na == 1 || na == nb)) {
+    // A batch numel equal to the broadcast's means the same dims (every dim is 1 or full).
+    g.batch = nb;
+    g.stride_a = na == 1 ? 0 : s.m * s.k;  // stride 0: A shared by every batch
+    g.stride_b = s.k * s.n;
+    g.stride_d = s.m * s.n;
+    return lt_matmul(ctx.resources(), g).with_context(ctx.node().describe());
+  }
+  // Irregular broadcast (e.g. A [2, 1, m, k] with B [3, k, n]): one GEMM per output matrix.
+  const int64_t esize = static_cast<int64_t>(dtype_size(a.dtype));
+  Status st;
+  ops::for_each_broadcast<2>(s.batch, {s.batch_a, s.batch_b}, [&](int64_t i, const std::array<int64_t, 2>& o) {
+    if (!st.ok()) return;
+    g.a = a.as<const uint8_t>() + o[0] * s.m * s.k * esize;
+    g.b = b.as<const uint8_t>() + o[1] * s.k * s.n * esize;
+    g.d = y.as<uint8_t>() + i * s.m * s.n * esize;
+    st = lt_matmul(ctx.resources(), g);
+  });
+  return st.with_context(ctx.node().describe());
+}
+
+// MatMul by the tiled kernel (integers; floats cuBLASLt has no algorithm for).
+template <typename T>
+Status matmul_tiled(CudaKernelContext& ctx, const MatMulShape& s) {
+  if (s.batch.size() > kMaxBatchRank)
+    return ctx.unsupported("tiled MatMul with " + std::to_string(s.batch.size()) + " batch dims");
+  BatchMap bm;
+  bm.rank = static_cast<int>(s.batch.size());
+  const std::vector<int64_t> sa = ops::broadcast_strides(s.batch_a, s.batch);
+  const std::vector<int64_t> sb = ops::broadcast_strides(s.batch_b, s.batch);
+  for (int d = 0; d < bm.rank; ++d) bm.dims[d] = s.batch[d], bm.sa[d] = sa[d], bm.sb[d] = sb[d];
+  TiledGemmArgs g;
+  g.m = s.m, g.n = s.n, g.k = s.k;
+  g.lda = s.k, g.ldb = s.n, g.ldd = s.n;
+  g.a_mat = s.m * s.k, g.b_mat = s.k * s.n, g.d_mat = s.m * s.n;
+  g.batch = dims_numel(s.batch);
+  return launch_tiled_gemm<T>(ctx, ctx.input(0).as<const T>(), ctx.input(1).as<const T>(), ctx.output(0).as<T>(), g,
+                              bm);
+}
+
+Status matmul_cuda(CudaKernelContext& ctx) {
+  const ops::TensorRef& a = ctx.input(0);
+  if (ctx.input(1).dtype != a.dtype) return ctx.error("input types differ");
+  SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx, a.dims, ctx.input(1).dims));
+  if (ctx.output(0).dims != s.out)
+    return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " + dims_to_string(s.out));
+  return cuda_dispatch<ops::kFloats | ops::kSignedInts>(a.dtype, ctx.node().describe(), [&]<typename T>() -> Status {
+    if constexpr (std::is_same_v<T, int8_t>) return ctx.unsupported("int8 MatMul is not supported");
+    else if constexpr (std::is_integral_v<T>) return matmul_tiled<T>(ctx, s);
+    else {
+      Status st = matmul_lt(ctx, s);
+      return st.code() == StatusCode::kUnsupported ? matmul_tiled<T>(ctx, s) : st;
+    }
+  });
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_CUDA_KERNEL(Gemm, "Gemm", gemm_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(MatMul, "MatMul", matmul_cuda);
+
+}  // namespace streamrt::cuda
