@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "builder/fusion.h"
+#include "ir/shape_inference.h"
+#include "op_test_util.h"
+
+namespace streamrt::builder {
+namespace {
+using namespace streamrt::testing;
+
+ir::Node node(const std::string& op, std::vector<ir::ValueId> in, std::vector<ir::ValueId> out,
+              std::map<std::string, ir::Attribute> attrs = {}) {
+  ir::Node n;
+  n.name = op + std::to_string(out[0]);
+  n.op_type = op;
+  n.opset = 17;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attrs = std::move(attrs);
+  return n;
+}
+
+// Runs the graph node by node with the CPU kernels.
+Tensor interpret(const ir::Graph& g, const Tensor& x) {
+  std::vector<Tensor> vals(g.values.size());
+  vals[g.inputs[0]] = x;
+  for (const auto& [id, t] : g.constants) vals[id] = t;
+  for (const auto& n : g.nodes) {
+    std::vector<Tensor> ins;
+    for (auto v : n.inputs) ins.push_back(vals[v]);
+    auto outs = run_ok(n, ins);
+    for (size_t k = 0; k < n.outputs.size(); ++k) vals[n.outputs[k]] = outs[k];
+  }
+  return vals[g.outputs[0]];
+}
+
+enum class Form { kDiv, kReciprocal, kOneOver };
+
+ir::Graph rms_graph(Form form, bool with_scale) {
+  ir::Graph g;
+  auto x = g.add_value("x", DataType::kFloat32, {2, 3, 8}, true);
+  auto two = g.add_value("two"), eps = g.add_value("eps"), one = g.add_value("one"), w = g.add_value("w");
+  g.set_constant(two, f32({}, {2.f}));
+  g.set_constant(eps, f32({}, {1e-6f}));
+  g.set_constant(one, f32({}, {1.f}));
+  std::vector<float> wv(8);
+  for (int i = 0; i < 8; ++i) wv[i] = 0.5f + 0.1f * i;
+  g.set_constant(w, f32({8}, wv));
+  auto sq = g.add_value("sq"), mean = g.add_value("mean"), add = g.add_value("add"), rt = g.add_value("rt");
+  auto r = g.add_value("r"), y = g.add_value("y"), out = g.add_value("out");
+  g.inputs = {x};
+  g.nodes = {node("Pow", {x, two}, {sq}),
+             node("ReduceMean", {sq}, {mean}, {{"axes", ir::Attribute::make_ints({-1})}}),
+             node("Add", {mean, eps}, {add}), node("Sqrt", {add}, {rt})};
+  if (form == Form::kDiv) {
+    g.nodes.push_back(node("Div", {x, rt}, {y}));
+  } else {
+    g.nodes.push_back(form == Form::kReciprocal ? node("Reciprocal", {rt}, {r}) : node("Div", {one, rt}, {r}));
+    g.nodes.push_back(node("Mul", {x, r}, {y}));
+  }
+  if (with_scale) {
+    g.nodes.push_back(node("Mul", {y, w}, {out}));
+    g.outputs = {out};
+  } else {
+    g.outputs = {y};
+  }
+  EXPECT_TRUE(ir::infer_shapes(g).ok());
+  return g;
+}
+
+class RmsFusion : public ::testing::TestWithParam<std::tuple<Form, bool>> {};
+
+TEST_P(RmsFusion, FusesToOneNodeWithSameResult) {
+  auto [form, with_scale] = GetParam();
+  ir::Graph g = rms_graph(form, with_scale);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<float> xv(48);
+  for (auto& v : xv) v = nd(rng);
+  Tensor x = f32({2, 3, 8}, xv);
+  Tensor want = interpret(g, x);
+  EXPECT_EQ(fuse_rms_norm(g), 1u);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op_type, "RMSNormalization");
+  EXPECT_EQ(g.nodes[0].inputs.size(), with_scale ? 2u : 1u);
+  Tensor got = interpret(g, x);
+  auto a = values_f32(got), b = values_f32(want);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5f * (1 + std::fabs(b[i])));
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, RmsFusion,
+                         ::testing::Combine(::testing::Values(Form::kDiv, Form::kReciprocal, Form::kOneOver),
+                                            ::testing::Bool()));
+
+TEST(RmsFusionNegative, LeavesOtherPatternsAlone) {
+  // The mean is also a graph output: fusing would lose it.
+  ir::Graph g = rms_graph(Form::kDiv, false);
+  g.outputs.push_back(g.find_value("mean"));
+  EXPECT_EQ(fuse_rms_norm(g), 0u);
+  // Cube instead of square.
+  ir::Graph h = rms_graph(Form::kDiv, false);
+  h.set_constant(h.find_value("two"), f32({}, {3.f}));
+  EXPECT_EQ(fuse_rms_norm(h), 0u);
+  // Mean over the first axis, not the last.
+  ir::Graph k = rms_graph(Form::kDiv, false);
+  k.nodes[1].attrs["axes"] = ir::Attribute::make_ints({0});
+  EXPECT_EQ(fuse_rms_norm(k), 0u);
+}
+
+}  // namespace
+}  // namespace streamrt::builder
