@@ -139,6 +139,8 @@ struct Importer {
       if (it == opsets.end())
         return invalid_model(n.describe() + ": domain '" + n.domain + "' is not imported by the model");
       n.opset = it->second;
+      // ONNX ops all have an output, and op rules index output 0 without checking.
+      if (np.output_size() == 0) return invalid_model(n.describe() + " has no outputs");
       for (const auto& in : np.input()) n.inputs.push_back(value_for(in));
       for (const auto& out : np.output()) n.outputs.push_back(value_for(out));
       for (const auto& a : np.attribute()) {

@@ -127,6 +127,9 @@ Seeds onnx_seeds() {
   m = base;
   m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(-1);
   add("corrupt_negative_dim.onnx", m);
+  m = base;
+  m.mutable_graph()->mutable_node(1)->clear_output();  // crashed shape inference (found by fuzzing)
+  add("corrupt_node_without_outputs.onnx", m);
   add("corrupt_external_absolute.onnx", with_external_w("/etc/passwd", "", ""));
   add("corrupt_external_dotdot.onnx", with_external_w("../outside.bin", "", ""));
   add("corrupt_external_symlink_escape.onnx", with_external_w("escape.bin", "", ""));

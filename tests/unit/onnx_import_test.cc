@@ -372,6 +372,10 @@ TEST_F(OnnxImport, RejectsMalformedGraphs) {
   EXPECT_TRUE(is_error(import(m), StatusCode::kInvalidModel, {"node 'add'", "com.unknown"}));
 
   m = add_relu_model();
+  m.mutable_graph()->mutable_node(0)->clear_output();
+  EXPECT_TRUE(is_error(import(m), StatusCode::kInvalidModel, {"node 'add'", "no outputs"}));
+
+  m = add_relu_model();
   m.clear_graph();
   EXPECT_TRUE(is_error(import(m), StatusCode::kInvalidModel, {"no graph"}));
 }
