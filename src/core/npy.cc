@@ -1,7 +1,7 @@
 #include "core/npy.h"
 
+#include <cstring>
 #include <fstream>
-#include <regex>
 
 namespace streamrt {
 namespace {
@@ -30,6 +30,107 @@ Result<DataType> dtype_of(const std::string& d, const std::string& what) {
   return unsupported(what + ": numpy dtype '" + d + "' is not supported");
 }
 
+// The header is a Python dict literal, e.g. {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }.
+// A small hand-written parser (std::regex recurses per character and overflows the stack on
+// headers of a few ten thousand bytes, which versions 2 and 3 allow up to 4 GiB).
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::string& what) : s_(text), what_(what) {}
+
+  struct Fields {
+    std::string descr;
+    bool fortran_order = false;
+    Dims shape;
+  };
+
+  Result<Fields> parse() {
+    Fields f;
+    bool has_descr = false, has_order = false, has_shape = false;
+    skip_ws();
+    if (!eat('{')) return error("expected '{'");
+    while (true) {
+      skip_ws();
+      if (eat('}')) break;
+      SRT_ASSIGN_OR_RETURN(std::string key, quoted());
+      skip_ws();
+      if (!eat(':')) return error("expected ':' after '" + key + "'");
+      skip_ws();
+      if (key == "descr" && !has_descr) {
+        SRT_ASSIGN_OR_RETURN(f.descr, quoted());
+        has_descr = true;
+      } else if (key == "fortran_order" && !has_order) {
+        if (word("True")) f.fortran_order = true;
+        else if (!word("False")) return error("fortran_order is neither True nor False");
+        has_order = true;
+      } else if (key == "shape" && !has_shape) {
+        SRT_ASSIGN_OR_RETURN(f.shape, tuple());
+        has_shape = true;
+      } else {
+        return error("unexpected or repeated key '" + key + "'");
+      }
+      skip_ws();
+      if (eat('}')) break;
+      if (!eat(',')) return error("expected ',' or '}'");
+    }
+    skip_ws();
+    if (pos_ != s_.size()) return error("trailing characters after the header dict");
+    if (!has_descr) return error("no descr");
+    if (!has_shape) return error("no shape");
+    return f;
+  }
+
+ private:
+  Status error(const std::string& msg) const {
+    return invalid_argument(what_ + ": bad .npy header at byte " + std::to_string(pos_) + ": " + msg);
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+  }
+  bool eat(char c) {
+    if (pos_ >= s_.size() || s_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
+  bool word(const char* w) {
+    const size_t n = std::strlen(w);
+    if (s_.compare(pos_, n, w) != 0) return false;
+    pos_ += n;
+    return true;
+  }
+  Result<std::string> quoted() {
+    if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) return error("expected a quoted string");
+    const char q = s_[pos_++];
+    const size_t end = s_.find(q, pos_);
+    if (end == std::string::npos) return error("unterminated string");
+    std::string out = s_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return out;
+  }
+  Result<Dims> tuple() {
+    if (!eat('(')) return error("shape is not a tuple");
+    Dims dims;
+    while (true) {
+      skip_ws();
+      if (eat(')')) break;
+      const size_t start = pos_;
+      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
+      if (pos_ == start) return error("shape holds a non-number");
+      if (pos_ - start > 15) return error("dimension too large");
+      if (dims.size() == kMaxRank) return error("more than " + std::to_string(kMaxRank) + " dimensions");
+      dims.push_back(std::stoll(s_.substr(start, pos_ - start)));
+      skip_ws();
+      if (eat(')')) break;
+      if (!eat(',')) return error("expected ',' or ')' in shape");
+    }
+    return dims;
+  }
+
+  static constexpr size_t kMaxRank = 64;  // numpy's own limit (NPY_MAXDIMS)
+  const std::string& s_;
+  const std::string& what_;
+  size_t pos_ = 0;
+};
+
 }  // namespace
 
 Result<Tensor> parse_npy(const std::string& bytes, const std::string& what) {
@@ -49,22 +150,10 @@ Result<Tensor> parse_npy(const std::string& bytes, const std::string& what) {
     return invalid_argument(what + ": unknown .npy version " + std::to_string(major));
   }
   if (header_len > bytes.size() - start) return invalid_argument(what + ": truncated .npy header");
-  const std::string header = bytes.substr(start, header_len);
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'")))
-    return invalid_argument(what + ": .npy header has no descr");
-  SRT_ASSIGN_OR_RETURN(DataType dtype, dtype_of(m[1], what));
-  if (std::regex_search(header, std::regex("'fortran_order'\\s*:\\s*True")))
-    return unsupported(what + ": Fortran-ordered arrays are not supported");
-  if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)")))
-    return invalid_argument(what + ": .npy header has no shape");
-  Dims dims;
-  std::string shape = m[1];
-  std::regex num("\\d+");
-  for (auto it = std::sregex_iterator(shape.begin(), shape.end(), num); it != std::sregex_iterator(); ++it) {
-    if (it->str().size() > 15) return invalid_argument(what + ": dimension too large");
-    dims.push_back(std::stoll(it->str()));
-  }
+  SRT_ASSIGN_OR_RETURN(auto header, HeaderParser(bytes.substr(start, header_len), what).parse());
+  SRT_ASSIGN_OR_RETURN(DataType dtype, dtype_of(header.descr, what));
+  if (header.fortran_order) return unsupported(what + ": Fortran-ordered arrays are not supported");
+  const Dims& dims = header.shape;
   auto numel = checked_numel(dims, INT64_MAX / 8);
   if (!numel.ok()) return invalid_argument(what + ": " + numel.status().message());
   const size_t data_start = start + header_len;
@@ -83,6 +172,8 @@ Result<Tensor> load_npy(const std::string& path) {
 }
 
 Status save_npy(const Tensor& t, const std::string& path) {
+  if (*descr_of(t.dtype()) == '\0')
+    return invalid_argument("cannot write '" + path + "': dtype " + dtype_name(t.dtype()) + " has no .npy form");
   std::string shape;
   for (int64_t d : t.dims()) shape += std::to_string(d) + ", ";
   if (t.dims().size() > 1) shape.resize(shape.size() - 2);

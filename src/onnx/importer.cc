@@ -2,7 +2,9 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <unordered_set>
 
@@ -12,6 +14,14 @@
 
 namespace streamrt::onnx_import {
 namespace {
+
+// The model's ai.onnx opset as written (1 when no opset is imported: IR version 3).
+int64_t default_opset_version(const onnx::ModelProto& m) {
+  int64_t v = 1;
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") v = o.version();
+  return v;
+}
 
 struct Importer {
   const std::string& base_dir;
@@ -27,7 +37,8 @@ struct Importer {
   Status read_opsets(const onnx::ModelProto& m) {
     for (const auto& o : m.opset_import()) {
       std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
-      opsets[domain] = static_cast<int>(o.version());
+      // Clamp before narrowing so that e.g. 2^32 + 17 is not taken for opset 17.
+      opsets[domain] = static_cast<int>(std::clamp<int64_t>(o.version(), -1, INT_MAX));
     }
     if (!opsets.count("")) {
       if (m.opset_import_size() == 0) opsets[""] = 1;  // IR v3 default
@@ -35,8 +46,8 @@ struct Importer {
     }
     int v = opsets[""];
     if (v < kMinOpset || v > kMaxOpset)
-      return unsupported("model uses ai.onnx opset " + std::to_string(v) + "; streamrt supports " +
-                         std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset));
+      return unsupported("model uses ai.onnx opset " + std::to_string(default_opset_version(m)) +
+                         "; streamrt supports " + std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset));
     return ok_status();
   }
 
@@ -102,7 +113,11 @@ struct Importer {
       g.set_constant(value_for(init.name()), std::move(t));
     }
     if (gp.sparse_initializer_size() > 0) return unsupported("sparse initializers are not supported");
+    std::unordered_set<std::string> input_names;
     for (const auto& in : gp.input()) {
+      if (in.name().empty()) return invalid_model("a graph input has no name");
+      if (!input_names.insert(in.name()).second)
+        return invalid_model("graph input '" + in.name() + "' is listed twice");
       if (init_names.count(in.name())) continue;  // old-style: initializers listed as inputs
       ir::ValueId id = value_for(in.name());
       SRT_RETURN_IF_ERROR(read_value_info(in, id, true));
@@ -124,6 +139,8 @@ struct Importer {
       if (it == opsets.end())
         return invalid_model(n.describe() + ": domain '" + n.domain + "' is not imported by the model");
       n.opset = it->second;
+      // ONNX ops all have an output, and op rules index output 0 without checking.
+      if (np.output_size() == 0) return invalid_model(n.describe() + " has no outputs");
       for (const auto& in : np.input()) n.inputs.push_back(value_for(in));
       for (const auto& out : np.output()) n.outputs.push_back(value_for(out));
       for (const auto& a : np.attribute()) {
@@ -162,11 +179,14 @@ Result<ir::Graph> import_onnx_bytes(const void* data, size_t size, const std::st
 }
 
 Result<ir::Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return io_error("ONNX model '" + path + "' is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) return io_error("cannot open ONNX model '" + path + "'");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return io_error("cannot read ONNX model '" + path + "'");
   size_t slash = path.find_last_of('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   auto g = import_onnx_bytes(bytes.data(), bytes.size(), dir, options);
   if (!g.ok()) return g.status().with_context(path);
   return g;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
@@ -72,8 +73,18 @@ Result<std::string> resolve_external_path(const std::string& location, const std
   return f;
 }
 
-Status read_external(const onnx::TensorProto& p, const std::string& base_dir, Tensor& t,
-                     const std::string& what) {
+// Closes a file descriptor on every return path.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Reads an external tensor of `nbytes` bytes. The file and the range are checked before the
+// tensor is allocated, so a tiny model cannot claim gigabytes it does not have.
+Result<Tensor> read_external(const onnx::TensorProto& p, const std::string& base_dir, DataType dtype,
+                             const Dims& dims, uint64_t need, const std::string& what) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
@@ -91,35 +102,29 @@ Status read_external(const onnx::TensorProto& p, const std::string& base_dir, Te
     else if (kv.key() == "length") SRT_RETURN_IF_ERROR(parse(length));
   }
   SRT_ASSIGN_OR_RETURN(std::string path, resolve_external_path(location, base_dir, what));
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error(what + ": cannot open external data file '" + path + "'");
+  FdCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return io_error(what + ": cannot open external data file '" + path + "'");
   struct stat st {};
-  ::fstat(fd, &st);
-  const uint64_t need = t.nbytes();
-  if (length >= 0 && static_cast<uint64_t>(length) != need) {
-    ::close(fd);
+  if (::fstat(file.fd, &st) != 0) return io_error(what + ": cannot stat external data file '" + path + "'");
+  if (!S_ISREG(st.st_mode))
+    return invalid_model(what + ": external data path '" + location + "' is not a regular file");
+  if (length >= 0 && static_cast<uint64_t>(length) != need)
     return invalid_model(what + ": external data length " + std::to_string(length) +
                          " does not match the tensor's " + std::to_string(need) + " bytes");
-  }
   if (static_cast<uint64_t>(offset) > static_cast<uint64_t>(st.st_size) ||
-      need > static_cast<uint64_t>(st.st_size) - static_cast<uint64_t>(offset)) {
-    ::close(fd);
+      need > static_cast<uint64_t>(st.st_size) - static_cast<uint64_t>(offset))
     return invalid_model(what + ": external data (offset " + std::to_string(offset) + " + " +
                          std::to_string(need) + " bytes) extends past the end of '" + path +
                          "' (" + std::to_string(st.st_size) + " bytes)");
-  }
+  SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, dims));
   auto* dst = static_cast<char*>(t.mutable_data());
   uint64_t done = 0;
   while (done < need) {
-    ssize_t n = ::pread(fd, dst + done, need - done, offset + static_cast<off_t>(done));
-    if (n <= 0) {
-      ::close(fd);
-      return io_error(what + ": read error in '" + path + "'");
-    }
+    ssize_t n = ::pread(file.fd, dst + done, need - done, offset + static_cast<off_t>(done));
+    if (n <= 0) return io_error(what + ": read error in '" + path + "'");
     done += static_cast<uint64_t>(n);
   }
-  ::close(fd);
-  return ok_status();
+  return t;
 }
 
 template <typename Src, typename Fn>
@@ -154,11 +159,8 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& 
     if (!p.has_raw_data() && static_cast<uint64_t>(numel) > have)
       return invalid_model(what + ": holds fewer values than its shape " + dims_to_string(dims));
   }
+  if (external) return read_external(p, base_dir, dtype, dims, nbytes, what);
   SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, dims));
-  if (external) {
-    SRT_RETURN_IF_ERROR(read_external(p, base_dir, t, what));
-    return t;
-  }
   if (p.has_raw_data()) {
     if (nbytes) std::memcpy(t.mutable_data(), p.raw_data().data(), nbytes);
     return t;

@@ -1,0 +1,135 @@
+# CLI tests: `streamrt` given bad input must exit non-zero (not crash) with a clear message,
+# and build -> inspect -> run must work end to end on the mlp fixture.
+#
+# This file has two roles. Included by tests/CMakeLists.txt, it registers the ctest tests.
+# Run as a script (cmake -DEXPECT=fail|pass -DREGEX=... [-DFILE=path] -P cli_tests.cmake -- CMD...),
+# it runs CMD and checks: the exit status (non-zero for fail, zero for pass; a signal is always a
+# failure), that stdout+stderr match REGEX, and that FILE exists afterwards.
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  set(cmd)
+  set(after_dashes OFF)
+  math(EXPR last "${CMAKE_ARGC} - 1")
+  foreach(i RANGE 0 ${last})
+    if(after_dashes)
+      list(APPEND cmd "${CMAKE_ARGV${i}}")
+    elseif(CMAKE_ARGV${i} STREQUAL "--")
+      set(after_dashes ON)
+    endif()
+  endforeach()
+  if(NOT cmd)
+    message(FATAL_ERROR "cli_tests.cmake: no command given after --")
+  endif()
+  if(FILE)
+    file(REMOVE "${FILE}")
+  endif()
+  execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(JOIN " " shown ${cmd})
+  message("$ ${shown}\n${out}${err}exit: ${rc}")
+  if(NOT rc MATCHES "^[0-9]+$")
+    message(FATAL_ERROR "the command did not exit normally (${rc})")
+  endif()
+  if(EXPECT STREQUAL "fail" AND rc EQUAL 0)
+    message(FATAL_ERROR "expected a non-zero exit status")
+  elseif(EXPECT STREQUAL "pass" AND NOT rc EQUAL 0)
+    message(FATAL_ERROR "expected exit status 0")
+  endif()
+  if(DEFINED REGEX AND NOT "${out}${err}" MATCHES "${REGEX}")
+    message(FATAL_ERROR "the output does not match '${REGEX}'")
+  endif()
+  if(FILE AND NOT EXISTS "${FILE}")
+    message(FATAL_ERROR "'${FILE}' was not written")
+  endif()
+  return()
+endif()
+
+set(STREAMRT_CLI_TMP ${CMAKE_BINARY_DIR}/cli_tests)
+file(MAKE_DIRECTORY ${STREAMRT_CLI_TMP}/empty_dir)
+set(STREAMRT_CLI_MLP ${CMAKE_SOURCE_DIR}/tests/fixtures/models/mlp)
+set(STREAMRT_CLI_FIXTURES ${CMAKE_SOURCE_DIR}/tests/fixtures/models)
+set(STREAMRT_CLI_CORPUS ${CMAKE_SOURCE_DIR}/fuzz/corpus)
+set(STREAMRT_CLI_PROFILE --profile input:1x784:4x784:8x784)  # mlp's input is f32[batch,784]
+
+# streamrt_cli_test(NAME <fail|pass> REGEX [FILE path] [FIXTURES_SETUP x] [FIXTURES_REQUIRED x] ARGS ...)
+function(streamrt_cli_test name expect regex)
+  cmake_parse_arguments(T "" "FILE;FIXTURES_SETUP;FIXTURES_REQUIRED" "ARGS" ${ARGN})
+  set(defs -DEXPECT=${expect} -DREGEX=${regex})
+  if(T_FILE)
+    list(APPEND defs -DFILE=${T_FILE})
+  endif()
+  add_test(NAME cli_${name}
+           COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_LIST_FILE} -- $<TARGET_FILE:streamrt_cli> ${T_ARGS})
+  set_tests_properties(cli_${name} PROPERTIES LABELS cli TIMEOUT 120)
+  if(T_FIXTURES_SETUP)
+    set_tests_properties(cli_${name} PROPERTIES FIXTURES_SETUP ${T_FIXTURES_SETUP})
+  endif()
+  if(T_FIXTURES_REQUIRED)
+    set_tests_properties(cli_${name} PROPERTIES FIXTURES_REQUIRED ${T_FIXTURES_REQUIRED})
+  endif()
+endfunction()
+
+# --- bad input: non-zero exit, a message that says what and where ------------------------
+streamrt_cli_test(build_missing_model fail "IoError: cannot open ONNX model '.*no_such_model\\.onnx'"
+  ARGS build ${STREAMRT_CLI_TMP}/no_such_model.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(build_garbage_onnx fail "InvalidModel: .*corrupt_garbage\\.onnx: not a valid ONNX model"
+  ARGS build ${STREAMRT_CLI_CORPUS}/onnx/corrupt_garbage.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(build_onnx_with_cycle fail "InvalidModel: .*cycle through node"
+  ARGS build ${STREAMRT_CLI_CORPUS}/onnx/corrupt_cycle.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(build_unsupported_ops fail "Unsupported: .*NoSuchOp \\(node 'add'\\).*AlsoMissing \\(node 'relu'\\)"
+  ARGS build ${STREAMRT_CLI_CORPUS}/onnx/unsupported_ops.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(run_garbage_plan fail "InvalidPlan: .*corrupt_bad_magic\\.plan.*bad magic"
+  ARGS run ${STREAMRT_CLI_CORPUS}/plan/corrupt_bad_magic.plan)
+streamrt_cli_test(run_truncated_plan fail "InvalidPlan: .*corrupt_truncated_weights\\.plan"
+  ARGS run ${STREAMRT_CLI_CORPUS}/plan/corrupt_truncated_weights.plan)
+streamrt_cli_test(inspect_garbage_plan fail "InvalidPlan: .*corrupt_garbage_metadata\\.plan"
+  ARGS inspect ${STREAMRT_CLI_CORPUS}/plan/corrupt_garbage_metadata.plan)
+streamrt_cli_test(inspect_missing_plan fail "IoError: .*no_such\\.plan"
+  ARGS inspect ${STREAMRT_CLI_TMP}/no_such.plan)
+streamrt_cli_test(unknown_option fail "--bogus"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --bogus)
+streamrt_cli_test(no_subcommand fail "subcommand is required" ARGS)
+streamrt_cli_test(bad_iterations fail "--iterations" ARGS run ${STREAMRT_CLI_MLP}/model.onnx --iterations 0)
+streamrt_cli_test(shapes_bad_dims fail "InvalidArgument: bad dims '1xQ' in 'input:1xQ'"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --shapes input:1xQ)
+streamrt_cli_test(shapes_no_name fail "InvalidArgument: bad shape spec '1x784'"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --shapes 1x784)
+streamrt_cli_test(shapes_not_an_input fail "InvalidArgument: --shapes names 'nope', which is not a model input"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --shapes nope:1x784)
+streamrt_cli_test(profile_three_parts fail "InvalidArgument: bad profile 'input:1x784:4x784'"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --profile input:1x784:4x784)
+streamrt_cli_test(profile_bad_dims fail "InvalidArgument: bad dims '4x-784'"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --profile input:1x784:4x-784:8x784)
+streamrt_cli_test(input_outside_profile fail "input 'input': dims 5x784 are outside the optimization profile \\[1x784 \\.\\. 4x784\\]"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx --profile input:1x784:2x784:4x784
+       --input input=${STREAMRT_CLI_MLP}/test_data_set_1/input_0.pb)
+streamrt_cli_test(input_wrong_rank fail "input 'input': dims 2x1x28x28 are outside the optimization profile"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE}
+       --input input=${STREAMRT_CLI_FIXTURES}/lenet_bn/test_data_set_0/input_0.pb)
+streamrt_cli_test(input_wrong_dtype fail "input 'input' is float32, the file holds int64"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --input input=${STREAMRT_CLI_FIXTURES}/tiny_gpt/test_data_set_0/input_0.pb)
+streamrt_cli_test(input_missing_file fail "IoError: cannot open '.*no_such_input\\.npy'"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --input input=${STREAMRT_CLI_TMP}/no_such_input.npy)
+streamrt_cli_test(input_bad_npy fail "InvalidArgument: .*corrupt_bad_magic\\.npy: not a \\.npy file"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --input input=${STREAMRT_CLI_CORPUS}/npy/corrupt_bad_magic.npy)
+streamrt_cli_test(input_long_npy_header fail "Unsupported: .*regress_long_descr\\.npy: numpy dtype"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --input input=${STREAMRT_CLI_CORPUS}/npy/regress_long_descr.npy)
+streamrt_cli_test(input_not_an_input fail "--input names 'nope', which is not an input"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --input nope=${STREAMRT_CLI_MLP}/test_data_set_0/input_0.pb)
+streamrt_cli_test(input_without_name fail "bad --input 'just_a_file\\.npy'"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --input just_a_file.npy)
+streamrt_cli_test(onnx_test_empty_dir fail "no test cases \\(model\\.onnx\\) under '.*empty_dir'"
+  ARGS onnx-test ${STREAMRT_CLI_TMP}/empty_dir)
+
+# --- end to end: build with a profile, inspect as JSON, run and write the output ------------
+streamrt_cli_test(build_mlp pass "built .*mlp_profile\\.plan"
+  FILE ${STREAMRT_CLI_TMP}/mlp_profile.plan FIXTURES_SETUP cli_mlp_plan
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/mlp_profile.plan
+       ${STREAMRT_CLI_PROFILE})
+streamrt_cli_test(inspect_mlp_json pass "\"memory_plan\".*\"arena_bytes\""
+  FIXTURES_REQUIRED cli_mlp_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_profile.plan --json)
+streamrt_cli_test(inspect_mlp_text pass "input +float32 +dims \\[-1,784\\] +profile min \\[1,784\\] opt \\[4,784\\] max \\[8,784\\]"
+  FIXTURES_REQUIRED cli_mlp_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_profile.plan)
+streamrt_cli_test(run_mlp_output_dir pass "logits: float32 5x10"
+  FILE ${STREAMRT_CLI_TMP}/out/logits.npy FIXTURES_REQUIRED cli_mlp_plan
+  ARGS run ${STREAMRT_CLI_TMP}/mlp_profile.plan --input input=${STREAMRT_CLI_MLP}/test_data_set_1/input_0.pb
+       --output-dir ${STREAMRT_CLI_TMP}/out --iterations 1 --warmup 0)
