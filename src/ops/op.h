@@ -44,17 +44,23 @@ class InferContext {
   const Tensor* input_value(size_t i) const { return has_input(i) ? inputs_[i].value : nullptr; }
 
   size_t num_outputs() const { return outputs_.size(); }
+  // Writes past the node's declared outputs (absent optional outputs) are dropped.
   void set_output(size_t i, DataType dtype, Dims dims) {
-    outputs_[i] = TensorInfo{dtype, std::move(dims), true, nullptr};
+    if (i < outputs_.size()) outputs_[i] = TensorInfo{dtype, std::move(dims), true, nullptr};
   }
   // Output with input `in`'s shape (or lack of it) and the given dtype.
   void set_output_like(size_t i, DataType dtype, size_t in) {
-    outputs_[i] = TensorInfo{dtype, inputs_[in].dims, inputs_[in].has_shape, nullptr};
+    if (i < outputs_.size() && in < inputs_.size())
+      outputs_[i] = TensorInfo{dtype, inputs_[in].dims, inputs_[in].has_shape, nullptr};
   }
   // Output of unknown rank (e.g. Reshape whose shape input is unknown and of unknown length).
-  void set_output_unranked(size_t i, DataType dtype) { outputs_[i] = TensorInfo{dtype, {}, false, nullptr}; }
+  void set_output_unranked(size_t i, DataType dtype) {
+    if (i < outputs_.size()) outputs_[i] = TensorInfo{dtype, {}, false, nullptr};
+  }
   // Declares the output's contents known now (e.g. Shape on a static input).
-  void set_output_value(size_t i, Tensor t) { values_[i] = std::move(t); }
+  void set_output_value(size_t i, Tensor t) {
+    if (i < values_.size()) values_[i] = std::move(t);
+  }
 
   const std::vector<TensorInfo>& outputs() const { return outputs_; }
   std::vector<std::optional<Tensor>>& output_values() { return values_; }

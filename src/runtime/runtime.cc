@@ -49,8 +49,8 @@ Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceT
 }  // namespace
 
 Result<std::shared_ptr<Engine>> Runtime::load_engine(const std::string& plan_path) {
-  auto loaded = plan::read_plan(plan_path);
-  if (!loaded.ok()) return loaded.status().with_context(plan_path);
+  auto loaded = plan::read_plan(plan_path);  // its errors name the file
+  if (!loaded.ok()) return loaded.status();
   auto st = make_state(std::move(loaded).value(), device_);
   if (!st.ok()) return st.status().with_context(plan_path);
   return std::shared_ptr<Engine>(new Engine(std::move(st).value()));

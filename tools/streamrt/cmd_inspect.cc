@@ -95,7 +95,7 @@ Command add_inspect_command(CLI::App& app) {
   app.add_flag("--json", s->json, "print JSON instead of text");
   return [s]() {
     auto lp = plan::read_plan(s->plan);
-    if (!lp.ok()) return report_error(lp.status().with_context(s->plan));
+    if (!lp.ok()) return report_error(lp.status());
     nlohmann::json j = to_json(*lp);
     if (s->json) std::printf("%s\n", j.dump(2).c_str());
     else print_text(j);
