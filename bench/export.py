@@ -133,15 +133,28 @@ def main():
     ap.add_argument("--dtype", default="fp32", choices=["fp32", "fp16"],
                     help="weights/activations type of the exported graph (default fp32)")
     ap.add_argument("--tiny", action="store_true", help="tiny config (CPU tests)")
-    ap.add_argument("--device", default="cpu", help="where the model is built and traced")
+    ap.add_argument("--device", default="cpu",
+                    help="where the model is built and traced: cpu (default), cuda (falls back to cpu), auto")
     ap.add_argument("--check", action="store_true", help="compare with onnxruntime (CPU)")
     ap.add_argument("--external-threshold-mb", type=float, default=EXTERNAL_DATA_THRESHOLD / 1e6,
                     help="weights go to model.onnx.data above this many MB (default 1500)")
     args = ap.parse_args()
     seq = args.seq or models.default_seq(args.model, args.tiny)
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # the TorchScript exporter's notice
-    export(args.model, args.outdir, args.batch, seq, args.dtype, args.tiny, args.device, args.check,
-           int(args.external_threshold_mb * 1e6))
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    run = lambda dev: export(args.model, args.outdir, args.batch, seq, args.dtype, args.tiny, dev,  # noqa: E731
+                             args.check, int(args.external_threshold_mb * 1e6))
+    if device == "cpu":
+        run("cpu")
+        return
+    try:  # tracing on the GPU is faster; the CPU is the fallback
+        run(device)
+    except Exception as e:  # noqa: BLE001
+        print(f"export on {device} failed ({type(e).__name__}: {e}); again on the CPU", flush=True)
+        torch.cuda.empty_cache() if torch.cuda.is_available() else None
+        run("cpu")
 
 
 if __name__ == "__main__":

@@ -59,8 +59,8 @@ class GPT2Attention(nn.Module):
         k = k.view(b, t, self.n_head, self.head_dim).transpose(1, 2)
         v = v.view(b, t, self.n_head, self.head_dim).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
-        mask = self.causal[:, :, :t, :t]
-        scores = torch.where(mask, scores, torch.full_like(scores, MASK_VALUE))
+        # masked_fill exports as Where(mask, scalar, scores): no full-size constant in the graph.
+        scores = scores.masked_fill(~self.causal[:, :, :t, :t], MASK_VALUE)
         probs = torch.softmax(scores, dim=-1)
         y = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, c)
         return self.c_proj(y)
@@ -144,6 +144,7 @@ class LlamaAttention(nn.Module):
         self.o_proj = nn.Linear(n_head * self.head_dim, hidden, bias=False)
 
     def forward(self, x, cos, sin, mask):
+        """mask: [t, t] bool, True where a query must not see a key."""
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.n_head, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, t, self.n_kv_head, self.head_dim).transpose(1, 2)
@@ -155,7 +156,7 @@ class LlamaAttention(nn.Module):
             k = k[:, :, None].expand(b, self.n_kv_head, rep, t, self.head_dim).reshape(b, self.n_head, t, -1)
             v = v[:, :, None].expand(b, self.n_kv_head, rep, t, self.head_dim).reshape(b, self.n_head, t, -1)
         scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
-        scores = torch.where(mask, scores, torch.full_like(scores, MASK_VALUE))
+        scores = scores.masked_fill(mask, MASK_VALUE)
         probs = torch.softmax(scores, dim=-1)
         y = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, self.n_head * self.head_dim)
         return self.o_proj(y)
@@ -219,7 +220,7 @@ class LlamaStack(nn.Module):
         t = hidden_states.shape[1]
         cos = self.cos_cached[:t].to(hidden_states.dtype)
         sin = self.sin_cached[:t].to(hidden_states.dtype)
-        mask = self.causal[:t, :t]
+        mask = ~self.causal[:t, :t]  # True where masked (above the diagonal)
         x = hidden_states
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
