@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Collects what bench/run_gpu.sh left in OUTDIR/logs into OUTDIR/bench.json, OUTDIR/bench.md and, when
-matplotlib imports, OUTDIR/bench.png.
+"""Collects what bench/run_gpu.sh left in its logs folder (default OUTDIR/bench-logs) into
+OUTDIR/bench.json, OUTDIR/bench.md and, when matplotlib imports, OUTDIR/bench.png.
 
-    python3 bench/report.py OUTDIR [--elapsed-s N]
+    python3 bench/report.py OUTDIR [--logs DIR] [--elapsed-s N]
 
-Step logs: logs/<step>.log with logs/<step>.rc ("status timeout_s wall_ms") when the step ran, or
-logs/<step>.skip (one line: why) when it did not. Steps per point <model>_b<batch>_<precision>:
+The logs folder holds points.txt, config.json, env.txt and per step <step>.log with <step>.rc
+("status timeout_s wall_ms") when the step ran, or <step>.skip (one line: why) when it did not. Steps per point <model>_b<batch>_<precision>:
 build_, run_, rungraph_; per model: torch_eager_<model>, torch_compile_<model> (JSON lines).
 """
 import argparse
@@ -131,13 +131,12 @@ def export_info(logs, key):
         return {}
 
 
-def collect(outdir):
-    logs = os.path.join(outdir, "logs")
+def collect(logs):
     config = {}
-    if os.path.exists(os.path.join(outdir, "config.json")):
-        config = json.loads(read(os.path.join(outdir, "config.json")))
+    if os.path.exists(os.path.join(logs, "config.json")):
+        config = json.loads(read(os.path.join(logs, "config.json")))
     tiny = bool(config.get("tiny"))
-    points = [p.split(":") for p in read(os.path.join(outdir, "points.txt")).split() if p.count(":") == 2]
+    points = [p.split(":") for p in read(os.path.join(logs, "points.txt")).split() if p.count(":") == 2]
     torch_by_model = {}
     rows = []
     for model, batch, prec in points:
@@ -166,8 +165,8 @@ def collect(outdir):
     return rows, config
 
 
-def env_info(outdir):
-    path = os.path.join(outdir, "env.txt")
+def env_info(logs):
+    path = os.path.join(logs, "env.txt")
     return read(path).strip().splitlines() if os.path.exists(path) else []
 
 
@@ -262,10 +261,12 @@ def plot(rows, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("outdir")
+    ap.add_argument("--logs", default=None, help="run_gpu.sh's logs folder (default OUTDIR/bench-logs)")
     ap.add_argument("--elapsed-s", type=float, default=None)
     args = ap.parse_args()
-    rows, config = collect(args.outdir)
-    env = env_info(args.outdir)
+    logs = args.logs or os.path.join(args.outdir, "bench-logs")
+    rows, config = collect(logs)
+    env = env_info(logs)
     with open(os.path.join(args.outdir, "bench.json"), "w") as f:
         json.dump({"env": env, "config": config, "elapsed_s": args.elapsed_s, "points": rows}, f, indent=1)
     md = markdown(rows, env, config, args.elapsed_s)

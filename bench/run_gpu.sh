@@ -2,8 +2,9 @@
 # streamrt vs PyTorch (eager, torch.compile) on one GPU. Run on the GPU machine (LD_LIBRARY_PATH set for
 # the streamrt binaries), from any directory:
 #   bench/run_gpu.sh OUTDIR
-# Writes OUTDIR/bench.json, OUTDIR/bench.md (table), OUTDIR/bench.png (when matplotlib imports) and the
-# log of every step under OUTDIR/logs/. A step that fails or runs out of time is recorded as
+# Writes OUTDIR/bench.json, OUTDIR/bench.md (table), OUTDIR/bench.png (when matplotlib imports) and
+# OUTDIR/bench-logs.tgz (the log of every step: few files, for the device tool). A step that fails or
+# runs out of time is recorded as
 # "failed: <reason>" and the run goes on; the report is always written.
 #
 # Points (model batch precision): resnet50 1|32 fp32|fp16, gpt2 1x512 fp16|bf16, llama 1x512 fp16|bf16.
@@ -22,6 +23,7 @@
 #                     back to cpu) or cpu
 #   BENCH_TINY=1      tiny GPT-2 / Llama configs (tests)
 #   BENCH_RUN_TIMEOUT_S  limit of one streamrt run (default 150)
+#   BENCH_KEEP_LOGS=1 keep OUTDIR/bench-logs/ unpacked too (default: only the .tgz)
 #   BENCH_KEEP_PLANS=1  keep the built plans (default: deleted after their runs; they are large)
 #   PYTHON            python3
 set -u
@@ -30,10 +32,10 @@ export PYTHONUNBUFFERED=1
 OUTDIR=${1:?usage: bench/run_gpu.sh OUTDIR}
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$BENCH_DIR")
-mkdir -p "$OUTDIR/logs" || exit 1
+mkdir -p "$OUTDIR" || exit 1
 OUTDIR=$(cd "$OUTDIR" && pwd)
-LOGS=$OUTDIR/logs
-rm -f "$LOGS"/*.log "$LOGS"/*.rc "$LOGS"/*.skip
+LOGS=$OUTDIR/bench-logs  # step logs and what the report needs; packed into bench-logs.tgz at the end
+rm -rf "$LOGS" && mkdir -p "$LOGS" || exit 1
 
 PY=${PYTHON:-python3}
 CACHE=${BENCH_CACHE:-/tmp/bench}
@@ -55,6 +57,16 @@ if [ -z "$STREAMRT" ]; then
   else STREAMRT=$(command -v streamrt || echo "$ROOT/.gpu/bin/streamrt"); fi
 fi
 TINY_FLAG=(); [ "$TINY" = 1 ] && TINY_FLAG=(--tiny)
+# The bundle of scripts/gpu-bundle: its libraries travel packed; unpack them and put them on the path
+# (as scripts/gpu-check does), in case the caller did not.
+if [ "$STREAMRT" = "$ROOT/.gpu/bin/streamrt" ]; then
+  [ -d "$ROOT/.gpu/lib" ] || { [ -f "$ROOT/.gpu/lib.tar.xz" ] && tar xJf "$ROOT/.gpu/lib.tar.xz" -C "$ROOT/.gpu"; }
+  [ -d "$ROOT/.gpu/lib" ] && case ":${LD_LIBRARY_PATH:-}:" in *":$ROOT/.gpu/lib:"*) ;; *)
+    TORCH_LIBS=$("$PY" -c 'import glob, os, site
+print(":".join(sorted({d for sp in site.getsitepackages() for p in ("nvidia/*/lib", "nvidia/cu13/lib", "torch/lib") for d in glob.glob(os.path.join(sp, p))})))' 2>/dev/null)
+    export LD_LIBRARY_PATH="$ROOT/.gpu/lib:/usr/local/cuda/lib64:${TORCH_LIBS}:${LD_LIBRARY_PATH:-}" ;;
+  esac
+fi
 
 elapsed() { echo $(( $(date +%s) - START )); }
 left() { echo $(( DEADLINE - REPORT_RESERVE - $(date +%s) )); }
@@ -100,14 +112,16 @@ uniq_words() { awk 'NF && !seen[$0]++' | paste -sd, -; }  # lines -> "a,b" (firs
   "$STREAMRT" --version 2>&1 | head -1
   command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader
   "$PY" -c "import torch, onnx, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'onnx', onnx.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1
-} > "$OUTDIR/env.txt" 2>&1
-cat "$OUTDIR/env.txt"
-printf '%s\n' $POINTS > "$OUTDIR/points.txt"
-cat > "$OUTDIR/config.json" <<EOF
+} > "$LOGS/env.txt" 2>&1
+cat "$LOGS/env.txt"
+printf '%s\n' $POINTS > "$LOGS/points.txt"
+cat > "$LOGS/config.json" <<EOF
 {"device": "$DEVICE", "iters": $ITERS, "warmup": $WARMUP, "tiny": $([ "$TINY" = 1 ] && echo true || echo false), "deadline_s": ${BENCH_DEADLINE_S:-450}, "no_compile": "$NO_COMPILE", "streamrt": "$STREAMRT", "cache": "$CACHE"}
 EOF
 [ -x "$STREAMRT" ] || say "warning: streamrt binary '$STREAMRT' is not executable: streamrt steps will fail"
 
+# Exports are reused while bench/models.py and bench/export.py are unchanged.
+SRC_HASH=$(cat "$BENCH_DIR/models.py" "$BENCH_DIR/export.py" | md5sum | cut -c1-16)
 MODELS=$(for p in $POINTS; do echo "${p%%:*}"; done | uniq_words | tr , " ")
 mkdir -p "$CACHE/plans"
 
@@ -120,12 +134,13 @@ for model in $MODELS; do
   for batch in ${batches//,/ }; do
     key=$(export_key "$model" "$batch")
     dir=$CACHE/$key
-    if [ -s "$dir/export.json" ] && [ -s "$dir/model.onnx" ]; then
+    if [ -s "$dir/export.json" ] && [ -s "$dir/model.onnx" ] && [ "$(cat "$dir/source.hash" 2>/dev/null)" = "$SRC_HASH" ]; then
       say "export $key: cached in $dir"
       cp "$dir/export.json" "$LOGS/export_$key.cached.json"
-    elif step "export_$key" 300 "$PY" "$BENCH_DIR/export.py" "$model" "$dir" --batch "$batch" ${seq:+--seq "$seq"} \
+    elif rm -f "$dir/export.json" && step "export_$key" 300 "$PY" "$BENCH_DIR/export.py" "$model" "$dir" --batch "$batch" ${seq:+--seq "$seq"} \
         --device "$EXPORT_DEVICE" "${TINY_FLAG[@]}"; then
       grep '^{' "$LOGS/export_$key.log" | tail -1 > "$dir/export.json"
+      echo "$SRC_HASH" > "$dir/source.hash"
     fi
   done
 
@@ -135,7 +150,7 @@ for model in $MODELS; do
     key=$(export_key "$model" "$batch")
     pt=${model}_b${batch}_${prec}
     if ! [ -s "$CACHE/$key/export.json" ]; then
-      for s in build run rungraph; do skip "${s}_$pt" "failed: no exported model (see logs/export_$key.log)"; done
+      for s in build run rungraph; do skip "${s}_$pt" "failed: no exported model (see bench-logs/export_$key.log)"; done
       continue
     fi
     plan=$CACHE/plans/$pt.plan
@@ -149,7 +164,7 @@ for model in $MODELS; do
         skip "rungraph_$pt" "n/a: CUDA graphs need --device cuda"
       fi
     else
-      for s in run rungraph; do skip "${s}_$pt" "failed: build failed (see logs/build_$pt.log)"; done
+      for s in run rungraph; do skip "${s}_$pt" "failed: build failed (see bench-logs/build_$pt.log)"; done
     fi
     [ "${BENCH_KEEP_PLANS:-0}" = 1 ] || rm -f "$plan"
   done
@@ -179,7 +194,8 @@ done
 
 # ---------------------------------------------------------------- report
 say "report"
-"$PY" "$BENCH_DIR/report.py" "$OUTDIR" --elapsed-s "$(elapsed)"
+"$PY" "$BENCH_DIR/report.py" "$OUTDIR" --logs "$LOGS" --elapsed-s "$(elapsed)"
 rc=$?
+tar czf "$OUTDIR/bench-logs.tgz" -C "$OUTDIR" bench-logs && [ "${BENCH_KEEP_LOGS:-0}" = 1 ] || rm -rf "$LOGS"
 say "done: $OUTDIR/bench.md"
 exit $rc

@@ -17,7 +17,7 @@ check() { # description, command...
 run_bench() {
   PYTHON=$PY STREAMRT=$BENCH_DIR/testdata/fake_streamrt BENCH_CACHE=$WORK/cache BENCH_TINY=1 \
     BENCH_DEVICE=${DEVICE:-cuda} BENCH_ITERS=5 BENCH_WARMUP=1 BENCH_RUN_TIMEOUT_S=5 BENCH_DEADLINE_S=300 \
-    BENCH_NO_COMPILE=1 BENCH_POINTS="gpt2:1:fp16 gpt2:1:bf16 llama:1:fp16 llama:2:bf16" \
+    BENCH_NO_COMPILE=1 BENCH_KEEP_LOGS=1 BENCH_POINTS="gpt2:1:fp16 gpt2:1:bf16 llama:1:fp16 llama:2:bf16" \
     FAKE_FAIL_BUILD=llama_b2 FAKE_HANG_RUN=gpt2_b1_bf16 FAKE_GARBLE_RUN=llama_b1_fp16 \
     "$BENCH_DIR/run_gpu.sh" "$1" > "$1.log" 2>&1
 }
@@ -40,11 +40,12 @@ check "torch eager on a missing GPU: failed" grep -qE '^\| gpt2 \| 1x32 \| fp16 
 check "torch.compile skipped by BENCH_NO_COMPILE" has "$O/bench.md" "n/a: skipped (BENCH_NO_COMPILE)"
 check "op types listed" has "$O/bench.md" "LayerNormalization"
 check "exports cached" test -s "$WORK/cache/llama_b2_s32_tiny/export.json"
+check "logs packed" tar tzf "$O/bench-logs.tgz" bench-logs/build_llama_b2_bf16.log
 
 # Pass 2: CPU torch (real measurements), exports from the cache.
 DEVICE=cpu run_bench "$WORK/out2"
 O=$WORK/out2
-check "second run reuses the exports" test -s "$O/logs/export_gpt2_b1_s32_tiny.cached.json"
+check "second run reuses the exports" test -s "$O/bench-logs/export_gpt2_b1_s32_tiny.cached.json"
 check "torch eager measured on the CPU" grep -qE '^\| gpt2 \| 1x32 \| fp16 \|([^|]*\|){3} [0-9.]+ \|' "$O/bench.md"
 check "speedup computed" grep -qE '^\| gpt2 \| 1x32 \| fp16 \|([^|]*\|){5} [0-9.]+x \|' "$O/bench.md"
 check "no CUDA graph on the CPU" has "$O/bench.md" "n/a: CUDA graphs need --device cuda"

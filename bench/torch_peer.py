@@ -162,8 +162,8 @@ class Peer:
         if self.device.type == "cuda":
             rec["gpu"] = torch.cuda.get_device_name(self.device)
             if precision == "fp32":  # fp32 matmuls/convs may run in TF32: say which
-                rec["tf32_matmul"] = torch.backends.cuda.matmul.allow_tf32
-                rec["tf32_cudnn"] = torch.backends.cudnn.allow_tf32
+                rec["tf32_matmul"] = getattr(torch.backends.cuda.matmul, "allow_tf32", None)
+                rec["tf32_cudnn"] = getattr(torch.backends.cudnn, "allow_tf32", None)
         if self.args.tiny:
             rec["tiny"] = True
         return rec
