@@ -1,0 +1,53 @@
+// RMSNormalization on CUDA: one block per row; sum of squares in float, then scale.
+#include "backends/cuda/kernels/norm_util.cuh"
+
+namespace streamrt::cuda {
+namespace {
+
+template <typename T>
+__global__ void rms_norm_kernel(const T* x, const T* scale, int64_t scale_n, T* y, int64_t n, float eps) {
+  __shared__ float scratch[32];
+  const T* xr = x + blockIdx.x * n;
+  T* yr = y + blockIdx.x * n;
+  float sum = 0.f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float v = to_acc(xr[i]);
+    sum += v * v;
+  }
+  sum = norm::block_all_reduce(sum, norm::SumOp{}, scratch);
+  const float inv = rsqrtf(sum / static_cast<float>(n) + eps);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float s = scale ? static_cast<float>(to_acc(scale[i % scale_n])) : 1.f;
+    yr[i] = from_acc<T>(static_cast<float>(to_acc(xr[i])) * inv * s);
+  }
+}
+
+Status rms_norm_cuda(CudaKernelContext& ctx) {
+  const ops::TensorRef& x = ctx.input(0);
+  SRT_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.node().attr_int("axis", -1));
+  SRT_ASSIGN_OR_RETURN(float eps, ctx.node().attr_float("epsilon", 1e-5f));
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+  if (axis < 0 || axis >= std::max<int64_t>(rank, 1)) return ctx.error("axis out of range");
+  int64_t n = 1;
+  for (int64_t d = axis; d < rank; ++d) n *= x.dims[d];
+  const int64_t rows = n ? x.numel() / n : 0;
+  if (rows == 0) return ok_status();
+  const bool has_scale = ctx.has_input(1);
+  const int64_t scale_n = has_scale ? ctx.input(1).numel() : 1;
+  if (has_scale && (scale_n == 0 || n % scale_n != 0)) return ctx.error("scale does not fit the normalized rows");
+  if (rows > 0x7fffffff) return ctx.unsupported("too many rows for one launch");
+  const int block = norm::block_for_row(n);
+  return cuda_dispatch<ops::kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() {
+    rms_norm_kernel<T><<<static_cast<unsigned>(rows), block, 0, ctx.stream()>>>(
+        x.as<const T>(), has_scale ? ctx.input(1).as<const T>() : nullptr, scale_n, ctx.output(0).as<T>(), n, eps);
+    SRT_CUDA_LAUNCH("rms_norm_kernel");
+    return ok_status();
+  });
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_CUDA_KERNEL(RMSNormalization, "RMSNormalization", rms_norm_cuda);
+
+}  // namespace streamrt::cuda
