@@ -272,7 +272,20 @@ def make_lenet_bn(gen: torch.Generator) -> Fixture:
                    {"input": {0: "batch"}, "logits": {0: "batch"}})
 
 
+def make_tiny_llama(gen: torch.Generator) -> Fixture:
+    """The benchmark's Llama-style stack (bench/models.py) at a tiny size: RMSNorm written out
+    (the pattern streamrt fuses), rotary embeddings, SwiGLU, causal attention; hidden states in/out."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    import models as bench_models
+
+    model = bench_models.build_model("llama", tiny=True, seed=SEED)
+    x = torch.randn(1, 16, 64, generator=gen)
+    return Fixture("tiny_llama", "bench/models.py LlamaStack, tiny config, 1x16x64 hidden states",
+                   model, ["hidden_states"], ["output"], [[x]])
+
+
 FIXTURES: dict[str, Callable[[torch.Generator], Fixture]] = {
+    "tiny_llama": make_tiny_llama,
     "squeezenet1_1": make_squeezenet,
     "tiny_gpt": make_tiny_gpt,
     "mlp": make_mlp,

@@ -107,7 +107,7 @@ std::vector<std::string> find_cases(const std::string& path) {
   return out;
 }
 
-CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol) {
+CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol, DataType precision) {
   const std::string model = (fs::path(dir) / "model.onnx").string();
   onnx_import::ImportOptions iopt;
   iopt.check_supported = false;
@@ -122,6 +122,7 @@ CaseResult run_case(const std::string& dir, DeviceType device, const CompareTole
   // A profile covering every data set's input shapes.
   BuilderConfig config;
   config.device = device;
+  config.float_precision = precision;
   for (size_t i = 0; i < in_names.size(); ++i) {
     ShapeProfile p;
     for (const auto& ds : *sets) {

@@ -25,6 +25,8 @@ struct CompareTolerance {
 std::vector<std::string> find_cases(const std::string& path);
 
 // Runs the case in this process (the caller isolates it in a child process).
-CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol);
+// `precision` float32 keeps the model's types; float16 / bfloat16 as the builder's --fp16 / --bf16.
+CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol,
+                    DataType precision = DataType::kFloat32);
 
 }  // namespace streamrt::cli
