@@ -237,6 +237,9 @@ Status CudaContext::replay_or_capture() {
     SRT_CUDA(cudaGraphExecDestroy(graph_exec_));
     graph_exec_ = nullptr;
   }
+  // One eager run first: it grows the workspace and fills the algorithm caches, which
+  // allocate and synchronize, and those are not allowed while capturing.
+  SRT_RETURN_IF_ERROR(run_steps());
   SRT_CUDA(cudaStreamBeginCapture(res_.stream, cudaStreamCaptureModeThreadLocal));
   capturing_ = true;
   Status st = run_steps();
@@ -253,8 +256,7 @@ Status CudaContext::replay_or_capture() {
   SRT_CUDA(inst);
   graph_dims_ = input_dims_;
   graph_bound_ = bound_;
-  SRT_CUDA(cudaGraphLaunch(graph_exec_, res_.stream));
-  return ok_status();
+  return ok_status();  // the eager run above produced this run's outputs
 }
 
 Status CudaContext::enqueue(void* stream) {
