@@ -27,7 +27,7 @@ struct Child {
 };
 
 Child spawn(const std::string& dir, size_t index, DeviceType device, const CompareTolerance& tol,
-            DataType precision) {
+            DataType precision, bool against_cpu) {
   int fds[2];
   Child c;
   c.index = index;
@@ -38,7 +38,7 @@ Child spawn(const std::string& dir, size_t index, DeviceType device, const Compa
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    CaseResult r = run_case(dir, device, tol, precision);
+    CaseResult r = run_case(dir, device, tol, precision, against_cpu);
     std::string line = std::to_string(static_cast<int>(r.outcome)) + "\t" + r.message;
     for (char& ch : line)
       if (ch == '\n') ch = ' ';
@@ -94,7 +94,7 @@ Command add_onnx_test_command(CLI::App& app) {
     std::string device = "auto", json;
     int jobs = 0, timeout_s = 120;
     double rtol = 1e-3, atol = 1e-5;
-    bool quiet = false, fp16 = false, bf16 = false;
+    bool quiet = false, fp16 = false, bf16 = false, against_cpu = false;
   };
   auto s = std::make_shared<State>();
   app.add_option("paths", s->paths, "case folders or trees of them")->required();
@@ -107,6 +107,8 @@ Command add_onnx_test_command(CLI::App& app) {
   app.add_flag("-q,--quiet", s->quiet, "print only failures and the summary");
   auto* fp16 = app.add_flag("--fp16", s->fp16, "build float layers in float16 (loosen --rtol/--atol to match)");
   app.add_flag("--bf16", s->bf16, "build float layers in bfloat16 (loosen --rtol/--atol to match)")->excludes(fp16);
+  app.add_flag("--against-cpu", s->against_cpu,
+               "compare with the CPU backend built the same way, not the stored outputs (conformance)");
   return [s]() {
     // CUDA must not be initialized in this process: cases run in forked children, and a
     // child cannot use CUDA once its parent has. "auto" is resolved in a child of its own.
@@ -134,7 +136,7 @@ Command add_onnx_test_command(CLI::App& app) {
     while (next < cases.size() || !running.empty()) {
       while (next < cases.size() && running.size() < jobs) {
         const DataType precision = s->fp16 ? DataType::kFloat16 : s->bf16 ? DataType::kBFloat16 : DataType::kFloat32;
-        Child c = spawn(cases[next], next, *device, tol, precision);
+        Child c = spawn(cases[next], next, *device, tol, precision, s->against_cpu);
         if (c.pid < 0) report(next, {CaseOutcome::kFail, "could not start a process for the case"});
         else running.push_back(c);
         ++next;

@@ -89,6 +89,55 @@ std::string compare(const Tensor& got, const Tensor& want, const CompareToleranc
          " vs " + fmt(w[first_bad]);
 }
 
+// Builds the model with `config` and runs every data set; returns each set's outputs on the host.
+Result<std::vector<std::vector<Tensor>>> run_on_device(const std::string& model, const BuilderConfig& config,
+                                                       std::vector<DataSet>& sets,
+                                                       const std::vector<std::string>& in_names,
+                                                       const std::vector<std::string>& out_names) {
+  const DeviceType device = config.device;
+  SRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, build_plan_from_onnx(model, config));
+  RuntimeOptions ro;
+  ro.device = device;
+  SRT_ASSIGN_OR_RETURN(auto rt, Runtime::create(ro));
+  SRT_ASSIGN_OR_RETURN(auto engine, rt->load_engine_bytes(std::move(bytes)));
+  SRT_ASSIGN_OR_RETURN(auto ctx, engine->create_execution_context());
+  std::map<std::string, TensorDesc> descs;
+  for (const auto& d : engine->io_tensors()) descs[d.name] = d;
+  std::vector<std::vector<Tensor>> results;
+  for (DataSet& ds : sets) {
+    std::vector<DeviceBuffer> in_bufs;
+    for (size_t i = 0; i < in_names.size(); ++i) {
+      Tensor& t = ds.inputs[i];
+      SRT_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::allocate(device, t.nbytes()));
+      SRT_RETURN_IF_ERROR(buf.copy_from_host(t.data(), t.nbytes()));
+      SRT_RETURN_IF_ERROR(ctx->set_input_shape(in_names[i], t.dims()));
+      SRT_RETURN_IF_ERROR(ctx->set_tensor_address(in_names[i], buf.data(), t.nbytes()));
+      in_bufs.push_back(std::move(buf));
+    }
+    std::vector<DeviceBuffer> out_bufs;
+    for (const auto& name : out_names) {
+      const TensorDesc& d = descs[name];
+      auto dims = ctx->tensor_shape(name);  // exact when computable before running
+      if (!dims.ok() && d.max.empty()) return dims.status();
+      SRT_ASSIGN_OR_RETURN(int64_t numel, checked_numel(dims.ok() ? *dims : d.max));
+      const size_t bytes = static_cast<size_t>(numel) * dtype_size(d.dtype);
+      SRT_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::allocate(device, bytes));
+      SRT_RETURN_IF_ERROR(ctx->set_tensor_address(name, buf.data(), bytes));
+      out_bufs.push_back(std::move(buf));
+    }
+    SRT_RETURN_IF_ERROR(ctx->execute());
+    std::vector<Tensor> outs;
+    for (size_t o = 0; o < out_names.size(); ++o) {
+      SRT_ASSIGN_OR_RETURN(Dims dims, ctx->tensor_shape(out_names[o]));
+      SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(descs[out_names[o]].dtype, dims));
+      SRT_RETURN_IF_ERROR(out_bufs[o].copy_to_host(t.mutable_data(), t.nbytes()));
+      outs.push_back(std::move(t));
+    }
+    results.push_back(std::move(outs));
+  }
+  return results;
+}
+
 CaseResult fail(const Status& st) {
   CaseOutcome o = st.code() == StatusCode::kUnsupported ? CaseOutcome::kSkip : CaseOutcome::kFail;
   return {o, st.to_string()};
@@ -107,7 +156,8 @@ std::vector<std::string> find_cases(const std::string& path) {
   return out;
 }
 
-CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol, DataType precision) {
+CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol, DataType precision,
+                    bool against_cpu) {
   const std::string model = (fs::path(dir) / "model.onnx").string();
   onnx_import::ImportOptions iopt;
   iopt.check_supported = false;
@@ -138,56 +188,24 @@ CaseResult run_case(const std::string& dir, DeviceType device, const CompareTole
     p.opt = p.max;
     config.profiles[in_names[i]] = p;
   }
-  auto bytes = build_plan_from_onnx(model, config);
-  if (!bytes.ok()) return fail(bytes.status());
-  RuntimeOptions ro;
-  ro.device = device;
-  auto rt = Runtime::create(ro);
-  if (!rt.ok()) return fail(rt.status());
-  auto engine = (*rt)->load_engine_bytes(std::move(bytes).value());
-  if (!engine.ok()) return fail(engine.status());
-  auto ctx = (*engine)->create_execution_context();
-  if (!ctx.ok()) return fail(ctx.status());
-
-  std::map<std::string, TensorDesc> descs;
-  for (const auto& d : (*engine)->io_tensors()) descs[d.name] = d;
+  auto got = run_on_device(model, config, *sets, in_names, out_names);
+  if (!got.ok()) return fail(got.status());
+  std::vector<std::vector<Tensor>> want;
+  if (against_cpu) {  // the reference is the CPU backend with the same build options
+    BuilderConfig cpu_config = config;
+    cpu_config.device = DeviceType::kCpu;
+    auto ref = run_on_device(model, cpu_config, *sets, in_names, out_names);
+    if (!ref.ok()) return fail(ref.status().with_context("CPU reference"));
+    want = std::move(ref).value();
+  } else {
+    for (const auto& ds : *sets) want.push_back(ds.outputs);
+  }
   for (size_t s = 0; s < sets->size(); ++s) {
-    DataSet& ds = (*sets)[s];
-    std::vector<DeviceBuffer> in_bufs;
-    for (size_t i = 0; i < in_names.size(); ++i) {
-      Tensor& t = ds.inputs[i];
-      auto buf = DeviceBuffer::allocate(device, t.nbytes());
-      if (!buf.ok()) return fail(buf.status());
-      Status st = buf->copy_from_host(t.data(), t.nbytes());
-      if (st.ok()) st = (*ctx)->set_input_shape(in_names[i], t.dims());
-      if (st.ok()) st = (*ctx)->set_tensor_address(in_names[i], buf->data(), t.nbytes());
-      if (!st.ok()) return fail(st);
-      in_bufs.push_back(std::move(buf).value());
-    }
-    std::vector<DeviceBuffer> out_bufs;
-    for (const auto& name : out_names) {
-      const TensorDesc& d = descs[name];
-      auto dims = (*ctx)->tensor_shape(name);  // exact when computable before running
-      if (!dims.ok() && d.max.empty()) return fail(dims.status());
-      auto numel = checked_numel(dims.ok() ? *dims : d.max);
-      if (!numel.ok()) return fail(numel.status());
-      const size_t bytes = static_cast<size_t>(*numel) * dtype_size(d.dtype);
-      auto buf = DeviceBuffer::allocate(device, bytes);
-      if (!buf.ok()) return fail(buf.status());
-      if (Status st = (*ctx)->set_tensor_address(name, buf->data(), bytes); !st.ok()) return fail(st);
-      out_bufs.push_back(std::move(buf).value());
-    }
-    if (Status st = (*ctx)->execute(); !st.ok()) return fail(st);
-    if (ds.outputs.size() != out_names.size())
-      return {CaseOutcome::kFail, "data set has " + std::to_string(ds.outputs.size()) + " outputs, model has " +
+    if (want[s].size() != out_names.size())
+      return {CaseOutcome::kFail, "data set has " + std::to_string(want[s].size()) + " outputs, model has " +
                                       std::to_string(out_names.size())};
     for (size_t o = 0; o < out_names.size(); ++o) {
-      auto dims = (*ctx)->tensor_shape(out_names[o]);
-      if (!dims.ok()) return fail(dims.status());
-      auto got = Tensor::allocate(descs[out_names[o]].dtype, *dims);
-      if (!got.ok()) return fail(got.status());
-      if (Status st = out_bufs[o].copy_to_host(got->mutable_data(), got->nbytes()); !st.ok()) return fail(st);
-      std::string diff = compare(*got, ds.outputs[o], tol);
+      std::string diff = compare((*got)[s][o], want[s][o], tol);
       if (!diff.empty())
         return {CaseOutcome::kFail, "data set " + std::to_string(s) + " output '" + out_names[o] + "': " + diff};
     }

@@ -26,7 +26,9 @@ std::vector<std::string> find_cases(const std::string& path);
 
 // Runs the case in this process (the caller isolates it in a child process).
 // `precision` float32 keeps the model's types; float16 / bfloat16 as the builder's --fp16 / --bf16.
+// `against_cpu` compares with the CPU backend built the same way instead of the stored outputs
+// (the op conformance check of a device against the CPU reference, in any precision).
 CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol,
-                    DataType precision = DataType::kFloat32);
+                    DataType precision = DataType::kFloat32, bool against_cpu = false);
 
 }  // namespace streamrt::cli
