@@ -104,18 +104,21 @@ Status ContextBase::check_bindings() const {
   return ok_status();
 }
 
-Result<std::vector<ops::TensorInfo>> ContextBase::infer_step(size_t index,
-                                                            std::vector<ops::TensorInfo> inputs) const {
+Result<std::vector<ops::TensorRef>> ContextBase::prepare_outputs(size_t index, std::vector<ops::TensorInfo> inputs,
+                                                                 const PlaceFn& place) const {
   const ir::Node& step = plan().steps[index];
   ops::InferContext ictx(step, std::move(inputs), step.outputs.size());
   SRT_RETURN_IF_ERROR(es_->schemas[index]->infer(ictx));
+  std::vector<ops::TensorRef> refs(step.outputs.size());
   for (size_t k = 0; k < step.outputs.size(); ++k) {
     if (step.outputs[k] < 0) continue;
     const ops::TensorInfo& info = ictx.outputs()[k];
     if (!info.has_shape || !dims_static(info.dims))
       return internal_error(step.describe() + ": output " + std::to_string(k) + " has no static shape at run time");
+    refs[k] = ops::TensorRef{info.dtype, info.dims, nullptr};
+    SRT_RETURN_IF_ERROR(place(step.outputs[k], refs[k].nbytes(), &refs[k].data));
   }
-  return ictx.outputs();
+  return refs;
 }
 
 Status ContextBase::output_buffer(int32_t v, uint64_t bytes, void** out) const {

@@ -2,6 +2,8 @@
 // profile, and the per-step shape rule run on the host.
 #pragma once
 
+#include <functional>
+
 #include "runtime/device_backend.h"
 
 namespace streamrt {
@@ -22,9 +24,12 @@ class ContextBase : public ContextImpl {
   void invalidate_outputs();
   // Checks every input has a shape and an address and every output an address.
   Status check_bindings() const;
-  // Runs step `index`'s shape rule. `inputs` hold dtype/dims and, where the caller has them
-  // on the host, the contents (value != nullptr).
-  Result<std::vector<ops::TensorInfo>> infer_step(size_t index, std::vector<ops::TensorInfo> inputs) const;
+  // Runs step `index`'s shape rule and gets memory for each of its outputs from `place`
+  // (value, bytes, out pointer). `inputs` hold dtype/dims and, where the caller has them on the
+  // host, the contents (value != nullptr). Absent outputs stay empty refs.
+  using PlaceFn = std::function<Status(int32_t value, uint64_t bytes, void** out)>;
+  Result<std::vector<ops::TensorRef>> prepare_outputs(size_t index, std::vector<ops::TensorInfo> inputs,
+                                                      const PlaceFn& place) const;
   // Points output value `v` (bytes long) at the user's buffer, checking its capacity.
   Status output_buffer(int32_t v, uint64_t bytes, void** out) const;
   // Host view of a bound input's contents, for shape-only passes (shape tensors); an empty

@@ -73,15 +73,9 @@ class CpuContext final : public ContextBase {
       views[k] = Tensor::view(r.dtype, r.dims, r.data, nullptr);
       infos[k] = ops::TensorInfo{r.dtype, r.dims, true, &views[k]};
     }
-    SRT_ASSIGN_OR_RETURN(auto out_infos, infer_step(index, std::move(infos)));
-    std::vector<ops::TensorRef> out_refs(step.outputs.size());
-    for (size_t k = 0; k < step.outputs.size(); ++k) {
-      int32_t v = step.outputs[k];
-      if (v < 0) continue;
-      ops::TensorRef r{out_infos[k].dtype, out_infos[k].dims, nullptr};
-      SRT_RETURN_IF_ERROR(place(v, r.nbytes(), &r.data));
-      out_refs[k] = r;
-    }
+    SRT_ASSIGN_OR_RETURN(auto out_refs, prepare_outputs(index, std::move(infos), [this](int32_t v, uint64_t b, void** o) {
+                           return place(v, b, o);
+                         }));
     ops::KernelContext kctx(step, in_refs, out_refs);
     SRT_RETURN_IF_ERROR(es_->schemas[index]->cpu(kctx));
     for (size_t k = 0; k < step.outputs.size(); ++k) {

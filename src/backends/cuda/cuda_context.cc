@@ -145,17 +145,11 @@ Status CudaContext::run_host_step(size_t index) {
     infos[k] = {h.dtype(), h.dims(), true, &h};
     in_refs[k] = {h.dtype(), h.dims(), const_cast<void*>(h.data())};
   }
-  SRT_ASSIGN_OR_RETURN(auto out_infos, infer_step(index, std::move(infos)));
-  std::vector<ops::TensorRef> out_refs(step.outputs.size());
-  for (size_t k = 0; k < step.outputs.size(); ++k) {
-    int32_t v = step.outputs[k];
-    if (v < 0) continue;
-    ops::TensorRef r{out_infos[k].dtype, out_infos[k].dims, nullptr};
-    auto& buf = host_buffers_[v];
-    SRT_RETURN_IF_ERROR(buf.reserve(r.nbytes() + 64));
-    r.data = buf.data;
-    out_refs[k] = r;
-  }
+  SRT_ASSIGN_OR_RETURN(auto out_refs, prepare_outputs(index, std::move(infos), [this](int32_t v, uint64_t b, void** o) {
+                         SRT_RETURN_IF_ERROR(host_buffers_[v].reserve(b + 64));
+                         *o = host_buffers_[v].data;
+                         return ok_status();
+                       }));
   ops::KernelContext kctx(step, in_refs, out_refs);
   SRT_RETURN_IF_ERROR(es_->schemas[index]->cpu(kctx));
   for (size_t k = 0; k < step.outputs.size(); ++k) {
@@ -187,15 +181,9 @@ Status CudaContext::run_device_step(size_t index) {
     in_refs[k] = dev_[v];
     infos[k] = {dev_[v].dtype, dev_[v].dims, true, host_[v].empty() ? nullptr : &host_[v]};
   }
-  SRT_ASSIGN_OR_RETURN(auto out_infos, infer_step(index, std::move(infos)));
-  std::vector<ops::TensorRef> out_refs(step.outputs.size());
-  for (size_t k = 0; k < step.outputs.size(); ++k) {
-    int32_t v = step.outputs[k];
-    if (v < 0) continue;
-    ops::TensorRef r{out_infos[k].dtype, out_infos[k].dims, nullptr};
-    SRT_RETURN_IF_ERROR(device_slot(v, r.nbytes(), &r.data));
-    out_refs[k] = r;
-  }
+  SRT_ASSIGN_OR_RETURN(auto out_refs, prepare_outputs(index, std::move(infos), [this](int32_t v, uint64_t b, void** o) {
+                         return device_slot(v, b, o);
+                       }));
   CudaKernelContext kctx(step, in_refs, out_refs, host_values, res_);
   SRT_RETURN_IF_ERROR(ces_.kernels[index](kctx));
   for (size_t k = 0; k < step.outputs.size(); ++k) {
