@@ -14,6 +14,10 @@ class GraphIndex {
   explicit GraphIndex(ir::Graph& g);
   // Index of the node producing v if it is a live `op_type` node, else -1.
   int producer_if(ir::ValueId v, const char* op_type) const;
+  // Index of the live node producing v, or -1 (graph input, constant, removed).
+  int producer(ir::ValueId v) const {
+    return v == ir::kNoValue || producer_[v] < 0 || removed_[producer_[v]] ? -1 : producer_[v];
+  }
   // Index of v's only consumer when v has exactly one and is not a graph output, else -1.
   int single_consumer(ir::ValueId v) const;
   // True when every output of `nodes` is read only by `nodes` or `root` and is no graph output.
@@ -33,6 +37,9 @@ class GraphIndex {
 
 // X / Sqrt(ReduceMean(X^2) + eps) [* W] -> RMSNormalization. Returns the number fused.
 size_t fuse_rms_norm(ir::Graph& g);
+
+// Trees of float element-wise ops (each inner result read once) -> FusedElementwise.
+size_t fuse_elementwise(ir::Graph& g);
 
 // Runs every fusion pass; returns how many nodes were fused away.
 size_t run_fusions(ir::Graph& g);

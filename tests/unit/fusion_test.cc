@@ -111,5 +111,57 @@ TEST(RmsFusionNegative, LeavesOtherPatternsAlone) {
   EXPECT_EQ(fuse_rms_norm(k), 0u);
 }
 
+// GELU as exporters write it: 0.5 * x * (1 + erf(x / sqrt(2))), x read twice.
+ir::Graph gelu_graph(bool expose_inner) {
+  ir::Graph g;
+  auto x = g.add_value("x", DataType::kFloat32, {2, 5}, true);
+  auto s2 = g.add_value("s2"), one = g.add_value("one"), half = g.add_value("half");
+  g.set_constant(s2, f32({}, {1.4142135f}));
+  g.set_constant(one, f32({}, {1.f}));
+  g.set_constant(half, f32({}, {0.5f}));
+  auto d = g.add_value("d"), e = g.add_value("e"), a = g.add_value("a"), m = g.add_value("m"), y = g.add_value("y");
+  g.inputs = {x};
+  g.outputs = {y};
+  if (expose_inner) g.outputs.push_back(e);
+  g.nodes = {node("Div", {x, s2}, {d}), node("Erf", {d}, {e}), node("Add", {e, one}, {a}), node("Mul", {x, a}, {m}),
+             node("Mul", {m, half}, {y})};
+  EXPECT_TRUE(ir::infer_shapes(g).ok());
+  return g;
+}
+
+TEST(ElementwiseFusion, GeluChainBecomesOneNode) {
+  ir::Graph g = gelu_graph(false);
+  std::vector<float> xv;
+  for (int i = 0; i < 10; ++i) xv.push_back(-2.f + 0.45f * i);
+  Tensor x = f32({2, 5}, xv);
+  auto want = values_f32(interpret(g, x));
+  EXPECT_EQ(fuse_elementwise(g), 1u);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op_type, "FusedElementwise");
+  EXPECT_EQ(g.nodes[0].inputs.size(), 4u);  // x and the three constants
+  auto got = values_f32(interpret(g, x));
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f);
+}
+
+TEST(ElementwiseFusion, KeepsResultsOthersRead) {
+  ir::Graph g = gelu_graph(true);  // erf's output is also a graph output: it must stay a tensor
+  Tensor x = f32({2, 5}, {-2, -1, -0.5f, 0, 0.1f, 0.5f, 1, 1.5f, 2, 3});
+  auto want = values_f32(interpret(g, x));
+  EXPECT_EQ(fuse_elementwise(g), 2u);  // Div-Erf (writes the exposed value) and Add-Mul-Mul
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[0].outputs[0], g.find_value("e"));
+  EXPECT_EQ(g.nodes[1].inputs[0], g.find_value("e"));
+  auto got = values_f32(interpret(g, x));
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f);
+}
+
+TEST(ElementwiseFusion, MalformedProgramsAreRejected) {
+  ir::Node n = make_node("FusedElementwise", 1, 1, {{"program", ir::Attribute::make_ints({0, 0, 5})}});
+  auto r = ops::evaluate_on_host(n, {f32({2}, {1, 2})});
+  EXPECT_FALSE(r.ok());  // register 5 does not exist yet
+  n.attrs["program"] = ir::Attribute::make_ints({99, 0, 0});
+  EXPECT_FALSE(ops::evaluate_on_host(n, {f32({2}, {1, 2})}).ok());
+}
+
 }  // namespace
 }  // namespace streamrt::builder

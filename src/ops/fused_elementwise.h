@@ -1,0 +1,78 @@
+// FusedElementwise: a chain (tree) of float element-wise ops evaluated per output element in
+// float registers, so a chain like GELU's Div-Erf-Add-Mul-Mul reads its inputs once and writes
+// once. Built by the builder's fusion pass; the program is shared by the CPU and CUDA kernels.
+//
+// Attributes: `program` = [op, a, b] per instruction; registers 0..num_inputs-1 hold the inputs
+// (broadcast to the output), instruction i writes register num_inputs + i; the output is the
+// last register. Unary ops ignore b.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#if defined(__CUDACC__)
+#define SRT_HOST_DEVICE __host__ __device__
+#else
+#define SRT_HOST_DEVICE
+#endif
+
+namespace streamrt::ir {
+struct Node;
+}
+
+namespace streamrt::ops::fused {
+
+enum Opcode : int32_t {
+  kAdd, kSub, kMul, kDiv, kPow,  // binary
+  kNeg, kExp, kLog, kSqrt, kReciprocal, kTanh, kErf, kSigmoid, kRelu, kAbs,  // unary
+  kOpcodeCount
+};
+inline constexpr int kMaxInputs = 6;
+inline constexpr int kMaxInstructions = 24;
+
+struct Program {
+  int32_t num_inputs = 0;
+  int32_t size = 0;
+  int32_t op[kMaxInstructions] = {};
+  int32_t a[kMaxInstructions] = {};
+  int32_t b[kMaxInstructions] = {};
+};
+
+// The opcode of an ONNX element-wise op type, if fusable.
+std::optional<Opcode> opcode_of(const std::string& op_type);
+inline bool is_binary(int32_t op) { return op <= kPow; }
+// Reads and validates the node's program (register indices in range, known opcodes).
+bool decode(const ir::Node& node, size_t num_inputs, Program* out, std::string* why);
+
+SRT_HOST_DEVICE inline float apply(int32_t op, float x, float y) {
+  switch (op) {
+    case kAdd: return x + y;
+    case kSub: return x - y;
+    case kMul: return x * y;
+    case kDiv: return x / y;
+    case kPow: return powf(x, y);
+    case kNeg: return -x;
+    case kExp: return expf(x);
+    case kLog: return logf(x);
+    case kSqrt: return sqrtf(x);
+    case kReciprocal: return 1.f / x;
+    case kTanh: return tanhf(x);
+    case kErf: return erff(x);
+    case kSigmoid: return 1.f / (1.f + expf(-x));
+    case kRelu: return x > 0.f ? x : 0.f;
+    case kAbs: return fabsf(x);
+    default: return 0.f;
+  }
+}
+
+// Runs the program on one element's inputs.
+SRT_HOST_DEVICE inline float evaluate(const Program& p, const float* inputs) {
+  float r[kMaxInputs + kMaxInstructions];
+  for (int i = 0; i < p.num_inputs; ++i) r[i] = inputs[i];
+  for (int i = 0; i < p.size; ++i) r[p.num_inputs + i] = apply(p.op[i], r[p.a[i]], r[p.b[i]]);
+  return r[p.num_inputs + p.size - 1];
+}
+
+}  // namespace streamrt::ops::fused
