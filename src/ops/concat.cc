@@ -1,6 +1,8 @@
 // Concat: joins inputs along 'axis'. Like onnxruntime, an input with zero elements whose rank
 // differs from the others is ignored (exporters emit such empty 1-D pieces when building
 // shape vectors); a same-rank input with a zero-size axis simply contributes nothing.
+#include "ops/concat.h"
+
 #include <cstring>
 
 #include "ops/common.h"
@@ -71,6 +73,26 @@ Status infer(InferContext& ctx) {
 }
 
 Status cpu(KernelContext& ctx) {
+  SRT_ASSIGN_OR_RETURN(ConcatLayout l, concat_layout(ctx));
+  const TensorRef& y = ctx.output(0);
+  const size_t esize = dtype_size(y.dtype);
+  char* dst = static_cast<char*>(y.data);
+  for (int64_t o = 0; o < l.outer; ++o) {
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      const TensorRef& x = ctx.input(i);
+      if (x.dims.size() != l.rank) continue;
+      const size_t block = static_cast<size_t>(x.dims[l.axis] * l.inner) * esize;
+      if (block == 0) continue;
+      std::memcpy(dst, static_cast<const char*>(x.data) + static_cast<size_t>(o) * block, block);
+      dst += block;
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<ConcatLayout> concat_layout(const KernelContext& ctx) {
   SRT_RETURN_IF_ERROR(require_bound(ctx, 0));
   const TensorRef& y = ctx.output(0);
   SRT_ASSIGN_OR_RETURN(int64_t axis, read_axis(ctx.node()));
@@ -78,9 +100,6 @@ Status cpu(KernelContext& ctx) {
   if (rank == 0) return ctx.error("cannot concatenate scalars");
   SRT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(ctx.node(), axis, static_cast<int64_t>(rank)));
   const size_t ax = static_cast<size_t>(a);
-  const size_t esize = dtype_size(y.dtype);
-  const int64_t outer = dims_product(y.dims, 0, ax);
-  const int64_t inner = dims_product(y.dims, ax + 1, rank);
   // Validate first: the output must be exactly the inputs laid side by side.
   int64_t total = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -93,21 +112,8 @@ Status cpu(KernelContext& ctx) {
     total += x.dims[ax];
   }
   if (total != y.dims[ax]) return ctx.error("inputs do not add up to the output along the axis");
-  char* dst = static_cast<char*>(y.data);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      const TensorRef& x = ctx.input(i);
-      if (x.dims.size() != rank) continue;
-      const size_t block = static_cast<size_t>(x.dims[ax] * inner) * esize;
-      if (block == 0) continue;
-      std::memcpy(dst, static_cast<const char*>(x.data) + static_cast<size_t>(o) * block, block);
-      dst += block;
-    }
-  }
-  return ok_status();
+  return ConcatLayout{rank, ax, dims_product(y.dims, 0, ax), dims_product(y.dims, ax + 1, rank)};
 }
-
-}  // namespace
 
 STREAMRT_REGISTER_OP(Concat, {.op_type = "Concat", .infer = infer, .cpu = cpu});
 

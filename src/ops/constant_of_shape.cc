@@ -1,22 +1,13 @@
 // ConstantOfShape (opset 9): a tensor of the shape given by the int64 1-D input, filled with the
 // one element of the `value` attribute (default: float32 0), whose type it takes.
+#include "ops/constant_of_shape.h"
+
 #include <cstring>
 
 #include "ops/common.h"
 
 namespace streamrt::ops {
 namespace {
-
-// The fill element: the attribute's single value, or float32 zero.
-Result<Tensor> fill_value(const ir::Node& node) {
-  if (!node.has_attr("value")) return Tensor::from_vector(DataType::kFloat32, {}, std::vector<float>{0.f});
-  SRT_ASSIGN_OR_RETURN(Tensor t, node.attr_tensor("value"));
-  if (t.empty()) return node.error(StatusCode::kInvalidModel, "attribute 'value' has no data type");
-  if (t.numel() != 1)
-    return node.error(StatusCode::kInvalidModel,
-                      "attribute 'value' must hold one element, got shape " + dims_to_string(t.dims()));
-  return t;
-}
 
 Result<Dims> shape_from(const ir::Node& node, const std::vector<int64_t>& values) {
   for (int64_t v : values)
@@ -59,6 +50,16 @@ Status cpu(KernelContext& ctx) {
 }
 
 }  // namespace
+
+Result<Tensor> fill_value(const ir::Node& node) {
+  if (!node.has_attr("value")) return Tensor::from_vector(DataType::kFloat32, {}, std::vector<float>{0.f});
+  SRT_ASSIGN_OR_RETURN(Tensor t, node.attr_tensor("value"));
+  if (t.empty()) return node.error(StatusCode::kInvalidModel, "attribute 'value' has no data type");
+  if (t.numel() != 1)
+    return node.error(StatusCode::kInvalidModel,
+                      "attribute 'value' must hold one element, got shape " + dims_to_string(t.dims()));
+  return t;
+}
 
 STREAMRT_REGISTER_OP(ConstantOfShape,
                      {.op_type = "ConstantOfShape", .min_opset = 9, .infer = infer, .cpu = cpu, .shape_inputs = {0}});

@@ -44,23 +44,28 @@ void strided_copy_typed(E* dst, const E* src, const Dims& dims, const std::vecto
 
 }  // namespace
 
+StridedView merge_strided_view(const Dims& out_dims, const std::vector<int64_t>& src_strides) {
+  StridedView v;
+  for (size_t d = 0; d < out_dims.size(); ++d) {
+    if (out_dims[d] == 1) continue;
+    if (!v.dims.empty() && v.strides.back() == src_strides[d] * out_dims[d]) {
+      v.dims.back() *= out_dims[d];
+      v.strides.back() = src_strides[d];
+      continue;
+    }
+    v.dims.push_back(out_dims[d]);
+    v.strides.push_back(src_strides[d]);
+  }
+  return v;
+}
+
 void strided_copy(void* dst, const void* src, size_t elem_size, const Dims& out_dims,
                   const std::vector<int64_t>& src_strides, int64_t src_offset) {
   for (int64_t d : out_dims)
     if (d == 0) return;
-  // Drop unit dims and merge dims that are contiguous in the source: fewer, longer rows.
-  Dims dims;
-  std::vector<int64_t> strides;
-  for (size_t d = 0; d < out_dims.size(); ++d) {
-    if (out_dims[d] == 1) continue;
-    if (!dims.empty() && strides.back() == src_strides[d] * out_dims[d]) {
-      dims.back() *= out_dims[d];
-      strides.back() = src_strides[d];
-      continue;
-    }
-    dims.push_back(out_dims[d]);
-    strides.push_back(src_strides[d]);
-  }
+  StridedView merged = merge_strided_view(out_dims, src_strides);
+  Dims& dims = merged.dims;
+  std::vector<int64_t>& strides = merged.strides;
   switch (elem_size) {
     case 1: strided_copy_typed(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), dims, strides, src_offset); return;
     case 2: strided_copy_typed(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), dims, strides, src_offset); return;

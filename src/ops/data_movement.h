@@ -22,6 +22,17 @@ std::vector<int64_t> dense_strides(const Dims& dims);
 void strided_copy(void* dst, const void* src, size_t elem_size, const Dims& out_dims,
                   const std::vector<int64_t>& src_strides, int64_t src_offset);
 
+// A strided view of a source tensor: output dims and the source stride (in elements) of each.
+struct StridedView {
+  Dims dims;
+  std::vector<int64_t> strides;
+};
+
+// `out_dims` / `src_strides` with unit dims dropped and dims that are contiguous in the source
+// merged (fewer, longer rows); the copy it describes is the same. Shared by strided_copy and
+// the CUDA strided copy.
+StridedView merge_strided_view(const Dims& out_dims, const std::vector<int64_t>& src_strides);
+
 // Product of dims[begin, end) for static dims.
 int64_t dims_product(const Dims& dims, size_t begin, size_t end);
 

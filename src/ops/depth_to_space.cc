@@ -1,7 +1,8 @@
 // DepthToSpace (modes DCR, the default, and CRD) and SpaceToDepth on NCHW tensors.
 // Both are a 6-D reshape + transpose + reshape, done here as one strided copy.
+#include "ops/depth_to_space.h"
+
 #include "ops/common.h"
-#include "ops/data_movement.h"
 
 namespace streamrt::ops {
 namespace {
@@ -67,10 +68,11 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
-Status cpu(KernelContext& ctx) {
+}  // namespace
+
+Result<StridedView> depth_space_view(const KernelContext& ctx) {
   SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
   const TensorRef& x = ctx.input(0);
-  const TensorRef& y = ctx.output(0);
   SRT_ASSIGN_OR_RETURN(int64_t bs, read_blocksize(ctx.node()));
   SRT_ASSIGN_OR_RETURN(bool crd, read_crd(ctx.node()));
   if (x.dims.size() != 4) return ctx.error("input must be 4-D (NCHW)");
@@ -91,13 +93,20 @@ Status cpu(KernelContext& ctx) {
     perm = {0, 3, 5, 1, 2, 4};
   }
   const auto strides = dense_strides(view);
-  Dims out6;
-  std::vector<int64_t> src_strides;
+  StridedView v;
   for (int64_t p : perm) {
-    out6.push_back(view[p]);
-    src_strides.push_back(strides[p]);
+    v.dims.push_back(view[p]);
+    v.strides.push_back(strides[p]);
   }
-  strided_copy(y.data, x.data, dtype_size(x.dtype), out6, src_strides, 0);
+  return v;
+}
+
+namespace {
+
+Status cpu(KernelContext& ctx) {
+  SRT_ASSIGN_OR_RETURN(StridedView v, depth_space_view(ctx));
+  const TensorRef& x = ctx.input(0);
+  strided_copy(ctx.output(0).data, x.data, dtype_size(x.dtype), v.dims, v.strides, 0);
   return ok_status();
 }
 

@@ -1,6 +1,8 @@
 // Shape (with the opset-15 start/end slice) and Size: int64 facts about the input's dims.
 // Both publish their output value at inference time when the dims they read are static, so
 // Reshape / Slice targets computed from them are known when the plan is built.
+#include "ops/shape.h"
+
 #include <algorithm>
 
 #include "ops/common.h"
@@ -8,17 +10,6 @@
 
 namespace streamrt::ops {
 namespace {
-
-// The [start, end) range of dims that Shape reports, clamped as the spec says.
-Result<std::pair<int64_t, int64_t>> shape_range(const ir::Node& node, int64_t rank) {
-  SRT_ASSIGN_OR_RETURN(int64_t start, node.attr_int("start", 0));
-  SRT_ASSIGN_OR_RETURN(int64_t end, node.attr_int("end", rank));
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, 0, rank);
-  return std::make_pair(start, std::max(start, end));
-}
 
 Status shape_infer(InferContext& ctx) {
   if (!ctx.has_input(0)) return ctx.error("missing input 0");
@@ -66,6 +57,16 @@ Status size_cpu(KernelContext& ctx) {
 }
 
 }  // namespace
+
+Result<std::pair<int64_t, int64_t>> shape_range(const ir::Node& node, int64_t rank) {
+  SRT_ASSIGN_OR_RETURN(int64_t start, node.attr_int("start", 0));
+  SRT_ASSIGN_OR_RETURN(int64_t end, node.attr_int("end", rank));
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  return std::make_pair(start, std::max(start, end));
+}
 
 STREAMRT_REGISTER_OP(Shape, {.op_type = "Shape", .infer = shape_infer, .cpu = shape_cpu});
 STREAMRT_REGISTER_OP(Size, {.op_type = "Size", .infer = size_infer, .cpu = size_cpu});

@@ -1,6 +1,8 @@
 // Split: cuts the input along 'axis' into the node's outputs. Sizes come from the 'split'
 // attribute (opset < 13) or the optional 'split' input (opset >= 13); without them the axis is
 // split equally, unevenly (last chunk smaller) when opset 18's 'num_outputs' is given.
+#include "ops/split.h"
+
 #include <cstring>
 
 #include "ops/common.h"
@@ -8,45 +10,6 @@
 
 namespace streamrt::ops {
 namespace {
-
-struct SplitSpec {
-  bool given = false;                          // explicit sizes present
-  std::optional<std::vector<int64_t>> values;  // nullopt when given but unknown
-  bool uneven_ok = false;                      // num_outputs given: last chunk may be smaller
-};
-
-// Sizes of the `n` outputs along an axis of length `dim` (-1 when dynamic); -1 where unknown.
-Result<std::vector<int64_t>> split_sizes(const ir::Node& node, const SplitSpec& spec, int64_t dim,
-                                         size_t n) {
-  auto fail = [&](const std::string& msg) { return node.error(StatusCode::kInvalidModel, msg); };
-  if (spec.given) {
-    if (!spec.values) return std::vector<int64_t>(n, kDynamicDim);
-    const auto& v = *spec.values;
-    if (v.size() != n)
-      return fail("split has " + std::to_string(v.size()) + " sizes for " + std::to_string(n) + " outputs");
-    int64_t sum = 0;
-    for (int64_t s : v) {
-      if (s < 0) return fail("split size " + std::to_string(s) + " is negative");
-      if (__builtin_add_overflow(sum, s, &sum)) return fail("split sizes overflow");
-    }
-    if (dim >= 0 && sum != dim)
-      return fail("split sizes add up to " + std::to_string(sum) + ", the axis has " + std::to_string(dim));
-    return v;
-  }
-  if (dim < 0) return std::vector<int64_t>(n, kDynamicDim);
-  const int64_t count = static_cast<int64_t>(n);
-  if (!spec.uneven_ok && dim % count != 0)
-    return fail("axis of length " + std::to_string(dim) + " does not split into " + std::to_string(n) +
-                " equal parts");
-  const int64_t chunk = (dim + count - 1) / count;
-  std::vector<int64_t> sizes;
-  int64_t left = dim;
-  for (size_t i = 0; i < n; ++i) {
-    sizes.push_back(std::min(chunk, left));
-    left -= sizes.back();
-  }
-  return sizes;
-}
 
 Result<SplitSpec> read_spec(const InferContext& ctx) {
   SplitSpec spec;
@@ -125,6 +88,37 @@ Status cpu(KernelContext& ctx) {
 }
 
 }  // namespace
+
+Result<std::vector<int64_t>> split_sizes(const ir::Node& node, const SplitSpec& spec, int64_t dim, size_t n) {
+  auto fail = [&](const std::string& msg) { return node.error(StatusCode::kInvalidModel, msg); };
+  if (spec.given) {
+    if (!spec.values) return std::vector<int64_t>(n, kDynamicDim);
+    const auto& v = *spec.values;
+    if (v.size() != n)
+      return fail("split has " + std::to_string(v.size()) + " sizes for " + std::to_string(n) + " outputs");
+    int64_t sum = 0;
+    for (int64_t s : v) {
+      if (s < 0) return fail("split size " + std::to_string(s) + " is negative");
+      if (__builtin_add_overflow(sum, s, &sum)) return fail("split sizes overflow");
+    }
+    if (dim >= 0 && sum != dim)
+      return fail("split sizes add up to " + std::to_string(sum) + ", the axis has " + std::to_string(dim));
+    return v;
+  }
+  if (dim < 0) return std::vector<int64_t>(n, kDynamicDim);
+  const int64_t count = static_cast<int64_t>(n);
+  if (!spec.uneven_ok && dim % count != 0)
+    return fail("axis of length " + std::to_string(dim) + " does not split into " + std::to_string(n) +
+                " equal parts");
+  const int64_t chunk = (dim + count - 1) / count;
+  std::vector<int64_t> sizes;
+  int64_t left = dim;
+  for (size_t i = 0; i < n; ++i) {
+    sizes.push_back(std::min(chunk, left));
+    left -= sizes.back();
+  }
+  return sizes;
+}
 
 STREAMRT_REGISTER_OP(Split, {.op_type = "Split", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
 

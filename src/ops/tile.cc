@@ -1,4 +1,6 @@
 // Tile (opset 6+): repeats the input `repeats[d]` times along each dim d.
+#include "ops/tile.h"
+
 #include <cstring>
 
 #include "ops/common.h"
@@ -6,15 +8,6 @@
 
 namespace streamrt::ops {
 namespace {
-
-Status check_repeats(const ir::Node& node, const std::vector<int64_t>& repeats, size_t rank) {
-  if (repeats.size() != rank)
-    return node.error(StatusCode::kInvalidModel, "repeats has " + std::to_string(repeats.size()) +
-                                                     " values for a rank-" + std::to_string(rank) + " input");
-  for (int64_t r : repeats)
-    if (r < 0) return node.error(StatusCode::kInvalidModel, "repeat " + std::to_string(r) + " is negative");
-  return ok_status();
-}
 
 // in * repeats, or an error on overflow; dynamic `in` stays dynamic (0 repeats give 0).
 Result<int64_t> tiled_dim(const ir::Node& node, int64_t in, int64_t repeats) {
@@ -89,6 +82,15 @@ Status cpu(KernelContext& ctx) {
 }
 
 }  // namespace
+
+Status check_repeats(const ir::Node& node, const std::vector<int64_t>& repeats, size_t rank) {
+  if (repeats.size() != rank)
+    return node.error(StatusCode::kInvalidModel, "repeats has " + std::to_string(repeats.size()) +
+                                                     " values for a rank-" + std::to_string(rank) + " input");
+  for (int64_t r : repeats)
+    if (r < 0) return node.error(StatusCode::kInvalidModel, "repeat " + std::to_string(r) + " is negative");
+  return ok_status();
+}
 
 STREAMRT_REGISTER_OP(Tile, {.op_type = "Tile", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
 

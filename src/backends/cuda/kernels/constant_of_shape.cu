@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/cuda/kernels/cuda_types.cuh"
+#include "ops/constant_of_shape.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -14,20 +15,9 @@ __global__ void fill_kernel(U* y, int64_t n, U v) {
     y[i] = v;
 }
 
-// The fill element: the attribute's single value, or float32 zero (as the CPU file).
-Result<Tensor> fill_value(const ir::Node& node) {
-  if (!node.has_attr("value")) return Tensor::from_vector(DataType::kFloat32, {}, std::vector<float>{0.f});
-  SRT_ASSIGN_OR_RETURN(Tensor t, node.attr_tensor("value"));
-  if (t.empty()) return node.error(StatusCode::kInvalidModel, "attribute 'value' has no data type");
-  if (t.numel() != 1)
-    return node.error(StatusCode::kInvalidModel,
-                      "attribute 'value' must hold one element, got shape " + dims_to_string(t.dims()));
-  return t;
-}
-
 Status constant_of_shape_cuda(CudaKernelContext& ctx) {
   if (!ctx.has_input(0)) return ctx.error("missing input 'input' (the shape)");
-  SRT_ASSIGN_OR_RETURN(Tensor value, fill_value(ctx.node()));
+  SRT_ASSIGN_OR_RETURN(Tensor value, ops::fill_value(ctx.node()));
   const ops::TensorRef& y = ctx.output(0);
   const Tensor* shape = ctx.host_value(0);
   if (!shape) return internal_error(ctx.node().describe() + ": no host copy of the shape input");

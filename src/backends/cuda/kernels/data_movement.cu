@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/cuda/kernels/data_movement.cuh"
+#include "ops/data_movement.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -129,18 +130,9 @@ Status strided_copy_cuda(void* dst, const void* src, size_t elem_size, const Dim
   for (int64_t d : out_dims)
     if (d == 0) return ok_status();
   // Drop unit dims and merge dims that are contiguous in the source (as ops::strided_copy).
-  Dims dims;
-  std::vector<int64_t> strides;
-  for (size_t d = 0; d < out_dims.size(); ++d) {
-    if (out_dims[d] == 1) continue;
-    if (!dims.empty() && strides.back() == src_strides[d] * out_dims[d]) {
-      dims.back() *= out_dims[d];
-      strides.back() = src_strides[d];
-      continue;
-    }
-    dims.push_back(out_dims[d]);
-    strides.push_back(src_strides[d]);
-  }
+  ops::StridedView merged = ops::merge_strided_view(out_dims, src_strides);
+  Dims& dims = merged.dims;
+  std::vector<int64_t>& strides = merged.strides;
   const auto esize = static_cast<int64_t>(elem_size);
   const char* s = static_cast<const char*>(src);
   // One element, or one contiguous run: a plain device-to-device copy.

@@ -5,6 +5,7 @@
 
 #include "backends/cuda/kernels/data_movement.cuh"
 #include "ops/data_movement.h"
+#include "ops/shape.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -32,21 +33,10 @@ Status write_int64_values(int64_t* y, const std::vector<int64_t>& values, cudaSt
   return ok_status();
 }
 
-// The [start, end) range of dims that Shape reports, clamped as the spec says (as shape.cc).
-Result<std::pair<int64_t, int64_t>> shape_range(const ir::Node& node, int64_t rank) {
-  SRT_ASSIGN_OR_RETURN(int64_t start, node.attr_int("start", 0));
-  SRT_ASSIGN_OR_RETURN(int64_t end, node.attr_int("end", rank));
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, 0, rank);
-  return std::make_pair(start, std::max(start, end));
-}
-
 Status shape_cuda(CudaKernelContext& ctx) {
   SRT_RETURN_IF_ERROR(ops::require_bound(ctx, 1));
   const Dims& dims = ctx.input(0).dims;
-  SRT_ASSIGN_OR_RETURN(auto range, shape_range(ctx.node(), static_cast<int64_t>(dims.size())));
+  SRT_ASSIGN_OR_RETURN(auto range, ops::shape_range(ctx.node(), static_cast<int64_t>(dims.size())));
   SRT_RETURN_IF_ERROR(ops::check_output(ctx, 0, DataType::kInt64, {range.second - range.first}));
   std::vector<int64_t> values(dims.begin() + range.first, dims.begin() + range.second);
   return write_int64_values(ctx.output(0).as<int64_t>(), values, ctx.stream());

@@ -4,18 +4,10 @@
 // repeats come from the host copy of input 1 (a shape input of Tile), as src/ops/tile.cc reads.
 #include "backends/cuda/kernels/data_movement.cuh"
 #include "ops/data_movement.h"
+#include "ops/tile.h"
 
 namespace streamrt::cuda {
 namespace {
-
-Status check_repeats(const ir::Node& node, const std::vector<int64_t>& repeats, size_t rank) {
-  if (repeats.size() != rank)
-    return node.error(StatusCode::kInvalidModel, "repeats has " + std::to_string(repeats.size()) +
-                                                     " values for a rank-" + std::to_string(rank) + " input");
-  for (int64_t r : repeats)
-    if (r < 0) return node.error(StatusCode::kInvalidModel, "repeat " + std::to_string(r) + " is negative");
-  return ok_status();
-}
 
 Status tile_cuda(CudaKernelContext& ctx) {
   SRT_RETURN_IF_ERROR(ops::require_bound(ctx, 2));
@@ -24,7 +16,7 @@ Status tile_cuda(CudaKernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(auto repeats_opt, host_int_list(ctx, 1, "repeats"));
   const std::vector<int64_t> repeats = std::move(repeats_opt).value_or(std::vector<int64_t>{});
   const size_t rank = x.dims.size();
-  SRT_RETURN_IF_ERROR(check_repeats(ctx.node(), repeats, rank));
+  SRT_RETURN_IF_ERROR(ops::check_repeats(ctx.node(), repeats, rank));
   Dims out(rank);
   for (size_t d = 0; d < rank; ++d) {
     if (repeats[d] == 0) out[d] = 0;
