@@ -5,8 +5,29 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/layer_normalization.h"
 
 namespace streamrt::ops {
+
+bool layer_norm_broadcasts_to(const Dims& s, const Dims& x) {
+  if (s.size() > x.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t ds = s[s.size() - 1 - i];
+    const int64_t dx = x[x.size() - 1 - i];
+    if (ds != 1 && ds != dx && ds >= 0 && dx >= 0) return false;
+  }
+  return true;
+}
+
+Result<LayerNormGeometry> layer_norm_geometry(const ir::Node& node, const Dims& x_dims) {
+  LayerNormGeometry g;
+  SRT_ASSIGN_OR_RETURN(int64_t axis_attr, node.attr_int("axis", -1));
+  SRT_ASSIGN_OR_RETURN(g.axis, normalize_axis(node, axis_attr, static_cast<int64_t>(x_dims.size())));
+  SRT_ASSIGN_OR_RETURN(g.epsilon, node.attr_float("epsilon", 1e-5f));
+  for (size_t d = 0; d < x_dims.size(); ++d) (static_cast<int64_t>(d) < g.axis ? g.rows : g.cols) *= x_dims[d];
+  return g;
+}
+
 namespace {
 
 // Type of Mean / InvStdDev from the stash_type attribute (an ONNX TensorProto data type).
@@ -22,23 +43,12 @@ Result<DataType> stash_dtype(const ir::Node& node) {
   }
 }
 
-// True when `s` broadcasts to `x` without changing it (dynamic dims are given the benefit).
-bool broadcasts_to(const Dims& s, const Dims& x) {
-  if (s.size() > x.size()) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const int64_t ds = s[s.size() - 1 - i];
-    const int64_t dx = x[x.size() - 1 - i];
-    if (ds != 1 && ds != dx && ds >= 0 && dx >= 0) return false;
-  }
-  return true;
-}
-
 Status check_param(const InferContext& ctx, size_t i, const char* name) {
   if (ctx.input_dtype(i) != ctx.input_dtype(0))
     return ctx.error(std::string(name) + " has type " + dtype_name(ctx.input_dtype(i)) + ", X has " +
                      dtype_name(ctx.input_dtype(0)));
   if (ctx.input(0).has_shape && ctx.input(i).has_shape &&
-      !broadcasts_to(ctx.input_dims(i), ctx.input_dims(0)))
+      !layer_norm_broadcasts_to(ctx.input_dims(i), ctx.input_dims(0)))
     return ctx.error(std::string(name) + " of shape " + dims_to_string(ctx.input_dims(i)) +
                      " does not broadcast to X of shape " + dims_to_string(ctx.input_dims(0)));
   return ok_status();
@@ -113,18 +123,10 @@ Status run_typed(KernelContext& ctx, int64_t rows, int64_t cols, float epsilon) 
 
 Status cpu(KernelContext& ctx) {
   const TensorRef& x = ctx.input(0);
-  if (!ctx.has_input(1)) return ctx.error("missing required input 1 (Scale)");
-  for (size_t i = 1; i < 3; ++i) {
-    if (!ctx.has_input(i)) continue;
-    if (ctx.input(i).dtype != x.dtype || !broadcasts_to(ctx.input(i).dims, x.dims))
-      return ctx.error("input " + std::to_string(i) + " (" + dims_to_string(ctx.input(i).dims) +
-                       ") does not match X (" + dims_to_string(x.dims) + ")");
-  }
-  SRT_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.node().attr_int("axis", -1));
-  SRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.node(), axis_attr, static_cast<int64_t>(x.dims.size())));
-  SRT_ASSIGN_OR_RETURN(float epsilon, ctx.node().attr_float("epsilon", 1e-5f));
-  int64_t rows = 1, cols = 1;
-  for (size_t d = 0; d < x.dims.size(); ++d) (static_cast<int64_t>(d) < axis ? rows : cols) *= x.dims[d];
+  SRT_RETURN_IF_ERROR(check_layer_norm_params(ctx));
+  SRT_ASSIGN_OR_RETURN(LayerNormGeometry g, layer_norm_geometry(ctx.node(), x.dims));
+  const int64_t rows = g.rows, cols = g.cols;
+  const float epsilon = g.epsilon;
   for (size_t i = 1; i < 3; ++i)
     if (ctx.has_output(i) && ctx.output(i).numel() != rows)
       return ctx.error("output " + std::to_string(i) + " holds " + std::to_string(ctx.output(i).numel()) +

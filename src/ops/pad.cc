@@ -6,20 +6,10 @@
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/pad.h"
 
 namespace streamrt::ops {
 namespace {
-
-enum class PadMode { kConstant, kReflect, kEdge, kWrap };
-
-Result<PadMode> read_mode(const ir::Node& node) {
-  SRT_ASSIGN_OR_RETURN(std::string m, node.attr_string("mode", std::string("constant")));
-  if (m == "constant") return PadMode::kConstant;
-  if (m == "reflect") return PadMode::kReflect;
-  if (m == "edge") return PadMode::kEdge;
-  if (m == "wrap") return PadMode::kWrap;
-  return node.error(StatusCode::kUnsupported, "pad mode '" + m + "' is not supported");
-}
 
 // Per-dim (begin, end) pads for `rank` from the pads values and optional axes.
 Result<std::vector<std::pair<int64_t, int64_t>>> per_dim_pads(const ir::Node& node, const std::vector<int64_t>& pads,
@@ -48,9 +38,61 @@ Result<int64_t> padded_dim(const ir::Node& node, int64_t dim, std::pair<int64_t,
   return out;
 }
 
+}  // namespace
+
+Result<PadMode> read_pad_mode(const ir::Node& node) {
+  SRT_ASSIGN_OR_RETURN(std::string m, node.attr_string("mode", std::string("constant")));
+  if (m == "constant") return PadMode::kConstant;
+  if (m == "reflect") return PadMode::kReflect;
+  if (m == "edge") return PadMode::kEdge;
+  if (m == "wrap") return PadMode::kWrap;
+  return node.error(StatusCode::kUnsupported, "pad mode '" + m + "' is not supported");
+}
+
+std::string pads_attr_name(const ir::Node& node) { return node.has_attr("paddings") ? "paddings" : "pads"; }
+
+Result<PadParams> resolve_pad(const ir::Node& node, const Dims& in_dims, const std::vector<int64_t>& pads,
+                              const std::optional<std::vector<int64_t>>& axes) {
+  const size_t rank = in_dims.size();
+  PadParams params;
+  SRT_ASSIGN_OR_RETURN(params.pads, per_dim_pads(node, pads, axes, static_cast<int64_t>(rank)));
+  params.out_dims.resize(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    SRT_ASSIGN_OR_RETURN(params.out_dims[d], padded_dim(node, in_dims[d], params.pads[d]));
+  }
+  return params;
+}
+
+Result<std::vector<unsigned char>> pad_attribute_fill(const ir::Node& node, DataType dt) {
+  std::vector<unsigned char> bytes(dtype_size(dt), 0);
+  SRT_ASSIGN_OR_RETURN(float value, node.attr_float("value", 0.f));
+  SRT_RETURN_IF_ERROR(dispatch<kAll>(dt, node.describe(), [&]<typename T>() {
+    T t;
+    if constexpr (std::is_same_v<T, bool>) {
+      t = value != 0.f;
+    } else if constexpr (std::is_integral_v<T>) {
+      // Clamp first: casting an out-of-range float to an integer is undefined.
+      const double lo = static_cast<double>(std::numeric_limits<T>::min());
+      const double hi = static_cast<double>(std::numeric_limits<T>::max());
+      const double v = value;
+      t = std::isnan(v) ? T(0)
+          : v <= lo     ? std::numeric_limits<T>::min()
+          : v >= hi     ? std::numeric_limits<T>::max()
+                        : static_cast<T>(v);
+    } else {
+      t = store<T>(static_cast<compute_t<T>>(value));
+    }
+    std::memcpy(bytes.data(), &t, sizeof(T));
+    return ok_status();
+  }));
+  return bytes;
+}
+
+namespace {
+
 Status infer(InferContext& ctx) {
   if (!ctx.has_input(0)) return ctx.error("missing input 0");
-  SRT_RETURN_IF_ERROR(read_mode(ctx.node()).status());
+  SRT_RETURN_IF_ERROR(read_pad_mode(ctx.node()).status());
   const DataType dt = ctx.input_dtype(0);
   if (ctx.has_input(2) && ctx.input_dtype(2) != dt)
     return ctx.error(std::string("constant_value is ") + dtype_name(ctx.input_dtype(2)) + ", data is " + dtype_name(dt));
@@ -60,7 +102,7 @@ Status infer(InferContext& ctx) {
     return ok_status();
   }
   const int64_t rank = static_cast<int64_t>(x.dims.size());
-  const std::string pads_attr = ctx.node().has_attr("paddings") ? "paddings" : "pads";
+  const std::string pads_attr = pads_attr_name(ctx.node());
   SRT_ASSIGN_OR_RETURN(IntList pads, read_int_list(ctx, 1, pads_attr));
   SRT_ASSIGN_OR_RETURN(IntList axes, read_int_list(ctx, 3, "axes"));
   if (!pads.given) return ctx.error("missing pads");
@@ -76,11 +118,9 @@ Status infer(InferContext& ctx) {
     ctx.set_output(0, dt, std::move(out));
     return ok_status();
   }
-  SRT_ASSIGN_OR_RETURN(auto p, per_dim_pads(ctx.node(), *pads.values, axes.values, rank));
-  for (size_t d = 0; d < out.size(); ++d) {
-    SRT_ASSIGN_OR_RETURN(out[d], padded_dim(ctx.node(), out[d], p[d]));
-  }
-  ctx.set_output(0, dt, std::move(out));
+  // resolve_pad keeps dynamic dims dynamic.
+  SRT_ASSIGN_OR_RETURN(PadParams params, resolve_pad(ctx.node(), x.dims, *pads.values, axes.values));
+  ctx.set_output(0, dt, std::move(params.out_dims));
   return ok_status();
 }
 
@@ -112,27 +152,7 @@ Result<std::vector<unsigned char>> constant_bytes(KernelContext& ctx, DataType d
     std::memcpy(bytes.data(), v.data, bytes.size());
     return bytes;
   }
-  SRT_ASSIGN_OR_RETURN(float value, ctx.node().attr_float("value", 0.f));
-  SRT_RETURN_IF_ERROR(dispatch<kAll>(dt, ctx.node().describe(), [&]<typename T>() {
-    T t;
-    if constexpr (std::is_same_v<T, bool>) {
-      t = value != 0.f;
-    } else if constexpr (std::is_integral_v<T>) {
-      // Clamp first: casting an out-of-range float to an integer is undefined.
-      const double lo = static_cast<double>(std::numeric_limits<T>::min());
-      const double hi = static_cast<double>(std::numeric_limits<T>::max());
-      const double v = value;
-      t = std::isnan(v) ? T(0)
-          : v <= lo     ? std::numeric_limits<T>::min()
-          : v >= hi     ? std::numeric_limits<T>::max()
-                        : static_cast<T>(v);
-    } else {
-      t = store<T>(static_cast<compute_t<T>>(value));
-    }
-    std::memcpy(bytes.data(), &t, sizeof(T));
-    return ok_status();
-  }));
-  return bytes;
+  return pad_attribute_fill(ctx.node(), dt);
 }
 
 Status cpu(KernelContext& ctx) {
@@ -140,16 +160,14 @@ Status cpu(KernelContext& ctx) {
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
   const size_t rank = x.dims.size();
-  SRT_ASSIGN_OR_RETURN(PadMode mode, read_mode(ctx.node()));
-  const std::string pads_attr = ctx.node().has_attr("paddings") ? "paddings" : "pads";
+  SRT_ASSIGN_OR_RETURN(PadMode mode, read_pad_mode(ctx.node()));
+  const std::string pads_attr = pads_attr_name(ctx.node());
   SRT_ASSIGN_OR_RETURN(auto pads, int_list_input_or_attr(ctx, 1, pads_attr));
   SRT_ASSIGN_OR_RETURN(auto axes, int_list_input_or_attr(ctx, 3, "axes"));
   if (!pads) return ctx.error("missing pads");
-  SRT_ASSIGN_OR_RETURN(auto p, per_dim_pads(ctx.node(), *pads, axes, static_cast<int64_t>(rank)));
-  Dims out(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    SRT_ASSIGN_OR_RETURN(out[d], padded_dim(ctx.node(), x.dims[d], p[d]));
-  }
+  SRT_ASSIGN_OR_RETURN(PadParams params, resolve_pad(ctx.node(), x.dims, *pads, axes));
+  const auto& p = params.pads;
+  const Dims& out = params.out_dims;
   SRT_RETURN_IF_ERROR(check_output(ctx, 0, x.dtype, out));
   if (y.numel() == 0) return ok_status();
   if (mode != PadMode::kConstant && x.numel() == 0) return ctx.error("cannot pad an empty input in this mode");

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/range.h"
 
 namespace streamrt::ops {
 namespace {
@@ -45,7 +46,9 @@ T scalar_of(const void* data) {
   return *static_cast<const T*>(data);
 }
 
-Result<int64_t> length_of(const ir::Node& node, DataType t, const void* s, const void* l, const void* d) {
+}  // namespace
+
+Result<int64_t> range_length(const ir::Node& node, DataType t, const void* s, const void* l, const void* d) {
   switch (t) {
     case DataType::kFloat32: return float_length(node, scalar_of<float>(s), scalar_of<float>(l), scalar_of<float>(d));
     case DataType::kInt32:
@@ -55,6 +58,8 @@ Result<int64_t> length_of(const ir::Node& node, DataType t, const void* s, const
     default: return node.error(StatusCode::kUnsupported, std::string("data type ") + dtype_name(t));
   }
 }
+
+namespace {
 
 const char* const kNames[] = {"start", "limit", "delta"};
 
@@ -80,7 +85,7 @@ Status infer(InferContext& ctx) {
     ctx.set_output(0, t, {kDynamicDim});
     return ok_status();
   }
-  SRT_ASSIGN_OR_RETURN(int64_t n, length_of(ctx.node(), t, ctx.input_value(0)->data(), ctx.input_value(1)->data(),
+  SRT_ASSIGN_OR_RETURN(int64_t n, range_length(ctx.node(), t, ctx.input_value(0)->data(), ctx.input_value(1)->data(),
                                             ctx.input_value(2)->data()));
   ctx.set_output(0, t, {n});
   return ok_status();
@@ -104,7 +109,7 @@ Status cpu(KernelContext& ctx) {
   const DataType t = ctx.input(0).dtype;
   const void* s = ctx.input(0).data;
   const void* d = ctx.input(2).data;
-  SRT_ASSIGN_OR_RETURN(int64_t n, length_of(ctx.node(), t, s, ctx.input(1).data, d));
+  SRT_ASSIGN_OR_RETURN(int64_t n, range_length(ctx.node(), t, s, ctx.input(1).data, d));
   const TensorRef& y = ctx.output(0);
   if (y.dims != Dims{n})
     return ctx.error("output shape " + dims_to_string(y.dims) + " differs from the range length " + std::to_string(n));

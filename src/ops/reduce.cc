@@ -11,17 +11,10 @@
 #include <limits>
 
 #include "ops/common.h"
+#include "ops/reduce.h"
 
 namespace streamrt::ops {
 namespace {
-
-enum class Reduce { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
-
-struct ReduceInfo {
-  const char* op_type;
-  Reduce op;
-  unsigned types;  // DTypeSet bits accepted for the data input
-};
 
 // Integer inputs only where the result stays an integer computation.
 constexpr ReduceInfo kReduceInfos[] = {
@@ -37,23 +30,20 @@ constexpr ReduceInfo kReduceInfos[] = {
     {"ReduceLogSumExp", Reduce::kLogSumExp, kFloats},
 };
 
-const ReduceInfo& info_of(const std::string& op_type) {
+}  // namespace
+
+const ReduceInfo* reduce_info(const std::string& op_type) {
   for (const auto& r : kReduceInfos)
-    if (op_type == r.op_type) return r;
-  return kReduceInfos[0];  // unreachable: only registered names reach here
+    if (op_type == r.op_type) return &r;
+  return nullptr;
 }
 
-bool dtype_in(DataType t, unsigned set) {
+bool reduce_dtype_in(DataType t, unsigned set) {
   if (is_float(t)) return (set & kFloats) != 0;
   if (t == DataType::kUInt8) return (set & kUnsigned) != 0;
   if (is_integer(t)) return (set & kSignedInts) != 0;
   return t == DataType::kBool && (set & kBools) != 0;
 }
-
-struct ReduceAttrs {
-  bool keepdims = true;
-  bool noop_with_empty_axes = false;
-};
 
 Result<ReduceAttrs> reduce_attrs(const ir::Node& node) {
   ReduceAttrs a;
@@ -64,7 +54,6 @@ Result<ReduceAttrs> reduce_attrs(const ir::Node& node) {
   return a;
 }
 
-// Per-axis "is reduced" flags from the (possibly absent / empty / negative) axes list.
 Result<std::vector<bool>> reduced_mask(const ir::Node& node, const std::optional<std::vector<int64_t>>& axes,
                                        int64_t rank, bool noop) {
   std::vector<bool> mask(static_cast<size_t>(rank), false);
@@ -81,6 +70,13 @@ Result<std::vector<bool>> reduced_mask(const ir::Node& node, const std::optional
     mask[a] = true;
   }
   return mask;
+}
+
+namespace {
+
+const ReduceInfo& info_of(const std::string& op_type) {
+  const ReduceInfo* r = reduce_info(op_type);
+  return r ? *r : kReduceInfos[0];  // unreachable fallback: only registered names reach here
 }
 
 Dims reduced_dims(const Dims& in, const std::vector<bool>& mask, bool keepdims) {
@@ -162,16 +158,7 @@ inline double wrap_abs(double a) { return std::abs(a); }
 
 template <Reduce R, typename T>
 acc_t<T> init_value() {
-  using A = acc_t<T>;
-  if constexpr (R == Reduce::kProd) {
-    return A(1);
-  } else if constexpr (R == Reduce::kMax || R == Reduce::kMin) {
-    const bool max = R == Reduce::kMax;
-    if constexpr (std::is_floating_point_v<A>) return max ? -INFINITY : INFINITY;
-    else return max ? A(std::numeric_limits<T>::lowest()) : A(std::numeric_limits<T>::max());
-  } else {
-    return A(0);
-  }
+  return reduce_identity<R, acc_t<T>, T>();
 }
 
 template <Reduce R, typename A>
@@ -253,7 +240,7 @@ Status cpu(KernelContext& ctx) {
   const ReduceInfo& info = info_of(ctx.node().op_type);
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
-  if (!dtype_in(x.dtype, info.types))
+  if (!reduce_dtype_in(x.dtype, info.types))
     return ctx.unsupported(std::string("data type ") + dtype_name(x.dtype) + " is not supported");
   SRT_ASSIGN_OR_RETURN(ReduceAttrs a, reduce_attrs(ctx.node()));
   SRT_ASSIGN_OR_RETURN(auto axes, int_list_input_or_attr(ctx, 1, "axes"));

@@ -5,6 +5,7 @@
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/slice.h"
 
 namespace streamrt::ops {
 namespace {
@@ -108,34 +109,44 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
+}  // namespace
+
+Result<SliceView> resolve_slice(const ir::Node& node, const Dims& in_dims, std::vector<int64_t> starts,
+                                std::vector<int64_t> ends, std::optional<std::vector<int64_t>> axes,
+                                std::optional<std::vector<int64_t>> steps) {
+  const int64_t rank = static_cast<int64_t>(in_dims.size());
+  SRT_ASSIGN_OR_RETURN(SliceParams p, make_params(node, rank, std::move(starts), std::move(ends),
+                                                  std::move(axes), std::move(steps)));
+  // A strided view of the input: per-dim start offset and step-scaled strides.
+  const auto in_strides = dense_strides(in_dims);
+  SliceView v{in_dims, in_strides, 0};
+  for (size_t i = 0; i < p.axes.size(); ++i) {
+    const size_t a = static_cast<size_t>(p.axes[i]);
+    AxisSlice s = clamp_axis(in_dims[a], p.starts[i], p.ends[i], p.steps[i]);
+    v.out_dims[a] = s.len;
+    if (s.len == 0) continue;
+    v.offset += s.start * in_strides[a];
+    // With one element the stride is unused (and step * stride might overflow).
+    v.strides[a] = s.len > 1 ? s.step * in_strides[a] : 0;
+  }
+  return v;
+}
+
+namespace {
+
 Status cpu(KernelContext& ctx) {
   SRT_RETURN_IF_ERROR(require_bound(ctx, 1));
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
-  const int64_t rank = static_cast<int64_t>(x.dims.size());
   SRT_ASSIGN_OR_RETURN(auto starts, int_list_input_or_attr(ctx, 1, "starts"));
   SRT_ASSIGN_OR_RETURN(auto ends, int_list_input_or_attr(ctx, 2, "ends"));
   SRT_ASSIGN_OR_RETURN(auto axes, int_list_input_or_attr(ctx, 3, "axes"));
   SRT_ASSIGN_OR_RETURN(auto steps, int_list_input_or_attr(ctx, 4, "steps"));
   if (!starts || !ends) return ctx.error("missing starts or ends");
-  SRT_ASSIGN_OR_RETURN(SliceParams p, make_params(ctx.node(), rank, std::move(*starts), std::move(*ends),
+  SRT_ASSIGN_OR_RETURN(SliceView v, resolve_slice(ctx.node(), x.dims, std::move(*starts), std::move(*ends),
                                                   std::move(axes), std::move(steps)));
-  // A strided view of the input: per-dim start offset and step-scaled strides.
-  const auto in_strides = dense_strides(x.dims);
-  std::vector<int64_t> strides = in_strides;
-  Dims out = x.dims;
-  int64_t offset = 0;
-  for (size_t i = 0; i < p.axes.size(); ++i) {
-    const size_t a = static_cast<size_t>(p.axes[i]);
-    AxisSlice s = clamp_axis(x.dims[a], p.starts[i], p.ends[i], p.steps[i]);
-    out[a] = s.len;
-    if (s.len == 0) continue;
-    offset += s.start * in_strides[a];
-    // With one element the stride is unused (and step * stride might overflow).
-    strides[a] = s.len > 1 ? s.step * in_strides[a] : 0;
-  }
-  SRT_RETURN_IF_ERROR(check_output(ctx, 0, x.dtype, out));
-  strided_copy(y.data, x.data, dtype_size(x.dtype), out, strides, offset);
+  SRT_RETURN_IF_ERROR(check_output(ctx, 0, x.dtype, v.out_dims));
+  strided_copy(y.data, x.data, dtype_size(x.dtype), v.out_dims, v.strides, v.offset);
   return ok_status();
 }
 

@@ -7,19 +7,10 @@
 #include <limits>
 
 #include "ops/common.h"
+#include "ops/softmax.h"
 
 namespace streamrt::ops {
-namespace {
 
-// The tensor viewed as [outer, dim, inner]; the op normalizes over `dim`.
-struct Geometry {
-  int64_t outer = 1;
-  int64_t dim = 1;
-  int64_t inner = 1;
-};
-
-// Normalized axis for `rank`. Opsets before 11 state no range; like Flatten they get axis ==
-// rank too (coerced 2-D shape [N, 1]). From 11 on the range is [-rank, rank - 1].
 Result<int64_t> softmax_axis(const ir::Node& node, int64_t rank) {
   const bool legacy = node.opset < 13;
   SRT_ASSIGN_OR_RETURN(int64_t axis, node.attr_int("axis", legacy ? 1 : -1));
@@ -31,10 +22,10 @@ Result<int64_t> softmax_axis(const ir::Node& node, int64_t rank) {
   return a;
 }
 
-Result<Geometry> geometry(const ir::Node& node, const Dims& dims) {
+Result<SoftmaxGeometry> softmax_geometry(const ir::Node& node, const Dims& dims) {
   const int64_t rank = static_cast<int64_t>(dims.size());
   SRT_ASSIGN_OR_RETURN(int64_t axis, softmax_axis(node, rank));
-  Geometry g;
+  SoftmaxGeometry g;
   for (int64_t d = 0; d < axis; ++d) g.outer *= dims[d];
   if (node.opset < 13) {
     for (int64_t d = axis; d < rank; ++d) g.dim *= dims[d];
@@ -44,6 +35,10 @@ Result<Geometry> geometry(const ir::Node& node, const Dims& dims) {
   }
   return g;
 }
+
+namespace {
+
+using Geometry = SoftmaxGeometry;
 
 Status infer(InferContext& ctx) {
   SRT_RETURN_IF_ERROR(require_input(ctx, 0, kFloats));
@@ -87,7 +82,7 @@ void softmax_rows(const T* x, T* y, const Geometry& g, bool log_softmax) {
 Status cpu(KernelContext& ctx) {
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
-  SRT_ASSIGN_OR_RETURN(Geometry g, geometry(ctx.node(), x.dims));
+  SRT_ASSIGN_OR_RETURN(Geometry g, softmax_geometry(ctx.node(), x.dims));
   const bool log_softmax = ctx.node().op_type == "LogSoftmax";
   return dispatch<kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() {
     softmax_rows<T>(x.as<T>(), y.as<T>(), g, log_softmax);

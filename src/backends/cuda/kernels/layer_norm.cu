@@ -1,4 +1,5 @@
-// LayerNormalization (opset 17) on CUDA, mirroring src/ops/layer_normalization.cc:
+// LayerNormalization (opset 17) on CUDA, mirroring src/ops/layer_normalization.cc (parameter
+// checks, axis, epsilon and the [rows, cols] view come from ops/layer_normalization.h):
 // Y = (X - mean) / sqrt(var + epsilon) * Scale + B over the axes [axis, rank); optional outputs
 // Mean and InvStdDev (one per row, in the stash type the output was allocated with).
 // A block per row; statistics in float, two passes (mean, then the mean squared deviation: no
@@ -7,6 +8,7 @@
 #include <cmath>
 
 #include "backends/cuda/kernels/norm_util.cuh"
+#include "ops/layer_normalization.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -74,17 +76,6 @@ __global__ void fill_nan(void* p, StatType t, int64_t n) {
     store_stat(p, t, i, NAN);
 }
 
-// True when `s` broadcasts to `x` without changing it (as in the CPU file).
-bool broadcasts_to(const Dims& s, const Dims& x) {
-  if (s.size() > x.size()) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const int64_t ds = s[s.size() - 1 - i];
-    const int64_t dx = x[x.size() - 1 - i];
-    if (ds != 1 && ds != dx && ds >= 0 && dx >= 0) return false;
-  }
-  return true;
-}
-
 // Describes how input `i` (Scale or B, already checked to broadcast to X) is indexed.
 Result<Param> make_param(const CudaKernelContext& ctx, size_t i, int64_t axis) {
   Param p;
@@ -128,20 +119,12 @@ StatType stat_type(DataType t) {
 Status layer_norm_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef& x = ctx.input(0);
   const ops::TensorRef& y = ctx.output(0);
-  if (!ctx.has_input(1)) return ctx.error("missing required input 1 (Scale)");
-  for (size_t i = 1; i < 3; ++i) {
-    if (!ctx.has_input(i)) continue;
-    if (ctx.input(i).dtype != x.dtype || !broadcasts_to(ctx.input(i).dims, x.dims))
-      return ctx.error("input " + std::to_string(i) + " (" + dims_to_string(ctx.input(i).dims) +
-                       ") does not match X (" + dims_to_string(x.dims) + ")");
-  }
+  SRT_RETURN_IF_ERROR(ops::check_layer_norm_params(ctx));
   if (y.dims != x.dims || y.dtype != x.dtype)
     return ctx.error("output " + dims_to_string(y.dims) + " does not match X " + dims_to_string(x.dims));
-  SRT_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.node().attr_int("axis", -1));
-  SRT_ASSIGN_OR_RETURN(int64_t axis, ops::normalize_axis(ctx.node(), axis_attr, static_cast<int64_t>(x.dims.size())));
-  SRT_ASSIGN_OR_RETURN(float epsilon, ctx.node().attr_float("epsilon", 1e-5f));
-  int64_t rows = 1, cols = 1;
-  for (size_t d = 0; d < x.dims.size(); ++d) (static_cast<int64_t>(d) < axis ? rows : cols) *= x.dims[d];
+  SRT_ASSIGN_OR_RETURN(ops::LayerNormGeometry g, ops::layer_norm_geometry(ctx.node(), x.dims));
+  const int64_t axis = g.axis, rows = g.rows, cols = g.cols;
+  const float epsilon = g.epsilon;
   void* stat_out[2] = {nullptr, nullptr};
   StatType stat_types[2] = {StatType::kNone, StatType::kNone};
   for (size_t i = 1; i < 3; ++i) {

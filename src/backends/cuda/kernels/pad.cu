@@ -1,56 +1,29 @@
 // Pad on CUDA (modes constant, reflect, edge, wrap; negative pads crop): one thread per output
 // element maps each coordinate to its source as src/ops/pad.cc's source_index does. pads and
 // axes come from the host copies of inputs 1 and 3 (shape inputs of Pad) or the attributes of
-// older opsets; the constant is input 2 read on the device, or the 'value' attribute converted
-// on the host to the data type exactly as the CPU kernel converts it.
+// older opsets and are resolved by ops::resolve_pad (src/ops/pad.h, the CPU kernel's code); the
+// constant is input 2 read on the device, or the 'value' attribute converted on the host by
+// ops::pad_attribute_fill, as on the CPU.
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "backends/cuda/kernels/data_movement.cuh"
 #include "ops/data_movement.h"
+#include "ops/pad.h"
 
 namespace streamrt::cuda {
 namespace {
 
-enum PadMode : int { kConstant = 0, kReflect, kEdge, kWrap };
+// The mode as a plain int on the device; the values are ops::PadMode's.
+enum PadModeCode : int {
+  kConstant = static_cast<int>(ops::PadMode::kConstant),
+  kReflect = static_cast<int>(ops::PadMode::kReflect),
+  kEdge = static_cast<int>(ops::PadMode::kEdge),
+  kWrap = static_cast<int>(ops::PadMode::kWrap),
+};
 
 constexpr int kMaxPadDims = 8;
-
-Result<PadMode> read_mode(const ir::Node& node) {
-  SRT_ASSIGN_OR_RETURN(std::string m, node.attr_string("mode", std::string("constant")));
-  if (m == "constant") return kConstant;
-  if (m == "reflect") return kReflect;
-  if (m == "edge") return kEdge;
-  if (m == "wrap") return kWrap;
-  return node.error(StatusCode::kUnsupported, "pad mode '" + m + "' is not supported");
-}
-
-// Per-dim (begin, end) pads for `rank` from the pads values and optional axes (as pad.cc).
-Result<std::vector<std::pair<int64_t, int64_t>>> per_dim_pads(const ir::Node& node, const std::vector<int64_t>& pads,
-                                                              const std::optional<std::vector<int64_t>>& axes,
-                                                              int64_t rank) {
-  std::vector<int64_t> ax;
-  if (axes) {
-    SRT_ASSIGN_OR_RETURN(ax, ops::normalize_axes(node, *axes, rank));
-  } else {
-    for (int64_t d = 0; d < rank; ++d) ax.push_back(d);
-  }
-  if (pads.size() != 2 * ax.size())
-    return node.error(StatusCode::kInvalidModel, "pads has " + std::to_string(pads.size()) + " values, expected " +
-                                                     std::to_string(2 * ax.size()));
-  std::vector<std::pair<int64_t, int64_t>> out(static_cast<size_t>(rank), {0, 0});
-  for (size_t i = 0; i < ax.size(); ++i) out[ax[i]] = {pads[i], pads[i + ax.size()]};
-  return out;
-}
-
-Result<int64_t> padded_dim(const ir::Node& node, int64_t dim, std::pair<int64_t, int64_t> p) {
-  int64_t out;
-  if (__builtin_add_overflow(dim, p.first, &out) || __builtin_add_overflow(out, p.second, &out))
-    return node.error(StatusCode::kInvalidModel, "pads overflow a dim of " + std::to_string(dim));
-  if (out < 0) return node.error(StatusCode::kInvalidModel, "pads crop a dim of " + std::to_string(dim) + " below 0");
-  return out;
-}
 
 // Source index for output index `i` on a dim of length `n` with `begin` padding; -1 means
 // "the constant". n > 0 for the non-constant modes (checked on the host). As pad.cc.
@@ -100,30 +73,13 @@ __global__ void pad_kernel(E* __restrict__ dst, const E* __restrict__ src, PadVi
   }
 }
 
-// The 'value' attribute (default 0) as the data type's bytes, converted as pad.cc does.
+// The 'value' attribute (default 0) as the data type's bytes, converted by the CPU kernel's own
+// ops::pad_attribute_fill, in the low bytes of a uint64_t (little-endian).
 Result<uint64_t> attribute_fill_bits(const CudaKernelContext& ctx, DataType dt) {
-  SRT_ASSIGN_OR_RETURN(float value, ctx.node().attr_float("value", 0.f));
+  SRT_ASSIGN_OR_RETURN(auto bytes, ops::pad_attribute_fill(ctx.node(), dt));
   uint64_t bits = 0;
-  SRT_RETURN_IF_ERROR(ops::dispatch<ops::kAll>(dt, ctx.node().describe(), [&]<typename T>() {
-    T t;
-    if constexpr (std::is_same_v<T, bool>) {
-      t = value != 0.f;
-    } else if constexpr (std::is_integral_v<T>) {
-      // Clamp first: casting an out-of-range float to an integer is undefined.
-      const double lo = static_cast<double>(std::numeric_limits<T>::min());
-      const double hi = static_cast<double>(std::numeric_limits<T>::max());
-      const double v = value;
-      t = std::isnan(v) ? T(0)
-          : v <= lo     ? std::numeric_limits<T>::min()
-          : v >= hi     ? std::numeric_limits<T>::max()
-                        : static_cast<T>(v);
-    } else {
-      t = ops::store<T>(static_cast<ops::compute_t<T>>(value));
-    }
-    static_assert(sizeof(T) <= sizeof(bits));
-    std::memcpy(&bits, &t, sizeof(T));  // little-endian: the low bytes hold the element
-    return ok_status();
-  }));
+  if (bytes.size() > sizeof(bits)) return internal_error("pad: no 16-byte data types");
+  std::memcpy(&bits, bytes.data(), bytes.size());
   return bits;
 }
 
@@ -132,16 +88,15 @@ Status pad_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef& x = ctx.input(0);
   const ops::TensorRef& y = ctx.output(0);
   const size_t rank = x.dims.size();
-  SRT_ASSIGN_OR_RETURN(PadMode mode, read_mode(ctx.node()));
-  const std::string pads_attr = ctx.node().has_attr("paddings") ? "paddings" : "pads";
+  SRT_ASSIGN_OR_RETURN(ops::PadMode pad_mode, ops::read_pad_mode(ctx.node()));
+  const int mode = static_cast<int>(pad_mode);
+  const std::string pads_attr = ops::pads_attr_name(ctx.node());
   SRT_ASSIGN_OR_RETURN(auto pads, host_int_list(ctx, 1, pads_attr));
   SRT_ASSIGN_OR_RETURN(auto axes, host_int_list(ctx, 3, "axes"));
   if (!pads) return ctx.error("missing pads");
-  SRT_ASSIGN_OR_RETURN(auto p, per_dim_pads(ctx.node(), *pads, axes, static_cast<int64_t>(rank)));
-  Dims out(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    SRT_ASSIGN_OR_RETURN(out[d], padded_dim(ctx.node(), x.dims[d], p[d]));
-  }
+  SRT_ASSIGN_OR_RETURN(ops::PadParams params, ops::resolve_pad(ctx.node(), x.dims, *pads, axes));
+  const auto& p = params.pads;
+  const Dims& out = params.out_dims;
   SRT_RETURN_IF_ERROR(ops::check_output(ctx, 0, x.dtype, out));
   if (y.numel() == 0) return ok_status();
   if (mode != kConstant && x.numel() == 0) return ctx.error("cannot pad an empty input in this mode");

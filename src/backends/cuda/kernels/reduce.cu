@@ -1,5 +1,6 @@
 // Reductions on CUDA (ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
-// ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp), mirroring src/ops/reduce.cc:
+// ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp), mirroring src/ops/reduce.cc (the
+// host-side parameter logic is the same code, from ops/reduce.h):
 // axes from the attribute or input 1 (a shape input: its host copy), keepdims,
 // noop_with_empty_axes; floats accumulate in double, integers in int64 with wrap-around; empty
 // reductions give the CPU kernel's identities (0, 1, lowest / highest, -inf, NaN for a float Mean).
@@ -15,45 +16,14 @@
 #include <optional>
 
 #include "backends/cuda/kernels/norm_util.cuh"
+#include "ops/reduce.h"
 
 namespace streamrt::cuda {
 namespace {
 
 using norm::StridedSpace;
 
-enum class Reduce { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
-
-struct ReduceInfo {
-  const char* op_type;
-  Reduce op;
-  unsigned types;  // DTypeSet bits accepted for the data input (as in reduce.cc)
-};
-
-constexpr ReduceInfo kReduceInfos[] = {
-    {"ReduceSum", Reduce::kSum, ops::kFloats | ops::kSignedInts},
-    {"ReduceMean", Reduce::kMean, ops::kFloats | ops::kSignedInts},
-    {"ReduceMax", Reduce::kMax, ops::kNumeric},
-    {"ReduceMin", Reduce::kMin, ops::kNumeric},
-    {"ReduceProd", Reduce::kProd, ops::kFloats | ops::kSignedInts},
-    {"ReduceL1", Reduce::kL1, ops::kFloats | ops::kSignedInts},
-    {"ReduceL2", Reduce::kL2, ops::kFloats},
-    {"ReduceSumSquare", Reduce::kSumSquare, ops::kFloats | ops::kSignedInts},
-    {"ReduceLogSum", Reduce::kLogSum, ops::kFloats},
-    {"ReduceLogSumExp", Reduce::kLogSumExp, ops::kFloats},
-};
-
-const ReduceInfo* info_of(const std::string& op_type) {
-  for (const auto& r : kReduceInfos)
-    if (op_type == r.op_type) return &r;
-  return nullptr;
-}
-
-bool dtype_in(DataType t, unsigned set) {
-  if (is_float(t)) return (set & ops::kFloats) != 0;
-  if (t == DataType::kUInt8) return (set & ops::kUnsigned) != 0;
-  if (is_integer(t)) return (set & ops::kSignedInts) != 0;
-  return t == DataType::kBool && (set & ops::kBools) != 0;
-}
+using ops::Reduce;
 
 // --- device arithmetic (as reduce.cc: integers wrap, NaN wins Max / Min) -------------------
 
@@ -194,16 +164,7 @@ __global__ void reduce_coop(const T* x, T* y, Geometry g, racc_t<T> init) {
 
 template <Reduce R, typename T>
 racc_t<T> init_value() {
-  using A = racc_t<T>;
-  if constexpr (R == Reduce::kProd) {
-    return A(1);
-  } else if constexpr (R == Reduce::kMax || R == Reduce::kMin) {
-    const bool max = R == Reduce::kMax;
-    if constexpr (std::is_floating_point_v<A>) return max ? -INFINITY : INFINITY;
-    else return max ? A(std::numeric_limits<T>::lowest()) : A(std::numeric_limits<T>::max());
-  } else {
-    return A(0);
-  }
+  return ops::reduce_identity<R, racc_t<T>, T>();
 }
 
 // Integer inputs only where reduce.cc accepts them.
@@ -275,25 +236,6 @@ Result<std::optional<std::vector<int64_t>>> axes_of(const CudaKernelContext& ctx
   return std::optional<std::vector<int64_t>>();
 }
 
-// As reduced_mask in reduce.cc.
-Result<std::vector<bool>> reduced_mask(const ir::Node& node, const std::optional<std::vector<int64_t>>& axes,
-                                       int64_t rank, bool noop) {
-  std::vector<bool> mask(static_cast<size_t>(rank), false);
-  if (!axes || axes->empty()) {
-    if (!noop) mask.assign(mask.size(), true);
-    return mask;
-  }
-  for (int64_t axis : *axes) {
-    const int64_t a = axis < 0 ? axis + rank : axis;
-    if (a < 0 || a >= rank)
-      return node.error(StatusCode::kInvalidModel, "axis " + std::to_string(axis) +
-                                                       " is out of range for rank " + std::to_string(rank));
-    if (mask[a]) return node.error(StatusCode::kInvalidModel, "axis " + std::to_string(axis) + " is repeated");
-    mask[a] = true;
-  }
-  return mask;
-}
-
 // Splits the input's axes into merged kept / reduced groups. Sets *inner_reduced when the
 // innermost axis of size > 1 is a reduced one.
 Status build_geometry(const CudaKernelContext& ctx, const Dims& dims, const std::vector<bool>& mask, Geometry* g,
@@ -328,19 +270,20 @@ Status build_geometry(const CudaKernelContext& ctx, const Dims& dims, const std:
 }
 
 Status reduce_cuda(CudaKernelContext& ctx) {
-  const ReduceInfo* info = info_of(ctx.node().op_type);
+  const ops::ReduceInfo* info = ops::reduce_info(ctx.node().op_type);
   if (!info) return internal_error("not a reduction: " + ctx.node().op_type);
   const ops::TensorRef& x = ctx.input(0);
   const ops::TensorRef& y = ctx.output(0);
-  if (!dtype_in(x.dtype, info->types))
+  if (!ops::reduce_dtype_in(x.dtype, info->types))
     return ctx.unsupported(std::string("data type ") + dtype_name(x.dtype) + " is not supported");
   if (y.dtype != x.dtype)
     return ctx.error(std::string("output type ") + dtype_name(y.dtype) + " differs from the input's");
-  SRT_ASSIGN_OR_RETURN(int64_t keep, ctx.node().attr_int("keepdims", 1));
-  SRT_ASSIGN_OR_RETURN(int64_t noop, ctx.node().attr_int("noop_with_empty_axes", 0));
-  (void)keep;  // the output was allocated with the right dims; only its element order matters
+  // keepdims is not needed: the output was allocated with the right dims; only its element
+  // order matters (the attributes are still read, and checked, as on the CPU).
+  SRT_ASSIGN_OR_RETURN(ops::ReduceAttrs attrs, ops::reduce_attrs(ctx.node()));
   SRT_ASSIGN_OR_RETURN(auto axes, axes_of(ctx));
-  SRT_ASSIGN_OR_RETURN(auto mask, reduced_mask(ctx.node(), axes, static_cast<int64_t>(x.dims.size()), noop != 0));
+  SRT_ASSIGN_OR_RETURN(auto mask, ops::reduced_mask(ctx.node(), axes, static_cast<int64_t>(x.dims.size()),
+                                                    attrs.noop_with_empty_axes));
   Geometry g;
   bool inner_reduced = false;
   SRT_RETURN_IF_ERROR(build_geometry(ctx, x.dims, mask, &g, &inner_reduced));

@@ -1,4 +1,5 @@
-// Softmax and LogSoftmax on CUDA, mirroring src/ops/softmax.cc:
+// Softmax and LogSoftmax on CUDA, mirroring src/ops/softmax.cc (axis and geometry come from
+// ops::softmax_geometry, the same code as the CPU kernel):
 //   opset < 13: the input is coerced to 2-D at `axis` (default 1), each row of prod(dims[axis:])
 //               normalized on its own; opset >= 13: normalized along the single axis (default -1).
 // The tensor is viewed as [outer, dim, inner]. inner == 1 (the common case): a warp per row for
@@ -8,6 +9,7 @@
 #include <cmath>
 
 #include "backends/cuda/kernels/norm_util.cuh"
+#include "ops/softmax.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -19,37 +21,7 @@ constexpr int64_t kWarpRowMax = 1024;
 constexpr int kWarpsPerBlock = 8;
 constexpr int kRowBlock = 512;
 
-struct Geometry {
-  int64_t outer = 1;
-  int64_t dim = 1;
-  int64_t inner = 1;
-};
-
-// As softmax_axis in src/ops/softmax.cc: opsets before 11 also accept axis == rank.
-Result<int64_t> softmax_axis(const ir::Node& node, int64_t rank) {
-  const bool legacy = node.opset < 13;
-  SRT_ASSIGN_OR_RETURN(int64_t axis, node.attr_int("axis", legacy ? 1 : -1));
-  const int64_t upper = node.opset < 11 ? rank : rank - 1;
-  const int64_t a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a > upper)
-    return node.error(StatusCode::kInvalidModel, "axis " + std::to_string(axis) +
-                                                     " is out of range for rank " + std::to_string(rank));
-  return a;
-}
-
-Result<Geometry> geometry(const ir::Node& node, const Dims& dims) {
-  const int64_t rank = static_cast<int64_t>(dims.size());
-  SRT_ASSIGN_OR_RETURN(int64_t axis, softmax_axis(node, rank));
-  Geometry g;
-  for (int64_t d = 0; d < axis; ++d) g.outer *= dims[d];
-  if (node.opset < 13) {
-    for (int64_t d = axis; d < rank; ++d) g.dim *= dims[d];
-  } else {
-    g.dim = dims[axis];
-    for (int64_t d = axis + 1; d < rank; ++d) g.inner *= dims[d];
-  }
-  return g;
-}
+using Geometry = ops::SoftmaxGeometry;
 
 // Writes row element k given the row's max and sum of exp(v - max).
 template <typename T, bool kLog>
@@ -132,7 +104,7 @@ Status softmax_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef& y = ctx.output(0);
   if (y.dims != x.dims || y.dtype != x.dtype)
     return ctx.error("output " + dims_to_string(y.dims) + " does not match the input " + dims_to_string(x.dims));
-  SRT_ASSIGN_OR_RETURN(Geometry g, geometry(ctx.node(), x.dims));
+  SRT_ASSIGN_OR_RETURN(Geometry g, ops::softmax_geometry(ctx.node(), x.dims));
   if (x.numel() == 0) return ok_status();
   const bool log_softmax = ctx.node().op_type == "LogSoftmax";
   return cuda_dispatch<ops::kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() {
