@@ -28,7 +28,6 @@ Status constant_of_shape_cuda(CudaKernelContext& ctx) {
     return ctx.error("output " + dims_to_string(y.dims) + " does not match the requested shape " + dims_to_string(dims));
   const int64_t n = y.numel();
   if (n == 0) return ok_status();
-  const size_t es = dtype_size(y.dtype);
   auto go = [&]<typename U>() {
     U v;
     std::memcpy(&v, value.data(), sizeof(U));
@@ -36,13 +35,7 @@ Status constant_of_shape_cuda(CudaKernelContext& ctx) {
     SRT_CUDA_LAUNCH("constant_of_shape fill_kernel");
     return ok_status();
   };
-  switch (es) {
-    case 1: return go.operator()<uint8_t>();
-    case 2: return go.operator()<uint16_t>();
-    case 4: return go.operator()<uint32_t>();
-    case 8: return go.operator()<uint64_t>();
-    default: return ctx.unsupported(std::string("data type ") + dtype_name(y.dtype));
-  }
+  return dispatch_by_size(y.dtype, ctx, go);
 }
 
 }  // namespace

@@ -47,4 +47,17 @@ Status cuda_dispatch(DataType t, const std::string& what, F&& f) {
   return unsupported(what + ": data type " + dtype_name(t) + " is not supported on CUDA");
 }
 
+// For kernels that only move elements: calls f.template operator()<U>() with the unsigned type of
+// `t`'s element size (uint8_t .. uint64_t).
+template <typename F>
+Status dispatch_by_size(DataType t, const ops::KernelContext& ctx, F&& f) {
+  switch (dtype_size(t)) {
+    case 1: return f.template operator()<uint8_t>();
+    case 2: return f.template operator()<uint16_t>();
+    case 4: return f.template operator()<uint32_t>();
+    case 8: return f.template operator()<uint64_t>();
+    default: return ctx.unsupported(std::string("data type ") + dtype_name(t));
+  }
+}
+
 }  // namespace streamrt::cuda

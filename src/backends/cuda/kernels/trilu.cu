@@ -50,13 +50,7 @@ Status trilu_cuda(CudaKernelContext& ctx) {
     SRT_CUDA_LAUNCH("trilu_kernel");
     return ok_status();
   };
-  switch (dtype_size(x.dtype)) {
-    case 1: return go.operator()<uint8_t>();
-    case 2: return go.operator()<uint16_t>();
-    case 4: return go.operator()<uint32_t>();
-    case 8: return go.operator()<uint64_t>();
-    default: return ctx.unsupported(std::string("data type ") + dtype_name(x.dtype));
-  }
+  return dispatch_by_size(x.dtype, ctx, go);
 }
 
 }  // namespace

@@ -30,14 +30,7 @@ Status where_cuda(CudaKernelContext& ctx) {
     return launch_elementwise(ctx, "Where kernel", y.as<U>(), y.dims, SelectFn<U>{}, operand<uint8_t>(c),
                               operand<U>(a), operand<U>(b));
   };
-  switch (dtype_size(a.dtype)) {
-    case 1: return run.template operator()<uint8_t>();
-    case 2: return run.template operator()<uint16_t>();
-    case 4: return run.template operator()<uint32_t>();
-    case 8: return run.template operator()<uint64_t>();
-    default: break;
-  }
-  return ctx.unsupported(std::string("data type ") + dtype_name(a.dtype));
+  return dispatch_by_size(a.dtype, ctx, run);
 }
 
 constexpr int kBoundsAsInputsSince = 11;
