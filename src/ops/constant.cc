@@ -1,14 +1,15 @@
 // Constant: a tensor from exactly one of the attributes value, value_float(s), value_int(s).
 // The value is published at inference time so constant folding and shape computations see it.
+#include "ops/constant.h"
+
 #include <cstring>
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
 
 namespace streamrt::ops {
-namespace {
 
-Result<Tensor> constant_value(const ir::Node& node) {
+Result<std::string> constant_value_key(const ir::Node& node) {
   static const char* const kKeys[] = {"value", "value_float", "value_floats", "value_int",
                                       "value_ints", "value_string", "value_strings", "sparse_value"};
   std::string key;
@@ -18,6 +19,13 @@ Result<Tensor> constant_value(const ir::Node& node) {
     key = k;
   }
   if (key.empty()) return node.error(StatusCode::kInvalidModel, "has no value attribute");
+  return key;
+}
+
+namespace {
+
+Result<Tensor> constant_value(const ir::Node& node) {
+  SRT_ASSIGN_OR_RETURN(std::string key, constant_value_key(node));
   if (key == "value") return node.attr_tensor("value");
   if (key == "value_float") {
     SRT_ASSIGN_OR_RETURN(float f, node.attr_float(key));

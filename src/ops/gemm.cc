@@ -1,18 +1,11 @@
 // Gemm (opsets 7..13+): Y = alpha * op(A) * op(B) + beta * C, with C (optional from opset 11)
 // broadcast unidirectionally to M x N.
+#include "ops/gemm.h"
 #include "ops/gemm_util.h"
 
 namespace streamrt::ops {
-namespace {
 
-struct GemmAttrs {
-  bool trans_a = false;
-  bool trans_b = false;
-  float alpha = 1.f;
-  float beta = 1.f;
-};
-
-Result<GemmAttrs> read_attrs(const ir::Node& node) {
+Result<GemmAttrs> read_gemm_attrs(const ir::Node& node) {
   GemmAttrs a;
   SRT_ASSIGN_OR_RETURN(int64_t ta, node.attr_int("transA", 0));
   SRT_ASSIGN_OR_RETURN(int64_t tb, node.attr_int("transB", 0));
@@ -22,6 +15,9 @@ Result<GemmAttrs> read_attrs(const ir::Node& node) {
   a.trans_b = tb != 0;
   return a;
 }
+
+namespace {
+
 
 bool known(int64_t d) { return d >= 0; }
 
@@ -73,7 +69,7 @@ Status infer(InferContext& ctx) {
     if (ctx.has_input(i) && ctx.input_dtype(i) != t)
       return ctx.error(std::string("input ") + std::to_string(i) + " has type " +
                        dtype_name(ctx.input_dtype(i)) + ", expected " + dtype_name(t));
-  SRT_ASSIGN_OR_RETURN(GemmAttrs at, read_attrs(ctx.node()));
+  SRT_ASSIGN_OR_RETURN(GemmAttrs at, read_gemm_attrs(ctx.node()));
   int64_t m, n, k;
   SRT_RETURN_IF_ERROR(matrix_dims(ctx.node(), ctx.input(0).has_shape, ctx.input_dims(0),
                                   ctx.input(1).has_shape, ctx.input_dims(1), at, m, n, k));
@@ -121,7 +117,7 @@ Status run_typed(KernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, 
 
 Status cpu(KernelContext& ctx) {
   const ir::Node& node = ctx.node();
-  SRT_ASSIGN_OR_RETURN(GemmAttrs at, read_attrs(node));
+  SRT_ASSIGN_OR_RETURN(GemmAttrs at, read_gemm_attrs(node));
   const TensorRef& a = ctx.input(0);
   const TensorRef& b = ctx.input(1);
   for (size_t i = 1; i < 3; ++i)

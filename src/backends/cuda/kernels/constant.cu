@@ -3,24 +3,12 @@
 // engine's plan for the engine's lifetime, so the async host-to-device copy never reads freed
 // memory. The attribute choice and its checks mirror src/ops/constant.cc.
 #include "backends/cuda/kernels/data_movement.cuh"
+#include "ops/constant.h"
 #include "ops/data_movement.h"
 
 namespace streamrt::cuda {
 namespace {
 
-// The one value attribute present, or an error as constant.cc gives.
-Result<std::string> value_key(const ir::Node& node) {
-  static const char* const kKeys[] = {"value", "value_float", "value_floats", "value_int",
-                                      "value_ints", "value_string", "value_strings", "sparse_value"};
-  std::string key;
-  for (const char* k : kKeys) {
-    if (!node.has_attr(k)) continue;
-    if (!key.empty()) return node.error(StatusCode::kInvalidModel, "has both '" + key + "' and '" + k + "'");
-    key = k;
-  }
-  if (key.empty()) return node.error(StatusCode::kInvalidModel, "has no value attribute");
-  return key;
-}
 
 struct HostBytes {
   DataType dtype = DataType::kUndefined;
@@ -29,7 +17,7 @@ struct HostBytes {
 };
 
 Result<HostBytes> attribute_bytes(const ir::Node& node) {
-  SRT_ASSIGN_OR_RETURN(std::string key, value_key(node));
+  SRT_ASSIGN_OR_RETURN(std::string key, ops::constant_value_key(node));
   const ir::Attribute& a = node.attrs.at(key);
   // The typed getters check the attribute kind (and give constant.cc's errors).
   if (key == "value") {

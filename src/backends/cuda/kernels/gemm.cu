@@ -6,6 +6,7 @@
 
 #include "backends/cuda/blas/lt_matmul.h"
 #include "backends/cuda/kernels/cuda_types.cuh"
+#include "ops/gemm.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -126,25 +127,10 @@ __global__ void scale_kernel(T* y, int64_t total, float beta) {
 // ---------------------------------------------------------------------------------------
 // Gemm
 
-struct GemmAttrs {
-  bool trans_a = false, trans_b = false;
-  float alpha = 1.f, beta = 1.f;
-};
-
-Result<GemmAttrs> read_gemm_attrs(const ir::Node& node) {
-  GemmAttrs at;
-  SRT_ASSIGN_OR_RETURN(int64_t ta, node.attr_int("transA", 0));
-  SRT_ASSIGN_OR_RETURN(int64_t tb, node.attr_int("transB", 0));
-  SRT_ASSIGN_OR_RETURN(at.alpha, node.attr_float("alpha", 1.f));
-  SRT_ASSIGN_OR_RETURN(at.beta, node.attr_float("beta", 1.f));
-  at.trans_a = ta != 0;
-  at.trans_b = tb != 0;
-  return at;
-}
 
 // Gemm by the tiled kernel; Y already holds C broadcast when has_c.
 template <typename T>
-Status gemm_tiled(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c) {
+Status gemm_tiled(CudaKernelContext& ctx, const ops::GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c) {
   const ops::TensorRef& a = ctx.input(0);
   const ops::TensorRef& b = ctx.input(1);
   TiledGemmArgs g;
@@ -159,7 +145,7 @@ Status gemm_tiled(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_
 // Float Gemm: the bias epilogue for a row-vector C with beta 1, else C copied into Y and
 // accumulated with beta (cuBLASLt in place).
 template <typename T>
-Status gemm_float(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c,
+Status gemm_float(CudaKernelContext& ctx, const ops::GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c,
                   const std::vector<int64_t>& cs) {
   const ops::TensorRef& a = ctx.input(0);
   const ops::TensorRef& b = ctx.input(1);
@@ -207,7 +193,7 @@ Status gemm_float(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_
 }
 
 template <typename T>
-Status gemm_int(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c,
+Status gemm_int(CudaKernelContext& ctx, const ops::GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c,
                 const std::vector<int64_t>& cs) {
   if (has_c && m * n > 0) {
     broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(ctx.input(2).as<const T>(),
@@ -219,7 +205,7 @@ Status gemm_int(CudaKernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t 
 
 Status gemm_cuda(CudaKernelContext& ctx) {
   const ir::Node& node = ctx.node();
-  SRT_ASSIGN_OR_RETURN(GemmAttrs at, read_gemm_attrs(node));
+  SRT_ASSIGN_OR_RETURN(ops::GemmAttrs at, ops::read_gemm_attrs(node));
   const ops::TensorRef& a = ctx.input(0);
   const ops::TensorRef& b = ctx.input(1);
   for (size_t i = 1; i < 3; ++i)
