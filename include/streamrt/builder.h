@@ -30,6 +30,10 @@ struct BuilderConfig {
   // Precision of float layers: float32 keeps the model's types (strongly typed); float16 or
   // bfloat16 run float32 layers in half precision (inputs and outputs keep their types).
   DataType float_precision = DataType::kFloat32;
+  // Mark large weights of weight-heavy ops (MatMul, Gemm, Conv, Gather embeddings) streamable, so
+  // the engine can run with only part of its weights in device memory. Needs a strongly typed
+  // network (float_precision float32: the model's own types); kInvalidArgument otherwise.
+  bool weight_streaming = false;
   // Name recorded in the plan (defaults to the ONNX graph name).
   std::string engine_name;
 };
@@ -44,6 +48,8 @@ struct BuildReport {
   uint64_t arena_bytes = 0;     // activation memory (planned for max shapes)
   uint64_t naive_arena_bytes = 0;  // what the activations would need without sharing
   uint64_t weight_bytes = 0;
+  uint64_t streamable_bytes = 0;   // with weight_streaming
+  size_t streamable_weights = 0;
 };
 
 // Imports `onnx_path`, optimizes and serializes the engine. Errors name the input / node.

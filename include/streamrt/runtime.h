@@ -3,6 +3,7 @@
 // contexts running on several threads at once; a context is used by one thread at a time.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -40,7 +41,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<TensorDesc> io_tensors() const;
   // Number of execution steps (kernels) in the plan.
   size_t num_steps() const;
-  // Activation memory one context needs (planned for the profile's max shapes).
+  // Device memory one context needs: activations (planned for the profile's max shapes) plus,
+  // for an engine that streams weights, the streaming scratch (its ring of weight slots).
   uint64_t device_memory_size() const;
   // Total bytes of weights held by the plan.
   uint64_t weights_size() const;
@@ -48,6 +50,26 @@ class Engine : public std::enable_shared_from_this<Engine> {
   bool weights_stripped() const;
   // A new, independent execution context.
   Result<std::unique_ptr<ExecutionContext>> create_execution_context();
+  // Number of execution contexts of this engine alive now.
+  size_t num_execution_contexts() const;
+
+  // ---- Weight streaming (plans built with BuilderConfig::weight_streaming) ----
+  // Bytes of weights that may stream from host memory (0 for a plan built without the flag).
+  uint64_t streamable_weights_size() const;
+  // Device bytes allowed for streamable weights; the rest stream from host memory during each
+  // run. A value above streamable_weights_size() is clamped to it (nothing streams); 0 streams
+  // every streamable weight. kInvalidState while execution contexts exist; kUnsupported when
+  // the engine has no streamable weights; kOutOfMemory when the resident weights do not fit
+  // (the previous budget stays in force).
+  Status set_weight_streaming_budget(uint64_t bytes);
+  // The budget in force. After load it is the automatic one.
+  uint64_t weight_streaming_budget() const;
+  // Free device memory now, minus one context's activations and scratch, the non-streamable
+  // weights and a safety margin, clamped to [0, streamable_weights_size()].
+  uint64_t weight_streaming_automatic_budget() const;
+  // Device memory each context needs for weights in flight at the budget in force (0 when
+  // nothing streams); included in device_memory_size().
+  uint64_t weight_streaming_scratch_size() const;
 
   const EngineState& state() const { return *state_; }
 
@@ -97,6 +119,17 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// What one run did with streamed weights (all zero when nothing streams).
+struct StreamingStats {
+  uint64_t bytes_streamed = 0;   // host -> device (or file -> memory on the CPU) this run
+  uint64_t weights_streamed = 0; // number of weight transfers
+  double copy_ms = 0;            // time the copies took (CUDA: copy stream busy time)
+  double stall_ms = 0;           // time compute waited for copies
+  double run_ms = 0;             // the run's wall / stream time
+  // Fraction of copy time hidden behind compute: 1 - stall / copy (1 when nothing streams).
+  double overlap() const { return copy_ms > 0 ? 1.0 - std::min(stall_ms, copy_ms) / copy_ms : 1.0; }
+};
+
 class ExecutionContext {
  public:
   ~ExecutionContext();
@@ -117,11 +150,17 @@ class ExecutionContext {
   // stay the same, re-capturing when they change. A run that needs device data on the host
   // mid-way (data-dependent shapes) cannot be captured and fails with kUnsupported.
   Status set_cuda_graph(bool enable);
+  // Record copy and stall times of streamed weights (CUDA events per streamed step; off by
+  // default because events cost a little). bytes_streamed is always counted.
+  void set_streaming_profiling(bool enable);
+  // Statistics of the last completed run; on CUDA call after the stream was synchronized.
+  Result<StreamingStats> last_run_stats() const;
 
  private:
   friend class Engine;
-  explicit ExecutionContext(std::unique_ptr<ContextImpl> impl);
+  ExecutionContext(std::unique_ptr<ContextImpl> impl, std::shared_ptr<Engine> engine);
   std::unique_ptr<ContextImpl> impl_;
+  std::shared_ptr<Engine> engine_;  // counted in Engine::num_execution_contexts()
 };
 
 }  // namespace streamrt

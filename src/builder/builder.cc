@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "builder/streamable.h"
 #include "builder/lowering.h"
 #include "builder/fusion.h"
 #include "builder/passes.h"
@@ -94,6 +95,11 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
     return unsupported(std::string("this build of streamrt has no ") + device_type_name(config.device) + " backend");
   if (Status st = backend->available(); !st.ok())
     return st.with_context(std::string("building for ") + device_type_name(config.device));
+  if (config.weight_streaming && config.float_precision != DataType::kFloat32)
+    return invalid_argument(std::string("weight streaming needs a strongly typed network, but --") +
+                            (config.float_precision == DataType::kFloat16 ? "fp16" : "bf16") +
+                            " lets the builder change layer types; build without it (export the model in the "
+                            "precision it should run in)");
   SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
   rep.nodes_imported = g.nodes.size();
   SRT_ASSIGN_OR_RETURN(auto profiles, apply_shapes(g, config));
@@ -114,6 +120,7 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
   }
   SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(g, profiles, config, &rep));
   plan.device = backend->info();
+  if (config.weight_streaming) builder::mark_streamable_weights(plan, &rep);
   return plan;
 }
 

@@ -24,6 +24,8 @@ class ContextImpl {
   virtual Status set_cuda_graph(bool enable) {
     return enable ? unsupported("CUDA graphs need the CUDA device") : ok_status();
   }
+  virtual void set_streaming_profiling(bool) {}
+  virtual Result<StreamingStats> last_run_stats() const { return StreamingStats{}; }
 };
 
 class DeviceBackend {
@@ -38,6 +40,13 @@ class DeviceBackend {
   // device state (e.g. weights uploaded), stored in es.device_state.
   virtual Status prepare_engine(EngineState& es) = 0;
   virtual Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) = 0;
+  // Weight streaming: applies es.budget (resident set, device copies); kOutOfMemory when the
+  // resident weights do not fit. Called with no context alive.
+  virtual Status apply_weight_budget(EngineState&) { return ok_status(); }
+  // Device bytes each context needs for streamed weights at es.budget.
+  virtual uint64_t weight_scratch_size(const EngineState&) const { return 0; }
+  // Bytes of device memory free now (for the automatic budget).
+  virtual uint64_t free_memory() const = 0;
   // Plain memory on the device, for DeviceBuffer (tools, tests, users without their own).
   virtual Result<void*> allocate(size_t bytes) = 0;
   virtual void free(void* ptr) = 0;

@@ -1,6 +1,8 @@
 // Internal state of a loaded engine, shared read-only by its execution contexts.
 #pragma once
 
+#include <atomic>
+#include <mutex>
 #include <unordered_map>
 
 #include "ops/op.h"
@@ -18,6 +20,11 @@ struct EngineState {
   ir::Graph graph;
   // Per-engine state of the device backend (uploaded weights, ...).
   std::shared_ptr<void> device_state;
+  // Weight streaming: bytes of streamable weights and the budget in force.
+  uint64_t streamable_bytes = 0;
+  uint64_t budget = 0;
+  std::atomic<size_t> live_contexts{0};
+  std::mutex mutex;  // guards budget changes against context creation
 };
 
 }  // namespace streamrt

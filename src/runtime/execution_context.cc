@@ -2,8 +2,13 @@
 
 namespace streamrt {
 
-ExecutionContext::ExecutionContext(std::unique_ptr<ContextImpl> impl) : impl_(std::move(impl)) {}
-ExecutionContext::~ExecutionContext() = default;
+ExecutionContext::ExecutionContext(std::unique_ptr<ContextImpl> impl, std::shared_ptr<Engine> engine)
+    : impl_(std::move(impl)), engine_(std::move(engine)) {}
+
+ExecutionContext::~ExecutionContext() {
+  impl_.reset();  // the device state of the context goes before the engine may change budget
+  const_cast<EngineState&>(engine_->state()).live_contexts.fetch_sub(1);
+}
 
 Status ExecutionContext::set_input_shape(const std::string& name, const Dims& dims) {
   return impl_->set_input_shape(name, dims);
@@ -14,6 +19,8 @@ Status ExecutionContext::set_tensor_address(const std::string& name, void* data,
 Result<Dims> ExecutionContext::tensor_shape(const std::string& name) const { return impl_->tensor_shape(name); }
 Status ExecutionContext::enqueue(void* stream) { return impl_->enqueue(stream); }
 Status ExecutionContext::set_cuda_graph(bool enable) { return impl_->set_cuda_graph(enable); }
+void ExecutionContext::set_streaming_profiling(bool enable) { impl_->set_streaming_profiling(enable); }
+Result<StreamingStats> ExecutionContext::last_run_stats() const { return impl_->last_run_stats(); }
 Status ExecutionContext::execute() {
   SRT_RETURN_IF_ERROR(impl_->enqueue(nullptr));
   return impl_->synchronize(nullptr);

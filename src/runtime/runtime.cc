@@ -17,6 +17,41 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) 
 
 namespace {
 
+// Safety margin kept free by the automatic budget (allocator slack, library workspaces).
+constexpr uint64_t kAutoBudgetMargin = 256ull << 20;
+
+uint64_t automatic_budget(const EngineState& es) {
+  if (es.streamable_bytes == 0) return 0;
+  const DeviceBackend* b = find_device_backend(es.device);
+  // Non-streamable weights are in device memory once the engine is prepared, so what is free
+  // now already excludes them. Scratch at budget 0 is the most any budget needs.
+  EngineState& mut = const_cast<EngineState&>(es);
+  uint64_t saved = mut.budget;
+  mut.budget = 0;
+  uint64_t scratch = b->weight_scratch_size(es);
+  mut.budget = saved;
+  uint64_t need = es.plan.data.arena_size + scratch + kAutoBudgetMargin;
+  uint64_t free = b->free_memory();
+  // Weights resident now count as available to the new budget.
+  free += std::min(es.budget, es.streamable_bytes);
+  uint64_t avail = free > need ? free - need : 0;
+  return std::min(avail, es.streamable_bytes);
+}
+
+// After load the budget is the automatic one; if applying it fails for lack of memory, streamrt
+// retries with budget 0 before failing.
+Status apply_initial_budget(EngineState& es) {
+  if (es.streamable_bytes == 0) return ok_status();
+  DeviceBackend* b = find_device_backend(es.device);
+  es.budget = automatic_budget(es);
+  Status st = b->apply_weight_budget(es);
+  if (st.ok() || st.code() != StatusCode::kOutOfMemory || es.budget == 0) return st;
+  log_warning("engine '" + es.plan.data.name + "': automatic weight-streaming budget " + std::to_string(es.budget) +
+              " bytes did not fit (" + st.message() + "); streaming every streamable weight");
+  es.budget = 0;
+  return b->apply_weight_budget(es);
+}
+
 Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceType device) {
   auto st = std::make_unique<EngineState>();
   const plan::PlanData& p = loaded.data;
@@ -41,8 +76,11 @@ Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceT
   for (const auto& io : p.inputs) st->io_index[io.name] = io.value;
   for (const auto& io : p.outputs) st->io_index[io.name] = io.value;
   st->device = device;
+  for (const auto& w : p.weights)
+    if (w.streamable) st->streamable_bytes += w.size;
   st->plan = std::move(loaded);
   SRT_RETURN_IF_ERROR(find_device_backend(device)->prepare_engine(*st));
+  SRT_RETURN_IF_ERROR(apply_initial_budget(*st));
   return st;
 }
 
@@ -70,7 +108,38 @@ Engine::~Engine() = default;
 const std::string& Engine::name() const { return state_->plan.data.name; }
 DeviceType Engine::device() const { return state_->device; }
 size_t Engine::num_steps() const { return state_->plan.data.steps.size(); }
-uint64_t Engine::device_memory_size() const { return state_->plan.data.arena_size; }
+uint64_t Engine::device_memory_size() const {
+  return state_->plan.data.arena_size + weight_streaming_scratch_size();
+}
+size_t Engine::num_execution_contexts() const { return state_->live_contexts.load(); }
+uint64_t Engine::streamable_weights_size() const { return state_->streamable_bytes; }
+uint64_t Engine::weight_streaming_budget() const { return state_->budget; }
+uint64_t Engine::weight_streaming_automatic_budget() const { return automatic_budget(*state_); }
+
+uint64_t Engine::weight_streaming_scratch_size() const {
+  if (state_->streamable_bytes == 0) return 0;
+  return find_device_backend(state_->device)->weight_scratch_size(*state_);
+}
+
+Status Engine::set_weight_streaming_budget(uint64_t bytes) {
+  EngineState& es = *state_;
+  if (es.streamable_bytes == 0)
+    return unsupported("engine '" + name() + "' has no streamable weights (build it with --weight-streaming)");
+  std::lock_guard<std::mutex> lock(es.mutex);
+  if (es.live_contexts.load() != 0)
+    return invalid_state("engine '" + name() + "': the weight-streaming budget can change only while no execution " +
+                         "context exists (" + std::to_string(es.live_contexts.load()) + " alive)");
+  uint64_t previous = es.budget;
+  es.budget = std::min(bytes, es.streamable_bytes);
+  Status st = find_device_backend(es.device)->apply_weight_budget(es);
+  if (!st.ok()) {
+    es.budget = previous;
+    Status restore = find_device_backend(es.device)->apply_weight_budget(es);
+    if (!restore.ok()) log_warning("engine '" + name() + "': restoring the previous budget failed: " + restore.message());
+    return st.with_context("engine '" + name() + "': weight-streaming budget " + std::to_string(bytes));
+  }
+  return ok_status();
+}
 bool Engine::weights_stripped() const { return state_->plan.data.weights_stripped; }
 
 uint64_t Engine::weights_size() const {
@@ -92,8 +161,10 @@ std::vector<TensorDesc> Engine::io_tensors() const {
 Result<std::unique_ptr<ExecutionContext>> Engine::create_execution_context() {
   if (weights_stripped())
     return invalid_state("engine '" + name() + "' was built without weights; refit it before running");
+  std::lock_guard<std::mutex> lock(state_->mutex);
   SRT_ASSIGN_OR_RETURN(auto impl, find_device_backend(state_->device)->create_context(shared_from_this()));
-  return std::unique_ptr<ExecutionContext>(new ExecutionContext(std::move(impl)));
+  state_->live_contexts.fetch_add(1);
+  return std::unique_ptr<ExecutionContext>(new ExecutionContext(std::move(impl), shared_from_this()));
 }
 
 }  // namespace streamrt

@@ -16,6 +16,9 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   auto* fp16 = app.add_flag("--fp16", o.fp16, "run float32 layers in float16 (I/O keep their types)");
   app.add_flag("--bf16", o.bf16, "run float32 layers in bfloat16 (I/O keep their types)")->excludes(fp16);
+  app.add_flag("--weight-streaming", o.weight_streaming,
+               "mark large weights streamable: the engine can run with part of its weights in device memory "
+               "(needs a strongly typed network: not with --fp16/--bf16)");
 }
 
 Result<DeviceType> resolve_device(const std::string& name) {
@@ -30,6 +33,7 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   SRT_ASSIGN_OR_RETURN(c.device, resolve_device(o.device));
   if (o.fp16) c.float_precision = DataType::kFloat16;
   if (o.bf16) c.float_precision = DataType::kBFloat16;
+  c.weight_streaming = o.weight_streaming;
   for (const auto& s : o.shapes) SRT_RETURN_IF_ERROR(parse_shape_specs(s, &c.shapes));
   for (const auto& p : o.profiles) SRT_RETURN_IF_ERROR(parse_profile_spec(p, &c.profiles));
   return c;
@@ -57,6 +61,9 @@ Command add_build_command(CLI::App& app) {
                 rep.nodes_folded, rep.nodes_removed, rep.nodes_fused, rep.steps);
     std::printf("  weights: %.2f MiB; activations: %.2f MiB planned (%.2f MiB without sharing)\n",
                 rep.weight_bytes / 1048576.0, rep.arena_bytes / 1048576.0, rep.naive_arena_bytes / 1048576.0);
+    if (s->opts.weight_streaming)
+      std::printf("  weight streaming: %zu weights streamable, %.2f MiB\n", rep.streamable_weights,
+                  rep.streamable_bytes / 1048576.0);
     return 0;
   };
 }

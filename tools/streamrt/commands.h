@@ -24,6 +24,7 @@ struct BuildOptions {
   std::vector<std::string> shapes, profiles;
   std::string device = "auto";
   bool fp16 = false, bf16 = false;
+  bool weight_streaming = false;
 };
 // "auto" -> CUDA when a GPU answers, else the CPU; "cpu" | "cuda" as named.
 Result<DeviceType> resolve_device(const std::string& name);

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/host_memory.h"
 #include "runtime/context_base.h"
 
 namespace streamrt {
@@ -107,6 +108,7 @@ class CpuBackend final : public DeviceBackend {
     return p;
   }
   void free(void* ptr) override { std::free(ptr); }
+  uint64_t free_memory() const override { return available_host_memory(); }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
     return ok_status();

@@ -62,6 +62,14 @@ class CudaBackend final : public DeviceBackend {
     return p;
   }
   void free(void* ptr) override { cudaFree(ptr); }
+  uint64_t free_memory() const override {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return free;
+  }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
     if (bytes) SRT_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
     return ok_status();

@@ -1,0 +1,41 @@
+#include "builder/streamable.h"
+
+#include <string_view>
+
+namespace streamrt::builder {
+namespace {
+
+// True when input `k` of `step` is a weight operand of a weight-heavy op.
+bool heavy_operand(const ir::Node& step, size_t k) {
+  if (!step.domain.empty()) return false;
+  std::string_view op = step.op_type;
+  if (op == "MatMul") return k < 2;
+  if (op == "Gemm") return k < 3;
+  if (op == "Conv" || op == "ConvTranspose") return k == 1 || k == 2;
+  if (op == "Gather") return k == 0;
+  return false;
+}
+
+}  // namespace
+
+void mark_streamable_weights(plan::PlanData& plan, BuildReport* report) {
+  const size_t nw = plan.weights.size();
+  std::vector<int> heavy_uses(nw, 0), other_uses(nw, 0);
+  for (const ir::Node& step : plan.steps)
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      int32_t v = step.inputs[k];
+      if (v < 0 || plan.values[v].kind != plan::ValueEntry::Kind::kWeight) continue;
+      int32_t w = plan.values[v].weight_index;
+      (heavy_operand(step, k) ? heavy_uses : other_uses)[w]++;
+    }
+  for (size_t w = 0; w < nw; ++w) {
+    plan::WeightEntry& e = plan.weights[w];
+    e.streamable = heavy_uses[w] > 0 && other_uses[w] == 0 && e.size >= kMinStreamableBytes;
+    if (e.streamable && report) {
+      report->streamable_bytes += e.size;
+      report->streamable_weights++;
+    }
+  }
+}
+
+}  // namespace streamrt::builder

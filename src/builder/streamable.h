@@ -1,0 +1,19 @@
+// Streamable-weight selection (BuilderConfig::weight_streaming): which weights of a plan may
+// live in host memory and stream to the device during a run.
+#pragma once
+
+#include "plan/plan.h"
+#include "streamrt/builder.h"
+
+namespace streamrt::builder {
+
+// Weights below this size stay resident: streaming them would cost more in per-copy overhead
+// than it saves in device memory.
+inline constexpr uint64_t kMinStreamableBytes = 64 * 1024;
+
+// Marks plan.weights[i].streamable for weights of at least kMinStreamableBytes whose every
+// consumer is a weight-heavy op reading them as a weight operand (MatMul A/B, Gemm A/B/C, Conv W
+// and B, Gather's data: embeddings). Adds the totals to `report` when given.
+void mark_streamable_weights(plan::PlanData& plan, BuildReport* report);
+
+}  // namespace streamrt::builder
