@@ -120,7 +120,7 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
   }
   SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(g, profiles, config, &rep));
   plan.device = backend->info();
-  if (config.weight_streaming) builder::mark_streamable_weights(plan, &rep);
+  if (config.weight_streaming) builder::mark_streamable_weights(plan, config.min_streamable_bytes, &rep);
   return plan;
 }
 
