@@ -201,6 +201,7 @@ Status CudaContext::run_device_step(size_t index) {
 }
 
 Status CudaContext::run_steps() {
+  log_verbose("engine '" + plan().name + "': run" + (capturing_ ? " (capturing)" : ""));
   bind();
   SRT_RETURN_IF_ERROR(streamer_.begin_run(res_.stream, capturing_));
   for (size_t i = 0; i < plan().steps.size(); ++i) {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/host_memory.h"
 #include "core/logging.h"
 
 namespace streamrt::cuda {
@@ -9,7 +10,7 @@ namespace streamrt::cuda {
 CudaEngineState::~CudaEngineState() {
   if (fixed) cudaFree(fixed);
   if (resident) cudaFree(resident);
-  if (registered) cudaHostUnregister(registered);
+  if (pinned) cudaFreeHost(pinned);
 }
 
 namespace {
@@ -49,39 +50,45 @@ Status upload_block(const EngineState& es, CudaEngineState& ces, const std::vect
   for (size_t i = 0; i < p.weights.size(); ++i) {
     if (!which[i]) continue;
     ces.weight_dev[i] = static_cast<uint8_t*>(*block) + off;
-    if (p.weights[i].size)
-      SRT_CUDA(cudaMemcpy(ces.weight_dev[i], p.weight_data[i].data(), p.weights[i].size, cudaMemcpyHostToDevice));
+    const void* src = ces.host_src.empty() || !ces.host_src[i] ? p.weight_data[i].data() : ces.host_src[i];
+    if (p.weights[i].size) SRT_CUDA(cudaMemcpy(ces.weight_dev[i], src, p.weights[i].size, cudaMemcpyHostToDevice));
     off += stream_align(p.weights[i].size);
   }
   return ok_status();
 }
 
-// Pins the host memory that streamed weights are copied from (the mapped plan: no second copy).
-void register_streamable(const EngineState& es, CudaEngineState& ces) {
+// Copies the streamable weights into one pinned host block (chunked; the mapped plan's pages are
+// released behind the copy, so resident memory grows by the weights once, not twice).
+Status pin_streamable(const EngineState& es, CudaEngineState& ces) {
   const plan::PlanData& p = es.plan.data;
-  const uint8_t *lo = nullptr, *hi = nullptr;
+  uint64_t total = 0;
+  for (const auto& w : p.weights)
+    if (w.streamable) total += stream_align(w.size);
+  if (total == 0) return ok_status();
+  cudaError_t e = cudaHostAlloc(&ces.pinned, total, cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    ces.pinned = nullptr;
+    return out_of_memory("pinned host memory of " + std::to_string(total) + " bytes for streamable weights: " +
+                         cudaGetErrorString(e));
+  }
+  constexpr uint64_t kChunk = 16ull << 20;
+  uint64_t off = 0;
   for (size_t i = 0; i < p.weights.size(); ++i) {
-    if (!p.weights[i].streamable || !p.weights[i].size) continue;
-    const auto* d = static_cast<const uint8_t*>(p.weight_data[i].data());
-    lo = lo ? std::min(lo, d) : d;
-    hi = std::max(hi, d + p.weights[i].size);
+    if (!p.weights[i].streamable) continue;
+    auto* dst = static_cast<uint8_t*>(ces.pinned) + off;
+    const auto* src = static_cast<const uint8_t*>(p.weight_data[i].data());
+    for (uint64_t done = 0; done < p.weights[i].size; done += kChunk) {
+      uint64_t n = std::min(kChunk, p.weights[i].size - done);
+      std::memcpy(dst + done, src + done, n);
+      if (es.plan.file_backed)
+        release_pages(es.plan.base, es.plan.file_size, static_cast<uint64_t>(src + done - es.plan.base), n);
+    }
+    ces.host_src[i] = dst;
+    off += stream_align(p.weights[i].size);
   }
-  if (!lo) return;
-  const uintptr_t page = 4096;
-  auto* start = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(lo) / page * page);
-  size_t len = static_cast<size_t>(hi - start);
-  cudaError_t e = cudaHostRegister(start, len, cudaHostRegisterReadOnly);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    e = cudaHostRegister(start, len, cudaHostRegisterDefault);
-  }
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    log_warning("engine '" + p.name + "': cannot register " + std::to_string(len) + " bytes of weights as pinned memory (" +
-                cudaGetErrorString(e) + "); streamed copies will be slower and synchronous");
-    return;
-  }
-  ces.registered = start;
+  log_verbose("engine '" + p.name + "': " + std::to_string(total) + " bytes of streamable weights in pinned memory");
+  return ok_status();
 }
 
 // Host-to-device bandwidth of pinned copies, measured once per process.
@@ -107,6 +114,7 @@ double measured_h2d_bandwidth() {
     if (b) cudaEventDestroy(b);
     if (h) cudaFreeHost(h);
     if (d) cudaFree(d);
+    log_verbose("pinned host-to-device bandwidth: " + std::to_string(result / 1e9) + " GB/s");
     return result;
   }();
   return bw;
@@ -159,13 +167,16 @@ void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::s
 Status upload_weights(const EngineState& es, CudaEngineState& ces) {
   const plan::PlanData& p = es.plan.data;
   ces.weight_dev.assign(p.weights.size(), nullptr);
-  if (p.weights_stripped) return ok_status();
+  ces.host_src.assign(p.weights.size(), nullptr);
+  ces.step_streamed.assign(p.steps.size(), {});
+  ces.step_slot_offset.assign(p.steps.size(), {});
+  if (p.weights_stripped) return ok_status();  // refit uploads them
   std::vector<uint8_t> fixed = device_weights(es, ces);
   for (size_t i = 0; i < p.weights.size(); ++i)
     if (p.weights[i].streamable) fixed[i] = 0;
   SRT_RETURN_IF_ERROR(upload_block(es, ces, fixed, &ces.fixed, &ces.fixed_bytes));
-  if (es.streamable_bytes > 0) register_streamable(es, ces);
-  return ok_status();
+  log_verbose("engine '" + p.name + "': " + std::to_string(ces.fixed_bytes) + " bytes of weights uploaded");
+  return pin_streamable(es, ces);
 }
 
 ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces) {
@@ -185,6 +196,7 @@ Status apply_budget(const EngineState& es, CudaEngineState& ces) {
   for (size_t i = 0; i < p.weights.size(); ++i)
     if (p.weights[i].streamable) ces.weight_dev[i] = nullptr;
   ces.residency = plan_cuda_residency(es, ces);
+  if (p.weights_stripped) return ok_status();  // no weights to place until refit
   SRT_RETURN_IF_ERROR(upload_block(es, ces, ces.residency.resident, &ces.resident, &ces.resident_bytes));
   ces.step_streamed.assign(p.steps.size(), {});
   ces.step_slot_offset.assign(p.steps.size(), {});
@@ -206,6 +218,10 @@ Status apply_budget(const EngineState& es, CudaEngineState& ces) {
     if (!ces.step_streamed[s].empty()) ces.streamed_steps.push_back(s);
   }
   ces.slot_bytes = ces.residency.slot_bytes;
+  log_verbose("engine '" + p.name + "': budget " + std::to_string(es.budget) + ": " +
+              std::to_string(ces.residency.resident_bytes) + " bytes resident, " +
+              std::to_string(ces.residency.streamed_bytes) + " streamed per run in " +
+              std::to_string(ces.streamed_steps.size()) + " steps, slot " + std::to_string(ces.slot_bytes));
   return ok_status();
 }
 

@@ -34,8 +34,11 @@ struct CudaEngineState {
   std::vector<std::vector<uint64_t>> step_slot_offset;  // per step: their offsets in a slot
   std::vector<size_t> streamed_steps;                   // steps with streamed weights, in order
   uint64_t slot_bytes = 0;
-  // The plan's weights section registered as pinned memory (copies from it are asynchronous).
-  void* registered = nullptr;
+  // Streamable weights in pinned host memory, read once from the plan at load (pages of the
+  // mapping are dropped as they are copied, so the process never holds two copies); the
+  // copies the streamer issues from there are asynchronous.
+  void* pinned = nullptr;
+  std::vector<const void*> host_src;  // per plan weight: its pinned copy (streamable ones)
 
   ~CudaEngineState();
   void* weight_ptr(int32_t index) const { return weight_dev[index]; }
@@ -46,7 +49,7 @@ struct CudaEngineState {
 void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::string>* fallbacks);
 
 // Uploads the weights device steps read that are not streamable into one device block, and
-// registers the host memory of streamable ones as pinned.
+// reads streamable ones into pinned host memory.
 Status upload_weights(const EngineState& es, CudaEngineState& ces);
 
 // The residency plan for es.budget on this GPU.

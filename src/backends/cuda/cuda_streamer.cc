@@ -90,7 +90,7 @@ Status CudaStreamer::issue(size_t j, bool capturing) {
   uint8_t* base = static_cast<uint8_t*>(slots_) + slot * ces_.slot_bytes;
   for (size_t k = 0; k < ces_.step_streamed[s].size(); ++k) {
     int32_t w = ces_.step_streamed[s][k];
-    SRT_CUDA(cudaMemcpyAsync(base + ces_.step_slot_offset[s][k], p.weight_data[w].data(), p.weights[w].size,
+    SRT_CUDA(cudaMemcpyAsync(base + ces_.step_slot_offset[s][k], ces_.host_src[w], p.weights[w].size,
                              cudaMemcpyHostToDevice, copy_));
     bytes_ += p.weights[w].size;
     ++copies_;
@@ -101,7 +101,7 @@ Status CudaStreamer::issue(size_t j, bool capturing) {
 }
 
 Status CudaStreamer::before_step(size_t s, cudaStream_t compute, std::vector<ops::TensorRef>& refs) {
-  if (ces_.step_streamed[s].empty()) return ok_status();
+  if (!active() || ces_.step_streamed[s].empty()) return ok_status();
   const size_t j = next_;
   if (j >= ces_.streamed_steps.size() || ces_.streamed_steps[j] != s)
     return internal_error("weight streamer out of step order at step " + std::to_string(s));
@@ -125,7 +125,7 @@ Status CudaStreamer::before_step(size_t s, cudaStream_t compute, std::vector<ops
 }
 
 Status CudaStreamer::after_step(size_t s, cudaStream_t compute) {
-  if (ces_.step_streamed[s].empty()) return ok_status();
+  if (!active() || ces_.step_streamed[s].empty()) return ok_status();
   const int slot = static_cast<int>(next_ % kStreamSlots);
   SRT_CUDA(cudaEventRecord(freed_[slot], compute));
   freed_recorded_[slot] = true;
