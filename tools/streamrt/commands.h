@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <functional>
 #include <string>
 
@@ -30,6 +31,10 @@ struct BuildOptions {
 Result<DeviceType> resolve_device(const std::string& name);
 void add_build_options(CLI::App& app, BuildOptions& o);
 Result<BuilderConfig> make_builder_config(const BuildOptions& o);
+
+// inspect --budget: resident / streamed split of a weight-streaming plan at a budget value.
+Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::string& budget_text);
+void print_streaming_split(const nlohmann::json& split);
 
 // Prints "error: <status>" to stderr and returns the exit code for it.
 int report_error(const Status& st);

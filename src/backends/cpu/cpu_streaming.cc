@@ -50,8 +50,7 @@ Status apply_cpu_weight_budget(EngineState& es) {
   auto st = std::make_shared<CpuEngineState>();
   const plan::PlanData& p = es.plan.data;
   ResidencyInput in = residency_input(p, cpu_profile());
-  in.slots = 2;
-  st->residency = plan_residency(in, es.budget);
+  st->residency = cpu_residency(es);
   st->step_streamed.resize(p.steps.size());
   for (size_t s = 0; s < p.steps.size(); ++s) {
     for (int32_t w : in.step_weights[s])
@@ -66,12 +65,16 @@ Status apply_cpu_weight_budget(EngineState& es) {
   return ok_status();
 }
 
+ResidencyPlan cpu_residency(const EngineState& es) {
+  ResidencyInput in = residency_input(es.plan.data, cpu_profile());
+  in.slots = 2;
+  return plan_residency(in, es.budget);
+}
+
 uint64_t cpu_weight_scratch_size(const EngineState& es) {
   // The step that runs and the one read ahead. Computed from a fresh plan so it answers for
   // the budget in force even before the engine applied it.
-  ResidencyInput in = residency_input(es.plan.data, cpu_profile());
-  in.slots = 2;
-  return 2 * plan_residency(in, es.budget).slot_bytes;
+  return 2 * cpu_residency(es).slot_bytes;
 }
 
 CpuStreamer::CpuStreamer(const EngineState& es) : es_(es), ces_(engine_streaming(es)) {}

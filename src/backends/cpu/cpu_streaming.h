@@ -27,6 +27,7 @@ DeviceProfile cpu_profile();
 // Plans residency for es.budget and stores a CpuEngineState in es.device_state.
 Status apply_cpu_weight_budget(EngineState& es);
 uint64_t cpu_weight_scratch_size(const EngineState& es);
+ResidencyPlan cpu_residency(const EngineState& es);
 
 // Per-context streaming work around each step.
 class CpuStreamer {

@@ -53,11 +53,12 @@ class CudaBackend final : public DeviceBackend {
   Status apply_weight_budget(EngineState& es) override {
     return apply_budget(es, *static_cast<CudaEngineState*>(es.device_state.get()));
   }
+  ResidencyPlan residency(const EngineState& es) const override {
+    return plan_cuda_residency(es, *static_cast<const CudaEngineState*>(es.device_state.get()));
+  }
   uint64_t weight_scratch_size(const EngineState& es) const override {
-    const auto& ces = *static_cast<const CudaEngineState*>(es.device_state.get());
-    ResidencyPlan rp = plan_cuda_residency(es, ces);
-    bool streams = rp.streamed_bytes > 0;
-    return streams ? kStreamSlots * rp.slot_bytes : 0;
+    ResidencyPlan rp = residency(es);
+    return rp.streamed_bytes > 0 ? kStreamSlots * rp.slot_bytes : 0;
   }
 
   Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) override {
