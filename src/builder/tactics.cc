@@ -22,36 +22,40 @@ ir::Attribute encode_lt_algo(const LtAlgoRecord& r) {
   return ir::Attribute::make_ints(std::move(v));
 }
 
+// Decoded by the CUDA kernels on every call: the message is built only on failure.
 Result<LtAlgoRecord> decode_lt_algo(const ir::Attribute& a) {
-  const std::string what = std::string("attribute '") + kLtAlgoAttr + "'";
+  auto bad = [](const std::string& msg) { return invalid_plan(std::string("attribute '") + kLtAlgoAttr + "'" + msg); };
   if (a.kind != ir::Attribute::Kind::kInts)
-    return invalid_plan(what + " is " + ir::attribute_kind_name(a.kind) + ", expected ints");
+    return bad(std::string(" is ") + ir::attribute_kind_name(a.kind) + ", expected ints");
   const std::vector<int64_t>& v = a.ints;
   if (v.size() != kLtAlgoRecordSize)
-    return invalid_plan(what + " has " + std::to_string(v.size()) + " values, expected " +
-                        std::to_string(kLtAlgoRecordSize));
-  if (v[0] != kLtAlgoMagic) return invalid_plan(what + " does not start with the record magic (another layout version?)");
+    return bad(" has " + std::to_string(v.size()) + " values, expected " + std::to_string(kLtAlgoRecordSize));
+  if (v[0] != kLtAlgoMagic) return bad(" does not start with the record magic (another layout version?)");
   LtAlgoRecord r;
-  if (v[1] <= 0) return invalid_plan(what + ": cuBLASLt version " + std::to_string(v[1]) + " is not positive");
+  if (v[1] <= 0) return bad(": cuBLASLt version " + std::to_string(v[1]) + " is not positive");
   r.library_version = static_cast<uint64_t>(v[1]);
   if (v[2] < 0 || (static_cast<uint64_t>(v[2]) & ~uint64_t{kLtAlgoTf32 | kLtAlgoBias}) != 0)
-    return invalid_plan(what + ": unknown flags " + std::to_string(v[2]));
+    return bad(": unknown flags " + std::to_string(v[2]));
   r.flags = static_cast<uint32_t>(v[2]);
   r.m = v[3], r.n = v[4], r.k = v[5], r.batch = v[6];
   r.candidates = v[7], r.rank = v[8], r.best_ns = v[9], r.heuristic_ns = v[10];
   if (r.m <= 0 || r.n <= 0 || r.k <= 0 || r.batch <= 0)
-    return invalid_plan(what + ": GEMM " + std::to_string(r.m) + "x" + std::to_string(r.n) + "x" +
-                        std::to_string(r.k) + " batch " + std::to_string(r.batch) + " is not positive");
+    return bad(": GEMM " + std::to_string(r.m) + "x" + std::to_string(r.n) + "x" + std::to_string(r.k) + " batch " +
+               std::to_string(r.batch) + " is not positive");
   if (r.candidates <= 0 || r.rank < 0 || r.rank >= r.candidates || r.best_ns < 0 || r.heuristic_ns < 0)
-    return invalid_plan(what + ": winner #" + std::to_string(r.rank) + " of " + std::to_string(r.candidates) +
-                        " candidates (times " + std::to_string(r.best_ns) + " / " + std::to_string(r.heuristic_ns) +
-                        " ns) is inconsistent");
+    return bad(": winner #" + std::to_string(r.rank) + " of " + std::to_string(r.candidates) + " candidates (times " +
+               std::to_string(r.best_ns) + " / " + std::to_string(r.heuristic_ns) + " ns) is inconsistent");
   for (size_t i = 0; i < kLtAlgoWords; ++i) r.algo[i] = std::bit_cast<uint64_t>(v[11 + i]);
   return r;
 }
 
 bool lt_algo_applies(const LtAlgoRecord& r, uint64_t library_version, uint32_t flags) {
   return r.library_version == library_version && r.flags == flags;
+}
+
+TacticCounters& tactic_counters() {
+  static TacticCounters counters;
+  return counters;
 }
 
 bool step_allows_tf32(const ir::Node& step) {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -64,6 +65,15 @@ bool step_allows_tf32(const ir::Node& step);
 // One line for `streamrt inspect` ("cuBLASLt algo: heuristic #2 of 8, 12.3 us (#0: 15.1 us) at
 // 64x384x256; tf32"), or "" when the step has neither attribute.
 std::string describe_tactics(const ir::Node& step);
+
+// Process-wide counts of GEMM calls whose step carried a usable recorded algorithm: run with it,
+// or with the heuristic's because cuBLASLt did not accept it for the call (the CUDA kernels
+// count; for tests and diagnostics).
+struct TacticCounters {
+  std::atomic<uint64_t> recorded_runs{0};
+  std::atomic<uint64_t> fallback_runs{0};
+};
+TacticCounters& tactic_counters();
 
 // One build's tuning on a device (handles and scratch memory live as long as the session).
 class TacticSession {

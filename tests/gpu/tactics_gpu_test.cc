@@ -72,6 +72,18 @@ class GpuTactics : public ::testing::Test {
     return y.ok() ? *y : std::vector<float>(static_cast<size_t>(batch * model.n), NAN);
   }
 
+  // Runs `plan` on CUDA at the opt batch (64) and expects its MatMul and Gemm to have run the
+  // recorded algorithms (cuBLASLt accepted them for the shapes they were timed at).
+  void expect_recorded_algorithms_run(const std::vector<uint8_t>& plan) {
+    builder::TacticCounters& n = builder::tactic_counters();
+    const uint64_t used = n.recorded_runs.load(), fell_back = n.fallback_runs.load();
+    const auto x = testing::random_floats(static_cast<size_t>(64 * model.k), 5);
+    run(DeviceType::kCuda, plan, x, 64);
+    EXPECT_GE(n.recorded_runs.load() - used, 2u)
+        << "the recorded algorithms did not run at the shapes they were timed at (" << n.fallback_runs.load() - fell_back
+        << " GEMM calls fell back to the heuristic; STREAMRT_LOG=verbose says why)";
+  }
+
   // Runs `plan` on CUDA at the opt batch and at batches the tactics were not timed for, and
   // compares with the CPU plan at float32 tolerance.
   void expect_matches_cpu(const std::vector<uint8_t>& plan, const std::string& what) {
@@ -114,6 +126,7 @@ TEST_F(GpuTactics, BuildRecordsTimedAlgorithmsThatMatchTheCpu) {
     EXPECT_FALSE(builder::step_allows_tf32(*step)) << w.op;
     std::printf("  %s: %s\n", w.op, builder::describe_tactics(*step).c_str());
   }
+  expect_recorded_algorithms_run(bytes);
   expect_matches_cpu(bytes, "tuned plan");
 }
 
@@ -176,6 +189,7 @@ TEST_F(GpuTactics, Tf32StaysWithinTf32ToleranceAndIsUsed) {
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     EXPECT_NE(r->flags & builder::kLtAlgoTf32, 0u) << op << ": timed without TF32";
   }
+  expect_recorded_algorithms_run(tf32);
   const std::vector<uint8_t> strict = build(config(DeviceType::kCuda));
   const std::vector<uint8_t> cpu = build(config(DeviceType::kCpu));
   const int64_t batch = 64;

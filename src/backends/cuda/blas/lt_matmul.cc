@@ -83,6 +83,11 @@ Result<AlgoEntry> choose(CudaResources& res, const LtOperation& op, const LtGemm
     e.algo = *g.algo;
     return e;
   }
+  if (g.algo)
+    log_verbose("cuBLASLt does not accept the recorded algorithm for a " + std::to_string(g.m) + "x" +
+                std::to_string(g.n) + "x" + std::to_string(g.k) + " GEMM (batch " + std::to_string(g.batch) +
+                "; alignments " + std::to_string(op.full_a) + "/" + std::to_string(op.full_b) + "/" +
+                std::to_string(op.full_d) + "): the heuristic's choice");
   std::array<cublasLtMatmulHeuristicResult_t, 1> r{};
   SRT_ASSIGN_OR_RETURN(int n, lt_heuristics(res.cublaslt, op, res.workspace_size, r));
   if (n > 0) e.found = true, e.algo = r[0].algo;
@@ -123,6 +128,7 @@ Status lt_matmul_chunk(CudaResources& res, const LtGemm& g, int32_t batch) {
                        std::to_string(g.n) + (g.bias ? " with bias" : "") + " (batch " + std::to_string(batch) +
                        ")");
   Status st = lt_run(res.cublaslt, op, g, entry.algo, res.workspace, res.workspace_size, res.stream);
+  if (st.ok() && g.algo) ++(entry.recorded ? builder::tactic_counters().recorded_runs : builder::tactic_counters().fallback_runs);
   if (st.ok() || !entry.recorded) return st;
   // cuBLASLt refused the recorded algorithm at launch (nothing was enqueued): the heuristic's
   // choice for this problem from now on.
@@ -134,7 +140,9 @@ Status lt_matmul_chunk(CudaResources& res, const LtGemm& g, int32_t batch) {
   SRT_ASSIGN_OR_RETURN(entry, choose(res, op, plain));
   store(key, entry);
   if (!entry.found) return unsupported("cuBLASLt has no heuristic algorithm for a GEMM whose recorded one failed");
-  return lt_run(res.cublaslt, op, g, entry.algo, res.workspace, res.workspace_size, res.stream);
+  SRT_RETURN_IF_ERROR(lt_run(res.cublaslt, op, g, entry.algo, res.workspace, res.workspace_size, res.stream));
+  ++builder::tactic_counters().fallback_runs;
+  return ok_status();
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ struct Scratch {
   ~Scratch() {
     if (p) cudaFree(p);
   }
-  Status reserve(size_t bytes, DataType dtype);
+  Status reserve(size_t bytes, DataType dtype, cudaStream_t stream);
 };
 
 // Uniform [-1, 1) values of `dtype` (a float type) in a host block that is copied over the
@@ -52,7 +52,7 @@ std::vector<uint8_t> random_block(DataType dtype, size_t bytes) {
   return block;
 }
 
-Status Scratch::reserve(size_t bytes, DataType dtype) {
+Status Scratch::reserve(size_t bytes, DataType dtype, cudaStream_t stream) {
   bytes = std::max<size_t>(bytes, 256);
   if (bytes > size) {
     if (p) cudaFree(p);
@@ -65,8 +65,9 @@ Status Scratch::reserve(size_t bytes, DataType dtype) {
   if (filled == dtype || dtype == DataType::kUndefined) return ok_status();
   const std::vector<uint8_t> block = random_block(dtype, std::min<size_t>(size, size_t{1} << 20));
   for (size_t off = 0; off < size; off += block.size())
-    SRT_CUDA(cudaMemcpy(static_cast<uint8_t*>(p) + off, block.data(), std::min(block.size(), size - off),
-                        cudaMemcpyHostToDevice));
+    SRT_CUDA(cudaMemcpyAsync(static_cast<uint8_t*>(p) + off, block.data(), std::min(block.size(), size - off),
+                             cudaMemcpyHostToDevice, stream));
+  SRT_CUDA(cudaStreamSynchronize(stream));  // `block` is read until then
   filled = dtype;
   return ok_status();
 }
@@ -143,7 +144,7 @@ Status LtSession::init() {
   SRT_CUDA(cudaEventCreate(&start_));
   SRT_CUDA(cudaEventCreate(&stop_));
   SRT_CUBLAS(cublasLtCreate(&handle_));
-  return workspace_.reserve(kLtWorkspaceBytes, DataType::kUndefined);
+  return workspace_.reserve(kLtWorkspaceBytes, DataType::kUndefined, stream_);
 }
 
 // Points g's operands at scratch buffers big enough for them.
@@ -157,13 +158,13 @@ Status LtSession::bind_scratch(LtGemm& g, bool bias) {
   SRT_CUDA(cudaMemGetInfo(&free, &total));
   if (bytes > kMaxScratchBytes || bytes > free / 2)
     return unsupported("its operands (" + std::to_string(bytes >> 20) + " MiB) are too large to time");
-  SRT_RETURN_IF_ERROR(a_.reserve(static_cast<size_t>(ea) * es, g.dtype));
-  SRT_RETURN_IF_ERROR(b_.reserve(static_cast<size_t>(eb) * es, g.dtype));
-  SRT_RETURN_IF_ERROR(d_.reserve(static_cast<size_t>(ed) * es, g.dtype));
+  SRT_RETURN_IF_ERROR(a_.reserve(static_cast<size_t>(ea) * es, g.dtype, stream_));
+  SRT_RETURN_IF_ERROR(b_.reserve(static_cast<size_t>(eb) * es, g.dtype, stream_));
+  SRT_RETURN_IF_ERROR(d_.reserve(static_cast<size_t>(ed) * es, g.dtype, stream_));
   g.a = a_.p, g.b = b_.p, g.d = d_.p;
   g.bias = nullptr;
   if (bias) {
-    SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(g.n) * es, g.dtype));
+    SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(g.n) * es, g.dtype, stream_));
     g.bias = bias_.p;
   }
   return ok_status();
