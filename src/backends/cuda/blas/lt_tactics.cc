@@ -117,10 +117,10 @@ Result<std::optional<Problem>> step_problem(const ir::Node& step, std::span<cons
 class LtSession final : public builder::TacticSession {
  public:
   ~LtSession() override;
-  Status init();
   Result<bool> tune(ir::Node& step, std::span<const ops::TensorInfo> in) override;
 
  private:
+  Status ensure_ready();
   Status bind_scratch(LtGemm& g, bool bias);
   Result<double> time_ms(const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo);
   Result<double> run_ms(const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo, int iters);
@@ -139,12 +139,15 @@ LtSession::~LtSession() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-Status LtSession::init() {
-  SRT_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  SRT_CUDA(cudaEventCreate(&start_));
-  SRT_CUDA(cudaEventCreate(&stop_));
-  SRT_CUBLAS(cublasLtCreate(&handle_));
-  return workspace_.reserve(kLtWorkspaceBytes, DataType::kUndefined, stream_);
+// Device resources, made at the first GEMM to time (most builds of small models have none).
+Status LtSession::ensure_ready() {
+  if (handle_) return ok_status();
+  if (!stream_) SRT_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (!start_) SRT_CUDA(cudaEventCreate(&start_));
+  if (!stop_) SRT_CUDA(cudaEventCreate(&stop_));
+  SRT_RETURN_IF_ERROR(workspace_.reserve(kLtWorkspaceBytes, DataType::kUndefined, stream_));
+  SRT_CUBLAS(cublasLtCreate(&handle_));  // last: a handle means everything is ready
+  return ok_status();
 }
 
 // Points g's operands at scratch buffers big enough for them.
@@ -197,6 +200,7 @@ Result<double> LtSession::time_ms(const LtOperation& op, const LtGemm& g, const 
 Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in) {
   SRT_ASSIGN_OR_RETURN(std::optional<Problem> p, step_problem(step, in));
   if (!p) return false;
+  SRT_RETURN_IF_ERROR(ensure_ready());
   LtGemm g = p->g;
   SRT_RETURN_IF_ERROR(bind_scratch(g, p->bias));
   std::array<cublasLtMatmulHeuristicResult_t, kMaxCandidates> cand{};
@@ -243,9 +247,7 @@ class LtTuner final : public builder::TacticTuner {
  public:
   DeviceType device() const override { return DeviceType::kCuda; }
   Result<std::unique_ptr<builder::TacticSession>> open() override {
-    auto s = std::make_unique<LtSession>();
-    SRT_RETURN_IF_ERROR(s->init());
-    return std::unique_ptr<builder::TacticSession>(std::move(s));
+    return std::unique_ptr<builder::TacticSession>(std::make_unique<LtSession>());
   }
 };
 
