@@ -38,7 +38,8 @@ import models  # noqa: E402
 
 SEED = 0  # models.build_model's seed: the torch peer rebuilds the same weights
 DEFAULTS = dict(hidden=4096, heads=32, intermediate=11008, layers=20, max_seq=2048)
-TINY = dict(hidden=64, heads=4, intermediate=172, layers=2, max_seq=64)
+# Tiny: weights of at least 64 KiB (streamrt streams no smaller weight by default), a few MB in all.
+TINY = dict(hidden=256, heads=4, intermediate=688, layers=2, max_seq=64)
 TRACE_SEQ = 8  # traced with a short sequence; the sequence axis is dynamic in the graph
 
 

@@ -338,7 +338,9 @@ class Peer:
     def prefetch(self):
         a = self.args
         impl = "torch_prefetch"
-        reserve = 0.0 if "accelerate" not in a.impls else a.accelerate_reserve_s
+        reserve = 0.0
+        if "accelerate" in a.impls:  # time kept for accelerate, at most a fifth of the run's
+            reserve = a.accelerate_reserve_s if a.deadline_s is None else min(a.accelerate_reserve_s, a.deadline_s / 5)
         try:
             order = execution_order(self.model, self.inputs[a.seqs[0]])
             loop = PrefetchLoop(self.model, order, self.device)
@@ -444,7 +446,7 @@ def main():
     ap.add_argument("--accelerate-warmup", type=int, default=1)
     ap.add_argument("--accelerate-time-s", type=float, default=40, help="time box per seq (default 40)")
     ap.add_argument("--accelerate-reserve-s", type=float, default=45,
-                    help="seconds of the deadline kept for accelerate (default 45)")
+                    help="seconds of the deadline kept for accelerate (default 45, at most a fifth of --deadline-s)")
     ap.add_argument("--bw-bytes", type=int, help="bytes of the bandwidth test (default 1 GiB; 64 MiB with --tiny)")
     ap.add_argument("--bw-reps", type=int, default=5)
     args = ap.parse_args()
