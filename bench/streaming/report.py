@@ -90,7 +90,7 @@ class Results:
             if any(os.path.exists(os.path.join(self.dir, name + ext)) for ext in (".rc", ".skip")):
                 step = bench_report.Step(self.dir, name)
                 if not step.ok:
-                    return f"{step.error} ({name})"
+                    return f"{killed_early(self.dir, name) or step.error} ({name})"
         return None
 
     def cell(self, impl, seq, budget=None):
@@ -117,6 +117,18 @@ class Results:
                 if r.get("impl") == impl and r.get("streamable_bytes"):
                     return r["streamable_bytes"], impl
         return None, None
+
+
+def killed_early(results, name):
+    """bench/report.py's Step reads 124 / 137 as a timeout; a 137 well before the timeout is a kill (e.g. a
+    crash or the out-of-memory killer)."""
+    try:
+        status, timeout_s, wall_ms = bench_report.read(os.path.join(results, name + ".rc")).split()[:3]
+        if int(status) == 137 and float(wall_ms) < (float(timeout_s) - 5) * 1e3:
+            return f"failed: killed (exit status 137) after {float(wall_ms) / 1e3:.0f}s"
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def ratio(a, b):
@@ -264,9 +276,28 @@ def header(res, elapsed_s):
             f"execution order up to the budget stay on the device, the others stream from pinned memory on a side "
             f"stream through a ring of 3 buffers, prefetch depth 2. accelerate: cpu_offload (pageable copies), "
             f"budget-independent."]
+    out.append("Goal columns: yes / **no**; n/a: not judged (negligible compute); ?: not measured.")
+    steps = step_times(res.dir)
     if elapsed_s is not None:
-        out.append(f"Total run time {elapsed_s:.0f} s.")
+        out.append(f"Total run time {elapsed_s:.0f} s" + (f" ({steps})." if steps else "."))
+    elif steps:
+        out.append(f"Steps: {steps}.")
     return out
+
+
+def step_times(results):
+    """"export 95 s, build 41 s (failed), ..." from run.sh's <step>.rc / .skip files."""
+    parts = []
+    for name in ("export", "build", "stream_bench", "stream_bench_graph", "torch_peer"):
+        if os.path.exists(os.path.join(results, name + ".skip")):
+            parts.append(f"{name} skipped")
+            continue
+        try:
+            status, _, wall_ms = bench_report.read(os.path.join(results, name + ".rc")).split()[:3]
+        except (OSError, ValueError):
+            continue
+        parts.append(f"{name} {float(wall_ms) / 1e3:.0f} s" + ("" if status == "0" else f" (exit status {status})"))
+    return ", ".join(parts)
 
 
 def table(rows):
