@@ -183,7 +183,17 @@ def main():
     device = args.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    export(args.outdir, model_config(args), models.to_dtype(args.dtype), device, args.check)
+    run = lambda dev: export(args.outdir, model_config(args), models.to_dtype(args.dtype), dev, args.check)  # noqa: E731
+    if device == "cpu":
+        run("cpu")
+        return
+    try:  # building and tracing on the GPU is much faster; the CPU is the fallback (e.g. out of memory)
+        run(device)
+    except Exception as e:  # noqa: BLE001
+        print(f"export on {device} failed ({type(e).__name__}: {str(e)[:300]}); again on the CPU", flush=True)
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        run("cpu")
 
 
 if __name__ == "__main__":

@@ -420,11 +420,12 @@ class Peer:
             for seq in a.seqs:
                 self.out.error("torch_resident", f"failed: building the model: {short_error(e)}", seq=seq)
             return 1
-        self.resident()
-        if "prefetch" in a.impls:
-            self.prefetch()
-        if "accelerate" in a.impls:
-            self.accelerate()  # last: it replaces the model's parameters by hooks
+        phases = [self.resident] + [getattr(self, p) for p in ("prefetch", "accelerate") if p in a.impls]
+        for phase in phases:  # accelerate last: it replaces the model's parameters by hooks
+            try:
+                phase()
+            except Exception:  # noqa: BLE001 - e.g. restoring the weights failed: the next phase reports
+                log(traceback.format_exc())
         log(f"torch_peer done in {time.time() - self.clock.start:.1f}s")
         return 0
 
