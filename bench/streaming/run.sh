@@ -14,15 +14,16 @@
 #   run(command="bench/streaming/run.sh $OUT", carry=[".gpu"])
 #
 # Environment (all optional):
-#   STREAMRT_BIN_DIR  where streamrt and streamrt_stream_bench are (default: .gpu/bin of this checkout; its
-#                     libraries .gpu/lib.tar.xz are unpacked and put on LD_LIBRARY_PATH as scripts/gpu-check does)
+#   STREAMRT_BIN_DIR  where streamrt and streamrt_stream_bench are (default: .gpu/bin of this checkout, with
+#                     the paths set by scripts/gpu-env, as scripts/gpu-check does)
 #   BENCH_LAYERS      decoder layers (default 20: 8.05 GB of fp16 projection weights; 2 with BENCH_TINY=1)
 #   BENCH_DEADLINE_S  seconds for the whole run, report included (default 520)
 #   BENCH_ITERS / BENCH_WARMUP   timed / untimed runs per point (default 5 / 1)
 #   BENCH_SEQS        sequence lengths (default 1,2048; 1,32 with BENCH_TINY=1)
 #   BENCH_BUDGETS     budgets in percent (default 0,10,...,100)
 #   BENCH_CACHE       exports and the plan (default /tmp/bench-streaming)
-#   BENCH_TORCH_RESERVE_S  seconds kept for torch_peer when the streamrt steps run (default 170)
+#   BENCH_TORCH_RESERVE_S  seconds kept for torch_peer when the streamrt steps run (default 170, at most a
+#                     third of BENCH_DEADLINE_S)
 #   BENCH_CUDA_GRAPH=1     also sweep streamrt with --cuda-graph (when the time allows)
 #   BENCH_KEEP_PLAN=1      keep the plan after the sweep (default: deleted)
 #   BENCH_DEVICE      streamrt build --device (default cuda; cpu for tests)
@@ -54,21 +55,20 @@ else
 fi
 BUDGETS=${BENCH_BUDGETS:-0,10,20,30,40,50,60,70,80,90,100}
 DEADLINE_S=${BENCH_DEADLINE_S:-520}
-TORCH_RESERVE=${BENCH_TORCH_RESERVE_S:-170}
+TORCH_RESERVE=${BENCH_TORCH_RESERVE_S:-$(( DEADLINE_S / 3 < 170 ? DEADLINE_S / 3 : 170 ))}
 REPORT_RESERVE=15
 START=$(date +%s)
 DEADLINE=$(( START + DEADLINE_S ))
 MIN_SEQ=$(tr , '\n' <<< "$SEQS" | sort -n | head -1)
 MAX_SEQ=$(tr , '\n' <<< "$SEQS" | sort -n | tail -1)
 
-BIN=${STREAMRT_BIN_DIR:-$ROOT/.gpu/bin}
-BUNDLE=$(dirname "$BIN")
-# The bundle of scripts/gpu-bundle carries its libraries packed (as scripts/gpu-check unpacks them).
-if [ -f "$BUNDLE/lib.tar.xz" ] || [ -d "$BUNDLE/lib" ]; then
-  [ -d "$BUNDLE/lib" ] || tar xJf "$BUNDLE/lib.tar.xz" -C "$BUNDLE"
-  TORCH_LIBS=$("$PY" -c 'import glob, os, site
-print(":".join(sorted({d for sp in site.getsitepackages() for p in ("nvidia/*/lib", "nvidia/cu13/lib", "torch/lib") for d in glob.glob(os.path.join(sp, p))})))' 2>/dev/null)
-  export LD_LIBRARY_PATH="$BUNDLE/lib:/usr/local/cuda/lib64:${TORCH_LIBS}:${LD_LIBRARY_PATH:-}"
+if [ -n "${STREAMRT_BIN_DIR:-}" ]; then
+  BIN=$STREAMRT_BIN_DIR  # its libraries: found through rpath or the caller's LD_LIBRARY_PATH
+elif [ -d "$ROOT/.gpu" ]; then
+  # The bundle of scripts/gpu-bundle: scripts/gpu-env unpacks its libraries, sets LD_LIBRARY_PATH and BIN.
+  pushd "$ROOT" > /dev/null && source scripts/gpu-env && popd > /dev/null
+else
+  BIN=$ROOT/.gpu/bin
 fi
 
 elapsed() { echo $(( $(date +%s) - START )); }
