@@ -11,11 +11,13 @@
 //          j > i + (Skv - Sq), the bottom-right alignment that lets Sq < Skv decode against a
 //          cache; k_transposed (int).
 // Output:  Y [..., Sq, Dv] in Q's type. Scores, softmax (max-subtracted) and sums are float32. A
-//          query with no unmasked key gets NaN, as Softmax over a row of -inf does.
+//          query with no unmasked key gets NaN, as Softmax over a row of -inf does; Skv = 0 gives 0.
 //
-// The name is ONNX's (opset 23 Attention, same domain): this op is the part of it without head-count
-// attributes, past key/value inputs, extra outputs, softcap or is_causal (upper-left aligned); a
-// node using those is rejected as unsupported rather than misread.
+// Like the other fused ops (RMSNormalization, FusedElementwise) it is registered in the default
+// domain, where the CUDA engine looks its kernels up. That domain's opset 23 also has an Attention:
+// this op is the part of it without head-count attributes, past key/value inputs, extra outputs,
+// softcap or is_causal (upper-left aligned); a node using those is refused as unsupported rather
+// than misread.
 #pragma once
 
 #include <cstdint>
