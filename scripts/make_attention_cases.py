@@ -136,6 +136,8 @@ class Case:
         elif self.mask == "keep_input":
             keep = rng.uniform(size=(1, 1, sq, skv)) > 0.4
             keep[..., -1] = True
+            if np.isfinite(self.fill):  # a finite fill gives a fully masked row uniform weights
+                keep[..., min(3, sq - 1), :] = False
             ins["keep"] = keep
         return ins
 
@@ -212,7 +214,8 @@ CASES = [
          mask="causal_add", seed=3),
     Case("causal_sq4_skv77_d64", np.float16, b=1, h=3, sq=4, skv=77, d=64, scale="div", mask="causal_add", seed=4),
     Case("mask_add_sq48_skv96_d64", np.float16, b=2, h=4, sq=48, skv=96, d=64, mask="add_input", seed=5),
-    Case("keep_mask_sq40_skv70_d128", np.float16, b=1, h=3, sq=40, skv=70, d=128, mask="keep_input", seed=6),
+    Case("keep_mask_sq40_skv70_d128", np.float16, b=1, h=3, sq=40, skv=70, d=128, mask="keep_input",
+         fill=np.finfo(np.float16).min, seed=6),
     Case("causal_s33_d16_simple", np.float16, b=2, h=4, sq=33, skv=33, d=16, layout="bshd", mask="causal_where",
          seed=7),
     Case("dv32_d64_simple", np.float16, b=1, h=2, sq=20, skv=50, d=64, dv=32, seed=8),

@@ -6,11 +6,11 @@
 // Q' and K' may carry their own scalar Mul/Div (torch's exporter scales Q and K^T by sqrt(scale)
 // each); every scalar folds into `scale`. K' = Transpose(K) swapping the last two axes is absorbed
 // (k_transposed = 0); any other K' is passed as K^T (k_transposed = 1), so the pass adds no node.
-// Masks: an additive mask stays an input; a Where whose fill is a scalar <= kLargeNegative becomes
-// a bool mask (true = attend); a constant mask equal to the bottom-right causal triangle becomes
-// causal = 1 and disappears. Every absorbed intermediate must have no other consumer.
+// Masks: an additive mask stays an input; Where(cond, fill, .) with a scalar fill becomes a bool
+// mask (true = attend) with mask_fill = fill, exactly what Where computes; a constant mask equal to
+// the bottom-right causal triangle (fill or additive values <= kLargeNegative) becomes causal = 1 and
+// disappears. Every absorbed intermediate must have no other consumer.
 #include <cmath>
-#include <limits>
 #include <map>
 
 #include "builder/fusion.h"
@@ -23,7 +23,6 @@ namespace {
 // Masked scores at or below this count as -inf: exp(-1e4 + anything a score reaches) is 0 in float,
 // so a masked key gets exactly the weight 0 either way once its row keeps one unmasked key.
 constexpr float kLargeNegative = -1e4f;
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The value of a float constant with one element whose rank does not exceed `rank` (so it
 // broadcasts without changing the other operand's shape).
@@ -99,23 +98,13 @@ bool is_causal(const std::vector<uint8_t>& masked, const Dims& dims, int64_t sq,
   return true;
 }
 
-// Every row (last axis) keeps at least one key.
-bool rows_keep_a_key(const std::vector<uint8_t>& masked, const Dims& dims) {
-  const int64_t cols = dims.empty() ? 1 : dims.back();
-  for (size_t r = 0; r * cols < masked.size(); ++r) {
-    bool keep = false;
-    for (int64_t j = 0; j < cols && !keep; ++j) keep = !masked[r * cols + j];
-    if (!keep) return false;
-  }
-  return true;
-}
-
 struct Match {
   std::vector<int> chain;  // nodes absorbed besides the root
   ir::ValueId q = ir::kNoValue, k = ir::kNoValue, v = ir::kNoValue, mask = ir::kNoValue;
   float scale = 1.f;
   bool k_transposed = true, causal = false;
   bool invert_mask = false;  // the mask input must be the negation of the constant `mask`
+  std::optional<float> mask_fill;  // of a bool mask from Where
 };
 
 // Scores side: [scalars] -> MatMul(Q', K'). Fills q, k, scale, k_transposed.
@@ -137,7 +126,7 @@ bool match_scores(const ir::Graph& g, const GraphIndex& idx, ir::ValueId s, Matc
   return true;
 }
 
-// Where(cond, fill, scores) / Where(cond, scores, fill) with a large negative scalar fill.
+// Where(cond, fill, scores) / Where(cond, scores, fill) with a scalar fill.
 bool match_where(const ir::Graph& g, const GraphIndex& idx, int w, const Dims& sd, Match* m) {
   const auto& in = g.nodes[w].inputs;
   if (in.size() != 3) return false;
@@ -145,23 +134,27 @@ bool match_where(const ir::Graph& g, const GraphIndex& idx, int w, const Dims& s
   bool masked_when_true;
   std::optional<float> fill;
   ir::ValueId scores;
-  if ((fill = scalar(g, in[1], rank)) && *fill <= kLargeNegative) masked_when_true = true, scores = in[2];
-  else if ((fill = scalar(g, in[2], rank)) && *fill <= kLargeNegative) masked_when_true = false, scores = in[1];
+  if ((fill = scalar(g, in[1], rank))) masked_when_true = true, scores = in[2];
+  else if ((fill = scalar(g, in[2], rank))) masked_when_true = false, scores = in[1];
   else return false;
   if (!match_scores(g, idx, scores, m)) return false;
   ir::ValueId cond = in[0];
-  const int64_t sq = sd[rank - 2], skv = sd[rank - 1];
+  m->mask_fill = *fill;
   if (const Tensor* c = g.constant(cond)) {
     auto masked = masked_entries(*c, false, masked_when_true);
     if (!masked) return false;
-    // A finite fill is -inf only where the row keeps a key (a causal row keeps j = 0 when Sq <= Skv).
-    if (sq > 0 && sq <= skv && is_causal(*masked, c->dims(), sq, skv)) return m->causal = true;
-    if (*fill != kNegInf && !rows_keep_a_key(*masked, c->dims())) return false;
+    // A large negative fill acts as -inf where the row keeps a key, as every causal row does when
+    // Sq <= Skv (it keeps key 0).
+    const int64_t sq = sd[rank - 2], skv = sd[rank - 1];
+    if (*fill <= kLargeNegative && sq > 0 && sq <= skv && is_causal(*masked, c->dims(), sq, skv)) {
+      m->causal = true;
+      m->mask_fill.reset();
+      return true;
+    }
     m->mask = cond;
     m->invert_mask = masked_when_true;
     return true;
   }
-  if (*fill != kNegInf) return false;  // rows of a run-time mask may be fully masked
   if (masked_when_true) {
     // Exporters write masked_fill(~keep): use `keep` (through a bool -> bool Cast, if any).
     int cast = absorbable(idx, cond, "Cast");
@@ -250,6 +243,7 @@ size_t fuse_attention(ir::Graph& g) {
       n.attrs["scale"] = ir::Attribute::make_float(m->scale);
       if (m->causal) n.attrs["causal"] = ir::Attribute::make_int(1);
       n.attrs["k_transposed"] = ir::Attribute::make_int(m->k_transposed ? 1 : 0);
+      if (m->mask_fill) n.attrs["mask_fill"] = ir::Attribute::make_float(*m->mask_fill);
       if (m->invert_mask) to_invert.emplace_back(n.outputs[0], m->mask);
       for (int c : m->chain) idx.remove(c);
       root = std::move(n);

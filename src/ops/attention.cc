@@ -56,6 +56,7 @@ Result<AttentionAttrs> attention_attrs(const ir::Node& node, int64_t d) {
   a.k_transposed = kt == 1;
   const float def = d > 0 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))) : 1.f;
   SRT_ASSIGN_OR_RETURN(a.scale, node.attr_float("scale", def));
+  SRT_ASSIGN_OR_RETURN(a.mask_fill, node.attr_float("mask_fill", a.mask_fill));
   return a;
 }
 
@@ -179,7 +180,7 @@ void attend(const KernelContext& ctx, const AttentionGeometry& g, const Attentio
         float sc = dot * a.scale;
         const int64_t mo = o.mask + i * g.mask_row + j * g.mask_col;
         if (mask_add) sc += static_cast<float>(load(mask_add[mo]));
-        if (mask_bool && !mask_bool[mo]) sc = kNegInf;
+        if (mask_bool && !mask_bool[mo]) sc = a.mask_fill;
         s[j] = sc;
         mx = std::max(mx, sc);
       }

@@ -5,11 +5,14 @@
 //
 // Inputs:  Q [..., Sq, D]; K [..., Skv, D] (or K^T [..., D, Skv] with k_transposed = 1);
 //          V [..., Skv, Dv]; optional mask broadcastable to [..., Sq, Skv]: Q's float type (added to
-//          the scaled scores) or bool (true = the key takes part; false = score -inf).
+//          the scaled scores) or bool (true = the key takes part; false = the score becomes
+//          mask_fill, as Where(mask, scores, fill) would make it).
 //          Leading dims of all inputs broadcast (numpy) to the output's leading dims.
 // Attributes: scale (float, default 1/sqrt(D)); causal (int): key j is masked for query i when
 //          j > i + (Skv - Sq), the bottom-right alignment that lets Sq < Skv decode against a
-//          cache; k_transposed (int).
+//          cache; k_transposed (int); mask_fill (float, default -inf): exporters' fills are -inf,
+//          -1e4 or the type's lowest; a finite one makes a fully masked row average V as the
+//          unfused Where-Softmax does.
 // Output:  Y [..., Sq, Dv] in Q's type. Scores, softmax (max-subtracted) and sums are float32. A
 //          query with no unmasked key gets NaN, as Softmax over a row of -inf does; Skv = 0 gives 0.
 //
@@ -21,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "ops/op.h"
@@ -33,6 +37,7 @@ struct AttentionAttrs {
   float scale = 1.f;
   bool causal = false;
   bool k_transposed = false;
+  float mask_fill = -std::numeric_limits<float>::infinity();  // score of a false bool-mask entry
 };
 
 // Reads the attributes for head dim `d` (scale defaults to 1/sqrt(d)); rejects ONNX Attention

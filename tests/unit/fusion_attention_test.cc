@@ -233,6 +233,10 @@ TEST_P(AttentionFusion, FusesToOneNodeWithSameResult) {
   if (e.inputs == 4) {
     const bool bool_mask = v.mask != Mask::kAddInput && v.mask != Mask::kAddConstOther;
     EXPECT_EQ(b.g.value(a->inputs[3]).dtype, bool_mask ? DataType::kBool : DataType::kFloat32);
+    EXPECT_EQ(a->has_attr("mask_fill"), bool_mask);
+    if (bool_mask) {
+      EXPECT_EQ(a->attr_float("mask_fill").value(), -kInf);
+    }
   }
   ASSERT_TRUE(ir::infer_shapes(b.g).ok());
   expect_close(values_f32(interpret(b)), want);
@@ -292,24 +296,6 @@ TEST(AttentionFusionNegative, LeavesGraphsAloneWhereARuleFails) {
     unchanged(std::move(b), "scale is a vector");
   }
   {
-    Built b = build({.mask = Mask::kWhereCausal});
-    b.g.set_constant(b.g.find_value("fill"), f32({}, {-1.f}));
-    unchanged(std::move(b), "fill is not large and negative");
-  }
-  {
-    Built b = build({.mask = Mask::kWhereNotInput});
-    b.g.set_constant(b.g.find_value("fill"), f32({}, {-1e4f}));
-    unchanged(std::move(b), "finite fill with a run-time mask (rows may be fully masked)");
-  }
-  {
-    Built b = build({.mask = Mask::kWhereConstOther});  // a row masked entirely under a finite fill
-    std::vector<float> m(25, 0.f);
-    std::fill(m.begin() + 5, m.begin() + 10, 1.f);
-    b.g.set_constant(b.g.find_value("cond"), bool_tensor({5, 5}, m));
-    b.g.set_constant(b.g.find_value("fill"), f32({}, {-1e4f}));
-    unchanged(std::move(b), "finite fill over a fully masked row");
-  }
-  {
     Built b = build({.mask = Mask::kWhereNotInput});  // Where(cond, -inf, .) with no Not to undo
     for (auto& n : b.g.nodes)
       if (n.op_type == "Not") n.op_type = "Identity";
@@ -317,13 +303,37 @@ TEST(AttentionFusionNegative, LeavesGraphsAloneWhereARuleFails) {
   }
 }
 
-TEST(AttentionFusionNegative, CausalOnlyWhenEveryRowKeepsAKey) {
-  // Sq > Skv: the first rows of a causal -1e4 mask are fully masked (uniform weights in the
-  // unfused graph, NaN in Attention): neither causal = 1 nor a bool mask would compute that.
-  Built b = build({.mask = Mask::kWhereCausal, .sq = 6, .skv = 4});
-  const size_t before = b.g.nodes.size();
-  EXPECT_EQ(fuse_attention(b.g), 0u);
-  EXPECT_EQ(b.g.nodes.size(), before);
+// Where's fill becomes mask_fill, so a finite fill over fully masked rows (uniform weights in the
+// unfused graph) gives the same result; such a constant is no causal mask.
+TEST(AttentionFusion, WhereFillIsKeptExactly) {
+  auto same = [](Built b, float fill, const char* why) {
+    const std::vector<float> want = values_f32(interpret(b));
+    ASSERT_EQ(fuse_attention(b.g), 1u) << why;
+    const ir::Node* a = find_op(b.g, "Attention");
+    ASSERT_NE(a, nullptr) << why;
+    EXPECT_EQ(a->attr_int("causal", 0).value(), 0) << why;
+    ASSERT_EQ(a->inputs.size(), 4u) << why;
+    EXPECT_EQ(a->attr_float("mask_fill", 0.f).value(), fill) << why;
+    ASSERT_TRUE(ir::infer_shapes(b.g).ok());
+    expect_close(values_f32(interpret(b)), want);
+  };
+  {
+    Built b = build({.mask = Mask::kWhereCausal});  // a small fill is no -inf: a bool mask, not causal
+    b.g.set_constant(b.g.find_value("fill"), f32({}, {-1.f}));
+    same(std::move(b), -1.f, "small fill");
+  }
+  {
+    Built b = build({.mask = Mask::kWhereCausal, .sq = 6, .skv = 4});  // Sq > Skv: rows 0, 1 fully masked
+    same(std::move(b), -1e4f, "causal triangle with fully masked rows");
+  }
+  {
+    Built b = build({.mask = Mask::kWhereNotInput});  // a run-time mask with a fully masked row
+    b.g.set_constant(b.g.find_value("fill"), f32({}, {-1e4f}));
+    std::vector<float> keep(25, 1.f);
+    std::fill(keep.begin() + 5, keep.begin() + 10, 0.f);
+    b.values[3] = bool_tensor({1, 1, 5, 5}, keep);
+    same(std::move(b), -1e4f, "run-time mask");
+  }
 }
 
 TEST(AttentionFusion, MaskedConditionIsNegatedOnceForSeveralLayers) {

@@ -36,6 +36,7 @@ struct Case {
   Dims q, k, v, mask;  // mask empty = none (set has_mask for a scalar mask)
   bool has_mask = false, bool_mask = false, causal = false;
   float scale = 0.5f;
+  float mask_fill = -std::numeric_limits<float>::infinity();
 };
 
 // softmax(scale * Q K^T + mask, causal) V in double, inputs broadcast to `lead` first.
@@ -59,7 +60,7 @@ std::vector<double> reference(const Case& c, const Dims& lead, const std::vector
         double sc = c.scale * dot;
         if (c.has_mask) {
           const double m = M[(b * sq + i) * skv + j];
-          sc = c.bool_mask ? (m != 0 ? sc : -inf) : sc + m;
+          sc = c.bool_mask ? (m != 0 ? sc : c.mask_fill) : sc + m;
         }
         if (c.causal && j > i + skv - sq) sc = -inf;
         s[j] = sc;
@@ -81,6 +82,7 @@ ir::Node attention_node(const Case& c, bool k_transposed = false, bool with_scal
   if (with_scale) attrs["scale"] = Attribute::make_float(c.scale);
   if (c.causal) attrs["causal"] = Attribute::make_int(1);
   if (k_transposed) attrs["k_transposed"] = Attribute::make_int(1);
+  if (!std::isinf(c.mask_fill)) attrs["mask_fill"] = Attribute::make_float(c.mask_fill);
   return make_node("Attention", c.has_mask ? 4 : 3, 1, attrs);
 }
 
@@ -152,6 +154,25 @@ TEST(Attention, AdditiveMaskWithCausal) {
 
 TEST(Attention, BoolMaskKeepsTrueEntries) {
   check({.q = {2, 2, 5, 4}, .k = {2, 2, 7, 4}, .v = {2, 2, 7, 3}, .mask = {5, 7}, .has_mask = true, .bool_mask = true});
+}
+
+TEST(Attention, MaskFillReplacesMaskedScoresAsWhereDoes) {
+  // Row 1 is masked entirely: with a finite fill its weights are uniform, so it is V's mean.
+  Case c{.q = {1, 3, 2}, .k = {1, 4, 2}, .v = {1, 4, 2}, .mask = {3, 4}, .has_mask = true, .bool_mask = true,
+         .mask_fill = -1e4f};
+  std::vector<float> keep = {1, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0};
+  std::vector<float> v = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto q = random_values(6, 1), k = random_values(8, 2);
+  auto want = reference(c, {1}, q, k, v, keep);
+  std::vector<uint8_t> kb(keep.begin(), keep.end());
+  auto out = run_ok(attention_node(c), {f32(c.q, q), f32(c.k, k), f32(c.v, v), Tensor::from_vector(DataType::kBool, c.mask, kb)});
+  ASSERT_EQ(out.size(), 1u);
+  auto y = values_f32(out[0]);
+  EXPECT_NEAR(y[2], 4.f, 1e-5f);  // (1 + 3 + 5 + 7) / 4
+  EXPECT_NEAR(y[3], 5.f, 1e-5f);
+  EXPECT_NEAR(y[4], 3.f, 1e-6f);  // row 2 keeps key 1 only
+  EXPECT_NEAR(y[5], 4.f, 1e-6f);
+  expect_close(y, std::vector<float>(want.begin(), want.end()));
 }
 
 TEST(Attention, LeadingDimsBroadcast) {

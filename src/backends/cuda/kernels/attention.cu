@@ -9,10 +9,15 @@
 //    rows (16 per warp); key tiles of 64 rows of K and V are staged in shared memory; Q K^T and
 //    P V run on tensor cores (mma.sync m16n8k16, float accumulators). The S accumulator fragment
 //    is laid out exactly as the A fragment of P V needs (rows g and g+8, columns 2t and 2t+1), so
-//    P never leaves registers. Causal blocks stop at the last key their last row may see.
+//    P never leaves registers (rounded to the I/O type for the mma: the one rounding the CPU kernel
+//    does not make). Causal blocks stop at the last key their last row may see. K^T (k_transposed)
+//    and unaligned K / V are staged element by element, aligned row-major ones 16 bytes at a time.
 //  - attention_simple (float32, and any other D / Dv): a warp per query row, lanes split keys
 //    (32 at a time) for the scores and the Dv columns for the output (256 columns per pass).
+//    STREAMRT_ATTENTION_KERNEL=simple forces it for every call.
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "backends/cuda/kernels/cuda_types.cuh"
 #include "ops/attention.h"
@@ -34,6 +39,7 @@ struct Params {
   int64_t mask_row, mask_col;  // mask strides along Sq and Skv
   int64_t causal_offset;       // Skv - Sq
   float scale;
+  float mask_fill;  // score of a false bool-mask entry
   int causal;
   int mask_kind;
   ops::AttentionBatchMap map;  // where each batch index starts in Q, K, V and the mask
@@ -55,7 +61,7 @@ __device__ __forceinline__ float masked_score(const Params& p, int64_t mask_base
   if (p.mask_kind == kNoMask) return s;
   const int64_t mo = mask_base + i * p.mask_row + j * p.mask_col;
   if (p.mask_kind == kAdditiveMask) return s + static_cast<float>(to_acc(static_cast<const T*>(p.mask)[mo]));
-  return static_cast<const uint8_t*>(p.mask)[mo] ? s : -INFINITY;
+  return static_cast<const uint8_t*>(p.mask)[mo] ? s : p.mask_fill;
 }
 
 // ----------------------------------------------------------------------------- simple kernel
@@ -323,6 +329,16 @@ __global__ void __launch_bounds__(kMmaWarps * 32) attention_mma(const Params p, 
 
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
+// STREAMRT_ATTENTION_KERNEL=simple sends every call to the warp-per-row kernel: a switch for
+// telling the two kernels apart on a GPU without rebuilding.
+bool simple_only() {
+  static const bool simple = [] {
+    const char* env = std::getenv("STREAMRT_ATTENTION_KERNEL");
+    return env && std::string(env) == "simple";
+  }();
+  return simple;
+}
+
 Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g, const ops::AttentionAttrs& a) {
   Params p{};
   p.q = ctx.input(0).data;
@@ -336,6 +352,7 @@ Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g
   p.mask_row = g.mask_row, p.mask_col = g.mask_col;
   p.causal_offset = g.causal_offset();
   p.scale = a.scale;
+  p.mask_fill = a.mask_fill;
   p.causal = a.causal ? 1 : 0;
   p.mask_kind = g.mask == ops::AttentionMask::kAdditive ? kAdditiveMask
                 : g.mask == ops::AttentionMask::kBool   ? kBoolMask
@@ -369,7 +386,7 @@ Status attention_cuda(CudaKernelContext& ctx) {
     if constexpr (!std::is_same_v<T, float>) {
       const int64_t q_tiles = (g.sq + kBr - 1) / kBr;
       // Tensor cores for the common head dims; Q is read in 4-byte pairs.
-      if (g.d == g.dv && aligned(p.q, 4) && p.batch * q_tiles <= INT32_MAX) {
+      if (!simple_only() && g.d == g.dv && aligned(p.q, 4) && p.batch * q_tiles <= INT32_MAX) {
         if (g.d == 64) return launch_mma<T, 64>(ctx, p, q_tiles);
         if (g.d == 128) return launch_mma<T, 128>(ctx, p, q_tiles);
       }
