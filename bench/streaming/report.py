@@ -53,9 +53,13 @@ def read_jsonl(results):
                     rec = json.loads(line)
                 except ValueError:
                     continue
-                if rec.get("impl") == "streamrt" and rec.get("cuda_graph"):
-                    rec["impl"] = "streamrt_graph"
                 recs.append(rec)
+    # With both an eager and a CUDA-graph sweep, the graph one is the extra "streamrt + CUDA graph"
+    # series; a graph sweep alone (run.sh's default) is streamrt's own.
+    eager = any(r.get("impl") == "streamrt" and not r.get("cuda_graph") for r in recs)
+    for r in recs:
+        if eager and r.get("impl") == "streamrt" and r.get("cuda_graph"):
+            r["impl"] = "streamrt_graph"
     return recs
 
 

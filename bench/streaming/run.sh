@@ -24,7 +24,8 @@
 #   BENCH_CACHE       exports and the plan (default /tmp/bench-streaming)
 #   BENCH_TORCH_RESERVE_S  seconds kept for torch_peer when the streamrt steps run (default 170, at most a
 #                     third of BENCH_DEADLINE_S)
-#   BENCH_CUDA_GRAPH=1     also sweep streamrt with --cuda-graph (when the time allows)
+#   BENCH_STREAMRT_EAGER=1 streamrt's sweep runs eagerly (default: replayed as CUDA graphs, as deployed);
+#   BENCH_CUDA_GRAPH=1     with BENCH_STREAMRT_EAGER=1: also sweep with --cuda-graph (when the time allows)
 #   BENCH_KEEP_PLAN=1      keep the plan after the sweep (default: deleted)
 #   BENCH_DEVICE      streamrt build --device (default cuda; cpu for tests)
 #   BENCH_TINY=1      tiny model (tests)
@@ -144,9 +145,11 @@ else
   skip build "failed: no exported model (see export.log)"
 fi
 if [ -s "$PLAN" ]; then
+  # streamrt runs as deployed: each point's runs replayed as a CUDA graph (BENCH_STREAMRT_EAGER=1: eager).
+  GRAPH_FLAG=(--cuda-graph); [ "${BENCH_STREAMRT_EAGER:-0}" = 1 ] && GRAPH_FLAG=()
   step stream_bench 300 "$TORCH_RESERVE" "$BIN/streamrt_stream_bench" "$PLAN" --input hidden_states --seqs "$SEQS" \
-    --budgets "$BUDGETS" --iters "$ITERS" --warmup "$WARMUP" --json "$OUTDIR/streamrt.jsonl"
-  if [ "${BENCH_CUDA_GRAPH:-0}" = 1 ]; then
+    --budgets "$BUDGETS" --iters "$ITERS" --warmup "$WARMUP" "${GRAPH_FLAG[@]}" --json "$OUTDIR/streamrt.jsonl"
+  if [ "${BENCH_CUDA_GRAPH:-0}" = 1 ] && [ "${BENCH_STREAMRT_EAGER:-0}" = 1 ]; then
     if (( $(left "$TORCH_RESERVE") > 60 )); then
       step stream_bench_graph 200 "$TORCH_RESERVE" "$BIN/streamrt_stream_bench" "$PLAN" --input hidden_states \
         --seqs "$SEQS" --budgets "$BUDGETS" --iters "$ITERS" --warmup "$WARMUP" --cuda-graph \

@@ -192,7 +192,8 @@ Status CudaContext::run_device_step(size_t index) {
   CudaKernelContext kctx(step, in_refs, out_refs, host_values, res_);
   if (!capturing_) profiler_.begin(index, res_.stream);
   SRT_RETURN_IF_ERROR(ces_.kernels[index](kctx));
-  if (!capturing_) profiler_.end(index, step.op_type, res_.stream);
+  if (!capturing_ && profiler_.enabled())
+    profiler_.end(index, step.op_type + " " + dims_to_string(out_refs.empty() ? Dims{} : out_refs[0].dims), res_.stream);
   SRT_RETURN_IF_ERROR(streamer_.after_step(index, res_.stream));
   for (size_t k = 0; k < step.outputs.size(); ++k) {
     int32_t v = step.outputs[k];

@@ -33,6 +33,7 @@ class StepProfiler {
   std::vector<cudaEvent_t> pool_;
   std::map<std::string, std::pair<double, long>> total_;  // op -> (ms, count)
   int runs_ = 0;
+  bool seen_first_ = false;
   cudaEvent_t open_ = nullptr;
 };
 
