@@ -154,6 +154,8 @@ class StubBackend : public BackendInterface {
     destroyed_.clear();
     inits_ = 0;
     live_.clear();
+    for (DelegateHandle* h : owned_) delete static_cast<int*>(h);
+    owned_.clear();
   }
   int inits() const { return inits_; }
   // How often each handle was destroyed.
@@ -191,8 +193,9 @@ class StubBackend : public BackendInterface {
 
   void destroy(DelegateHandle* h) override {
     std::lock_guard<std::mutex> lock(mu_);
-    // A second destroy is counted (the tests fail on it), never a double free.
-    if (++destroyed_[h] == 1 && owned_.erase(h)) delete static_cast<int*>(h);
+    // Counted only: the memory is freed by reset(), so that no address is reused for another
+    // handle while a test counts destroys per handle.
+    ++destroyed_[h];
     live_.erase(std::remove(live_.begin(), live_.end(), h), live_.end());
   }
 
