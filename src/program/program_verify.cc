@@ -148,9 +148,6 @@ class MethodChecker {
     for (int32_t v : k.inputs)
       if (v != -1 && in_range(v) && !is_tensor(v))
         return fail(at + " (" + k.op_type + ") reads value " + value_name(v) + ", which is not a tensor");
-    for (const auto& [name, a] : k.attrs)
-      if (a.kind == ir::Attribute::Kind::kTensor && a.t.empty())
-        return fail(at + " (" + k.op_type + ") attribute '" + name + "' holds no tensor");
     return check_args(at + " (" + k.op_type + ")", k.inputs, k.outputs, true);
   }
 

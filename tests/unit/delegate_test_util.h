@@ -148,4 +148,33 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
   return m;
 }
 
+// A tiny program for corpora: x f32[1,4] -> MatMul W f32[4,4] -> Softmax (portable) -> Relu
+// -> y: two small engines around a kernel call.
+inline delegate::CompiledProgram tiny_compiled_program() {
+  ir::Graph g;
+  g.name = "tiny";
+  const ir::ValueId x = g.add_value("x", DataType::kFloat32, {1, 4}, true);
+  const ir::ValueId w = g.add_value("W", DataType::kFloat32, {4, 4}, true);
+  g.set_constant(w, Tensor::from_vector<float>(DataType::kFloat32, {4, 4}, lcg_values(16, 3, 1.f)));
+  g.inputs = {x};
+  auto node = [&](const std::string& op, std::vector<ir::ValueId> in, const std::string& out) {
+    ir::Node n;
+    n.name = op;
+    n.op_type = op;
+    n.opset = 17;
+    n.inputs = std::move(in);
+    n.outputs = {g.add_value(out)};
+    g.nodes.push_back(n);
+    return n.outputs[0];
+  };
+  const ir::ValueId y = node("Relu", {node("Softmax", {node("MatMul", {x, w}, "h")}, "s")}, "y");
+  g.outputs = {y};
+  delegate::CompileOptions o;
+  o.fallback_ops = {"Softmax"};
+  o.budget = "50%";
+  auto r = delegate::compile_graph(std::move(g), o);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? std::move(r).value() : delegate::CompiledProgram{};
+}
+
 }  // namespace streamrt::testing
