@@ -260,5 +260,13 @@ TEST_F(DelegateE2E, LiveChangeWhileThreadsCallForward) {
   EXPECT_EQ(m.get_backend_option("StreamRTBackend", {&missing, 1}).code(), StatusCode::kNotFound);
 }
 
+// Writes the graph-break model where the CLI tests (tests/cli_tests.cmake) expect it.
+TEST(DelegateFixture, WriteGraphBreakModel) {
+  const std::string dir = std::string(STREAMRT_BINARY_DIR) + "/cli_tests";
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(write_graph_break_model(dir), dir + "/graph_break.onnx");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/graph_break.onnx"));
+}
+
 }  // namespace
 }  // namespace streamrt

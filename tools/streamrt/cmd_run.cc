@@ -72,6 +72,7 @@ Command add_run_command(CLI::App& app) {
     int iterations = 10, warmup = 2;
     bool cuda_graph = false;
     BuildOptions opts;
+    std::vector<std::string> backend_options;  // programs (.pte) only
   };
   auto s = std::make_shared<State>();
   app.add_option("model", s->model, "plan file, or ONNX model (built in memory first)")->required();
@@ -81,7 +82,10 @@ Command add_run_command(CLI::App& app) {
   app.add_option("--warmup", s->warmup, "untimed runs before timing")->check(CLI::Range(0, 1000000));
   app.add_flag("--cuda-graph", s->cuda_graph, "CUDA: capture the run once, replay it while shapes are unchanged");
   add_build_options(app, s->opts);
+  app.add_option("--backend-option", s->backend_options, "program (.pte): a load-time backend option, Backend:key=value");
   return [s]() -> int {
+    if (is_program_path(s->model))
+      return run_program_command({s->model, s->inputs, s->backend_options, s->output_dir, s->iterations, s->warmup});
     auto config = make_builder_config(s->opts);
     if (!config.ok()) return report_error(config.status());
     RuntimeOptions ro;
