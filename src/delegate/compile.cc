@@ -3,6 +3,7 @@
 #include "delegate/compile.h"
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "builder/build_graph.h"
 #include "builder/passes.h"
@@ -97,6 +98,8 @@ Result<CompiledProgram> compile_graph(ir::Graph g, const CompileOptions& options
   ValueTable value(g, out);
   m.inputs = g.inputs;
   SRT_RETURN_IF_ERROR(value.map_all(m.inputs));
+  std::unordered_set<ir::ValueId> read(g.outputs.begin(), g.outputs.end());
+  for (const ir::Node& n : g.nodes) read.insert(n.inputs.begin(), n.inputs.end());
   const std::string model = g.name.empty() ? "model" : g.name;
   const uint32_t engines = static_cast<uint32_t>(parts.partitions.size());
   uint64_t streamable = 0;
@@ -105,6 +108,8 @@ Result<CompiledProgram> compile_graph(ir::Graph g, const CompileOptions& options
     if (!unit.is_partition) {
       ins.kind = Instruction::Kind::kKernelCall;
       ins.kernel = g.nodes[unit.index];
+      for (ir::ValueId& v : ins.kernel.outputs)  // outputs nothing reads need no value
+        if (!read.count(v)) v = ir::kNoValue;
       SRT_RETURN_IF_ERROR(value.map_all(ins.kernel.inputs));
       SRT_RETURN_IF_ERROR(value.map_all(ins.kernel.outputs));
       out.report.kernel_calls.push_back(ins.kernel.op_type);

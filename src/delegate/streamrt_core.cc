@@ -259,11 +259,12 @@ Status StreamRtCore::apply(EngineGroup& g, const BudgetRequest& request) {
 const EngineRecord& StreamRtCore::record(const EngineHandle* h) const { return h->record; }
 
 Status StreamRtCore::execute(EngineHandle* h, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
-  const EngineGroup& g = *h->group;
-  if (!g.ready.load())
+  EngineGroup& g = *h->group;
+  if (!g.ready.load()) {
+    std::lock_guard<std::mutex> lock(g.mu);
     return invalid_state(h->where() + ": not every engine of its program is initialized (" +
-                         std::to_string(std::count_if(g.members.begin(), g.members.end(), [](auto* m) { return m; })) +
-                         " of " + std::to_string(g.count) + ")");
+                         std::to_string(live_members(g).size()) + " of " + std::to_string(g.count) + ")");
+  }
   const size_t n_in = h->record.inputs.size(), n_out = h->record.outputs.size();
   if (inputs.size() != n_in || outputs.size() != n_out)
     return invalid_argument(h->where() + " takes " + std::to_string(n_in) + " inputs and " + std::to_string(n_out) +
