@@ -4,10 +4,8 @@
 // a live change while several threads call forward.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cmath>
 #include <filesystem>
-#include <thread>
 
 #include "core/logging.h"
 #include "delegate_test_util.h"
@@ -205,17 +203,7 @@ TEST_F(DelegateE2E, LiveChangeWhileThreadsCallForward) {
   Module m(*streaming_);
   ASSERT_TRUE(m.load(srt_options("weight_streaming_budget", "1000001")).ok());
   check_output(m);
-  std::atomic<bool> stop{false};
-  std::atomic<int> runs{0}, wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&] {
-      while (!stop.load()) {
-        auto y = run_forward(m, break_model_input());
-        if (!y.ok() || *y != first_) ++wrong;
-        ++runs;
-      }
-    });
+  ForwardLoad load(m, first_, 4);
   struct Change {
     std::string key, value;
     std::vector<uint64_t> expect;
@@ -229,8 +217,7 @@ TEST_F(DelegateE2E, LiveChangeWhileThreadsCallForward) {
   };
   for (int round = 0; round < 3; ++round)
     for (const Change& c : changes) {
-      const int before = runs.load();
-      while (runs.load() < before + 2) std::this_thread::yield();  // executions are in flight
+      load.wait_for_runs(2);  // executions are in flight
       BackendOptions o;
       o.set_option(c.key, c.value);
       Status st = m.set_backend_option("StreamRTBackend", o);
@@ -247,11 +234,9 @@ TEST_F(DelegateE2E, LiveChangeWhileThreadsCallForward) {
   both.set_option("weight_streaming_budget", "1").set_option("weight_streaming_budget_per_engine", "1");
   EXPECT_EQ(m.set_backend_option("StreamRTBackend", both).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine_budgets(m), (std::vector<uint64_t>{400000, 600001}));
-  const int before = runs.load();
-  while (runs.load() < before + 4) std::this_thread::yield();
-  stop = true;
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(wrong.load(), 0) << "of " << runs.load() << " runs";
+  load.wait_for_runs(4);
+  load.stop();
+  EXPECT_EQ(load.wrong(), 0) << "of " << load.runs() << " runs";
   // get_option's totals.
   BackendOption total{"weight_streaming_budget", std::string()}, size{"streamable_weights_size", std::string()};
   ASSERT_TRUE(m.get_backend_option("StreamRTBackend", {&total, 1}).ok());
@@ -285,29 +270,16 @@ TEST(DelegateE2ECuda, GraphBreakOnTheGpu) {
   auto y = run_forward(m, break_model_input());
   ASSERT_TRUE(y.ok()) << y.status().to_string();
   for (size_t i = 0; i < y->size(); ++i) EXPECT_NEAR((*y)[i], reference[i], 1e-5 + 1e-4 * std::fabs(reference[i])) << i;
-  const std::vector<float> first = *y;
-  std::atomic<bool> stop{false};
-  std::atomic<int> wrong{0}, runs{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 3; ++t)
-    threads.emplace_back([&] {
-      while (!stop.load()) {
-        auto out = run_forward(m, break_model_input());
-        if (!out.ok() || *out != first) ++wrong;
-        ++runs;
-      }
-    });
+  ForwardLoad load(m, *y, 3);
   for (const char* budget : {"0", "50%", "8GiB", "1000001"}) {
-    const int before = runs.load();
-    while (runs.load() < before + 2) std::this_thread::yield();
+    load.wait_for_runs(2);
     BackendOptions b;
     b.set_option("weight_streaming_budget", budget);
     Status st = m.set_backend_option("StreamRTBackend", b);
     EXPECT_TRUE(st.ok()) << st.to_string();
   }
-  stop = true;
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(wrong.load(), 0) << "of " << runs.load() << " runs";
+  load.stop();
+  EXPECT_EQ(load.wrong(), 0) << "of " << load.runs() << " runs";
   EXPECT_EQ(engine_budgets(m), (std::vector<uint64_t>{400000, 600001}));
 }
 

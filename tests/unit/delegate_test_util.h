@@ -9,8 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "delegate/compile.h"
@@ -176,5 +178,39 @@ inline delegate::CompiledProgram tiny_compiled_program() {
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   return r.ok() ? std::move(r).value() : delegate::CompiledProgram{};
 }
+
+// Threads calling forward on `m` until stopped, counting outputs that differ from `want`.
+class ForwardLoad {
+ public:
+  ForwardLoad(const Module& m, std::vector<float> want, int threads) : want_(std::move(want)) {
+    for (int t = 0; t < threads; ++t)
+      threads_.emplace_back([this, &m] {
+        while (!stop_.load()) {
+          auto y = run_forward(m, break_model_input());
+          if (!y.ok() || *y != want_) ++wrong_;
+          ++runs_;
+        }
+      });
+  }
+  ~ForwardLoad() { stop(); }
+  // Returns once `n` more runs completed: executions are in flight around the caller's next step.
+  void wait_for_runs(int n) {
+    const int before = runs_.load();
+    while (runs_.load() < before + n) std::this_thread::yield();
+  }
+  void stop() {
+    stop_ = true;
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+  int runs() const { return runs_.load(); }
+  int wrong() const { return wrong_.load(); }
+
+ private:
+  std::vector<float> want_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> runs_{0}, wrong_{0};
+  std::vector<std::thread> threads_;
+};
 
 }  // namespace streamrt::testing
