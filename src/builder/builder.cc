@@ -8,6 +8,7 @@
 #include "builder/fusion.h"
 #include "builder/passes.h"
 #include "builder/precision.h"
+#include "builder/tactics.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
 #include "onnx/importer.h"
@@ -119,7 +120,8 @@ Result<plan::PlanData> build_graph_data(ir::Graph g, const BuilderConfig& config
   }
   SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(g, profiles, config, &rep));
   plan.device = backend->info();
-  if (config.weight_streaming) builder::mark_streamable_weights(plan, &rep);
+  SRT_RETURN_IF_ERROR(builder::choose_tactics(plan, config, &rep));
+  if (config.weight_streaming) builder::mark_streamable_weights(plan, config.min_streamable_bytes, &rep);
   return plan;
 }
 

@@ -6,6 +6,7 @@
 
 #include "plan/plan.h"
 #include "runtime/engine_state.h"
+#include "runtime/residency_planner.h"
 #include "streamrt/runtime.h"
 
 namespace streamrt {
@@ -45,6 +46,8 @@ class DeviceBackend {
   virtual Status apply_weight_budget(EngineState&) { return ok_status(); }
   // Device bytes each context needs for streamed weights at es.budget.
   virtual uint64_t weight_scratch_size(const EngineState&) const { return 0; }
+  // Which streamable weights stay resident at es.budget (for inspect and reports).
+  virtual ResidencyPlan residency(const EngineState&) const { return {}; }
   // Bytes of device memory free now (for the automatic budget).
   virtual uint64_t free_memory() const = 0;
   // Plain memory on the device, for DeviceBuffer (tools, tests, users without their own).

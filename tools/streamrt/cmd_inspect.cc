@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "builder/tactics.h"
 #include "plan/plan.h"
 
 namespace streamrt::cli {
@@ -33,6 +34,7 @@ nlohmann::json to_json(const plan::LoadedPlan& lp) {
     for (int32_t v : s.inputs) ins.push_back(vname(v));
     for (int32_t v : s.outputs) outs.push_back(vname(v));
     layers.push_back({{"name", s.name}, {"op", s.op_type}, {"inputs", ins}, {"outputs", outs}});
+    if (std::string t = builder::describe_tactics(s); !t.empty()) layers.back()["tactic"] = t;
   }
   j["layers"] = layers;
   nlohmann::json weights = nlohmann::json::array();
@@ -66,9 +68,11 @@ void print_text(const nlohmann::json& j) {
                   t["opt"].dump().c_str(), t["max"].dump().c_str());
   }
   std::printf("layers (%zu):\n", j["layers"].size());
-  for (const auto& l : j["layers"])
+  for (const auto& l : j["layers"]) {
     std::printf("  %-18s %-32s %s -> %s\n", l["op"].get<std::string>().c_str(), l["name"].get<std::string>().c_str(),
                 l["inputs"].dump().c_str(), l["outputs"].dump().c_str());
+    if (l.contains("tactic")) std::printf("      tactic: %s\n", l["tactic"].get<std::string>().c_str());
+  }
   std::printf("weights (%zu, %.2f MiB):\n", j["weights"].size(), j["weights_bytes"].get<uint64_t>() / 1048576.0);
   for (const auto& w : j["weights"])
     std::printf("  %-32s %-8s %-20s %10llu bytes%s\n", w["name"].get<std::string>().c_str(),
@@ -87,19 +91,27 @@ void print_text(const nlohmann::json& j) {
 
 Command add_inspect_command(CLI::App& app) {
   struct State {
-    std::string plan;
+    std::string plan, budget;
     bool json = false;
   };
   auto s = std::make_shared<State>();
   app.add_option("plan", s->plan, "plan file, or program (.pte)")->required();
   app.add_flag("--json", s->json, "print JSON instead of text");
+  app.add_option("--budget", s->budget,
+                 "weight-streaming plans: show the resident / streamed split at this budget (loads the engine)");
   return [s]() {
     if (is_program_path(s->plan)) return inspect_program_command(s->plan, s->json);
     auto lp = plan::read_plan(s->plan);
     if (!lp.ok()) return report_error(lp.status());
     nlohmann::json j = to_json(*lp);
+    if (!s->budget.empty()) {
+      auto split = streaming_split(s->plan, s->budget);
+      if (!split.ok()) return report_error(split.status());
+      j["weight_streaming"] = *split;
+    }
     if (s->json) std::printf("%s\n", j.dump(2).c_str());
     else print_text(j);
+    if (!s->json && j.contains("weight_streaming")) print_streaming_split(j["weight_streaming"]);
     return 0;
   };
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <functional>
 #include <string>
 
@@ -39,11 +40,16 @@ struct BuildOptions {
   std::string device = "auto";
   bool fp16 = false, bf16 = false;
   bool weight_streaming = false;
+  bool no_tactics = false, tf32 = false;
 };
 // "auto" -> CUDA when a GPU answers, else the CPU; "cpu" | "cuda" as named.
 Result<DeviceType> resolve_device(const std::string& name);
 void add_build_options(CLI::App& app, BuildOptions& o);
 Result<BuilderConfig> make_builder_config(const BuildOptions& o);
+
+// inspect --budget: resident / streamed split of a weight-streaming plan at a budget value.
+Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::string& budget_text);
+void print_streaming_split(const nlohmann::json& split);
 
 // Prints "error: <status>" to stderr and returns the exit code for it.
 int report_error(const Status& st);
