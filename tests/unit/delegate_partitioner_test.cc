@@ -46,7 +46,7 @@ std::vector<std::string> layout(const G& g, const Partitioning& p) {
 
 std::vector<std::string> schedule(const G& g, const Partitioning& p) {
   std::vector<std::string> out;
-  for (const auto& u : p.schedule) out.push_back(u.is_partition ? "P" + std::to_string(u.index) : g.g.nodes[u.index].name);
+  for (const auto& u : p.schedule) out.push_back(u.is_partition ? std::string("P").append(std::to_string(u.index)) : g.g.nodes[u.index].name);
   return out;
 }
 

@@ -176,7 +176,9 @@ TEST(ProgramCorrupt, PaddingIdentifierAndVerifier) {
     c[i] ^= 0x5a;
     reseal_program(c);
     Status st = read_status(c);
-    if (!st.ok()) EXPECT_FALSE(st.message().empty());
+    if (!st.ok()) {
+      EXPECT_FALSE(st.message().empty());
+    }
   }
 }
 
