@@ -134,6 +134,63 @@ streamrt_cli_test(run_mlp_output_dir pass "logits: float32 5x10"
   ARGS run ${STREAMRT_CLI_TMP}/mlp_profile.plan --input input=${STREAMRT_CLI_MLP}/test_data_set_1/input_0.pb
        --output-dir ${STREAMRT_CLI_TMP}/out --iterations 1 --warmup 0)
 
+# --- programs (.pte): compile with a graph break, inspect, run with backend options -----------
+# The graph-break model (two engines around Softmax, tests/unit/delegate_test_util.h) is written
+# by a unit test into the build tree.
+set(STREAMRT_CLI_BREAK ${STREAMRT_CLI_TMP}/graph_break.onnx)
+set(STREAMRT_CLI_PTE ${STREAMRT_CLI_TMP}/graph_break.pte)
+add_test(NAME cli_write_graph_break_model
+         COMMAND streamrt_tests --gtest_filter=DelegateFixture.WriteGraphBreakModel)
+set_tests_properties(cli_write_graph_break_model PROPERTIES LABELS cli FIXTURES_SETUP cli_break_model)
+streamrt_cli_test(compile_graph_break pass "engine brk_engine0: 3 nodes.*512 KiB streamable.*engine brk_engine1: 4 nodes.*768 KiB streamable.*portable kernel calls: Softmax.*baked weight_streaming_budget=1000001"
+  FILE ${STREAMRT_CLI_PTE} FIXTURES_REQUIRED cli_break_model FIXTURES_SETUP cli_break_pte
+  ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_PTE} --device cpu --weight-streaming --fallback-ops Softmax
+       --weight-streaming-budget 1000001)
+streamrt_cli_test(compile_both_budget_keys fail "InvalidArgument: .*both weight_streaming_budget .* and weight_streaming_budget_per_engine"
+  FIXTURES_REQUIRED cli_break_model
+  ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/never.pte --device cpu --weight-streaming
+       --weight-streaming-budget 1GiB --weight-streaming-budget-per-engine 1GiB)
+streamrt_cli_test(compile_malformed_budget fail "InvalidArgument: compile: weight_streaming_budget_per_engine: invalid weight-streaming budget \"8gb\""
+  FIXTURES_REQUIRED cli_break_model
+  ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/never.pte --device cpu --weight-streaming-budget-per-engine 8gb)
+streamrt_cli_test(compile_unknown_fallback_op fail "InvalidArgument: --fallback-ops names 'Softmx', which is not an op"
+  FIXTURES_REQUIRED cli_break_model
+  ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/never.pte --device cpu --fallback-ops Relu,Softmx)
+streamrt_cli_test(compile_missing_model fail "IoError: cannot open ONNX model '.*no_such_model\\.onnx'"
+  ARGS compile ${STREAMRT_CLI_TMP}/no_such_model.onnx -o ${STREAMRT_CLI_TMP}/never.pte --device cpu)
+streamrt_cli_test(inspect_pte_text pass "engine 'brk_engine0' for cpu: inputs \\[x\\], outputs \\[h3\\], streamable 512 KiB.*compile spec weight_streaming_budget = 1000001.*engine 'brk_engine1'"
+  FIXTURES_REQUIRED cli_break_pte ARGS inspect ${STREAMRT_CLI_PTE})
+streamrt_cli_test(inspect_pte_json pass "\"streamable_bytes\": 786432.*\"kernel\": \"Softmax\""
+  FIXTURES_REQUIRED cli_break_pte ARGS inspect ${STREAMRT_CLI_PTE} --json)
+streamrt_cli_test(run_pte_baked_budget pass "engine 0: weight-streaming budget 390.63 KiB of 512 KiB streamable.*engine 1: weight-streaming budget 585.94 KiB of 768 KiB.*y: float32 1x256"
+  FILE ${STREAMRT_CLI_TMP}/pte_out/y.npy FIXTURES_REQUIRED cli_break_pte
+  ARGS run ${STREAMRT_CLI_PTE} --iterations 1 --warmup 0 --output-dir ${STREAMRT_CLI_TMP}/pte_out)
+streamrt_cli_test(run_pte_load_time_budget pass "engine 0: weight-streaming budget 64 KiB of 512 KiB.*engine 1: weight-streaming budget 64 KiB of 768 KiB"
+  FIXTURES_REQUIRED cli_break_pte
+  ARGS run ${STREAMRT_CLI_PTE} --iterations 1 --backend-option StreamRTBackend:weight_streaming_budget_per_engine=64KiB)
+streamrt_cli_test(run_pte_malformed_budget fail "InvalidArgument: .*weight_streaming_budget: invalid weight-streaming budget \"lots\""
+  FIXTURES_REQUIRED cli_break_pte
+  ARGS run ${STREAMRT_CLI_PTE} --backend-option StreamRTBackend:weight_streaming_budget=lots)
+streamrt_cli_test(run_pte_unknown_option fail "InvalidArgument: .*unknown option 'weight_streaming_budgt'"
+  FIXTURES_REQUIRED cli_break_pte
+  ARGS run ${STREAMRT_CLI_PTE} --backend-option StreamRTBackend:weight_streaming_budgt=1GiB)
+streamrt_cli_test(run_pte_bad_backend_option fail "bad --backend-option 'weight_streaming_budget=1GiB' \\(expected Backend:key=value"
+  FIXTURES_REQUIRED cli_break_pte ARGS run ${STREAMRT_CLI_PTE} --backend-option weight_streaming_budget=1GiB)
+streamrt_cli_test(run_pte_input_not_an_input fail "--input names 'nope', which is not an input"
+  FIXTURES_REQUIRED cli_break_pte
+  ARGS run ${STREAMRT_CLI_PTE} --input nope=${STREAMRT_CLI_MLP}/test_data_set_0/input_0.pb)
+streamrt_cli_test(run_pte_wrong_input fail "InvalidArgument: method 'forward' input 0 'x' is float32 1x784, expected float32 1x256"
+  FIXTURES_REQUIRED cli_break_pte
+  ARGS run ${STREAMRT_CLI_PTE} --input x=${STREAMRT_CLI_MLP}/test_data_set_0/input_0.pb)
+streamrt_cli_test(run_garbage_pte fail "InvalidProgram: program '.*corrupt_bad_magic\\.pte': not a streamrt program \\(bad magic\\)"
+  ARGS run ${STREAMRT_CLI_CORPUS}/program/corrupt_bad_magic.pte)
+streamrt_cli_test(run_pte_missing_backend fail "NotFound: method 'forward' delegate 0 \\('StubBackend'\\): no backend named 'StubBackend' is registered"
+  ARGS run ${STREAMRT_CLI_CORPUS}/program/valid_sample.pte)
+streamrt_cli_test(run_missing_pte fail "IoError: .*no_such\\.pte"
+  ARGS run ${STREAMRT_CLI_TMP}/no_such.pte)
+streamrt_cli_test(inspect_garbage_pte fail "InvalidProgram: program '.*corrupt_read_before_write\\.pte'.*before any instruction writes it"
+  ARGS inspect ${STREAMRT_CLI_CORPUS}/program/corrupt_read_before_write.pte)
+
 # --- weight streaming: build with --weight-streaming, --budget on run and inspect ------------
 streamrt_cli_test(build_mlp_weight_streaming pass "weight streaming: [1-9][0-9]* weights streamable"
   FILE ${STREAMRT_CLI_TMP}/mlp_ws.plan FIXTURES_SETUP cli_mlp_ws_plan

@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "builder/build_graph.h"
 #include "builder/streamable.h"
 #include "builder/lowering.h"
 #include "builder/fusion.h"
@@ -87,10 +88,8 @@ Result<std::unordered_map<ir::ValueId, builder::InputProfile>> apply_shapes(
 
 namespace {
 
-Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const BuilderConfig& config,
-                                       BuildReport* report) {
-  BuildReport local;
-  BuildReport& rep = report ? *report : local;
+// The device backend to build for, once the configuration is known to be buildable.
+Result<DeviceBackend*> builder_backend(const BuilderConfig& config) {
   DeviceBackend* backend = find_device_backend(config.device);
   if (!backend)
     return unsupported(std::string("this build of streamrt has no ") + device_type_name(config.device) + " backend");
@@ -101,11 +100,15 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
                             (config.float_precision == DataType::kFloat16 ? "fp16" : "bf16") +
                             " lets the builder change layer types; build without it (export the model in the "
                             "precision it should run in)");
-  SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
-  rep.nodes_imported = g.nodes.size();
+  return backend;
+}
+
+// Every builder pass from an imported graph to plan data; `source` names the graph in errors.
+Result<plan::PlanData> build_graph_data(ir::Graph g, const BuilderConfig& config, BuildReport& rep,
+                                        DeviceBackend* backend, const std::string& source) {
   SRT_ASSIGN_OR_RETURN(auto profiles, apply_shapes(g, config));
   auto st = ir::infer_shapes(g);
-  if (!st.ok()) return st.status().with_context(onnx_path);
+  if (!st.ok()) return st.status().with_context(source);
   SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
@@ -115,15 +118,25 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
     auto again = ir::infer_shapes(g);
     if (!again.ok()) return again.status().with_context(std::string("in ") + dtype_name(config.float_precision));
   }
-  if (config.engine_name.empty() && g.name.empty()) {
-    size_t slash = onnx_path.find_last_of('/');
-    g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);
-  }
   SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(g, profiles, config, &rep));
   plan.device = backend->info();
   SRT_RETURN_IF_ERROR(builder::choose_tactics(plan, config, &rep));
   if (config.weight_streaming) builder::mark_streamable_weights(plan, config.min_streamable_bytes, &rep);
   return plan;
+}
+
+Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const BuilderConfig& config,
+                                       BuildReport* report) {
+  BuildReport local;
+  BuildReport& rep = report ? *report : local;
+  SRT_ASSIGN_OR_RETURN(DeviceBackend * backend, builder_backend(config));
+  SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
+  rep.nodes_imported = g.nodes.size();
+  if (config.engine_name.empty() && g.name.empty()) {
+    size_t slash = onnx_path.find_last_of('/');
+    g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);
+  }
+  return build_graph_data(std::move(g), config, rep, backend, onnx_path);
 }
 
 }  // namespace
@@ -141,4 +154,21 @@ Status build_plan_file(const std::string& onnx_path, const BuilderConfig& config
   return plan::write_plan(plan, plan_path);
 }
 
+namespace builder {
+
+Result<std::unordered_map<ir::ValueId, InputProfile>> apply_input_shapes(ir::Graph& g, const BuilderConfig& config) {
+  return apply_shapes(g, config);
+}
+
+Result<std::vector<uint8_t>> build_plan_from_graph(ir::Graph g, const BuilderConfig& config, BuildReport* report) {
+  BuildReport local;
+  BuildReport& rep = report ? *report : local;
+  SRT_ASSIGN_OR_RETURN(DeviceBackend * backend, builder_backend(config));
+  rep.nodes_imported = g.nodes.size();
+  const std::string source = "graph '" + (config.engine_name.empty() ? g.name : config.engine_name) + "'";
+  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, build_graph_data(std::move(g), config, rep, backend, source));
+  return plan::serialize_plan(plan);
+}
+
+}  // namespace builder
 }  // namespace streamrt

@@ -95,11 +95,12 @@ Command add_inspect_command(CLI::App& app) {
     bool json = false;
   };
   auto s = std::make_shared<State>();
-  app.add_option("plan", s->plan, "plan file")->required();
+  app.add_option("plan", s->plan, "plan file, or program (.pte)")->required();
   app.add_flag("--json", s->json, "print JSON instead of text");
   app.add_option("--budget", s->budget,
                  "weight-streaming plans: show the resident / streamed split at this budget (loads the engine)");
   return [s]() {
+    if (is_program_path(s->plan)) return inspect_program_command(s->plan, s->json);
     auto lp = plan::read_plan(s->plan);
     if (!lp.ok()) return report_error(lp.status());
     nlohmann::json j = to_json(*lp);

@@ -106,6 +106,7 @@ Command add_run_command(CLI::App& app) {
     bool cuda_graph = false;
     std::string budget;
     BuildOptions opts;
+    std::vector<std::string> backend_options;  // programs (.pte) only
   };
   auto s = std::make_shared<State>();
   app.add_option("model", s->model, "plan file, or ONNX model (built in memory first)")->required();
@@ -117,7 +118,10 @@ Command add_run_command(CLI::App& app) {
   app.add_option("--budget", s->budget,
                  "weight-streaming budget (device bytes for streamable weights): 8GiB | 512MiB | <bytes> | 50% | auto");
   add_build_options(app, s->opts);
+  app.add_option("--backend-option", s->backend_options, "program (.pte): a load-time backend option, Backend:key=value");
   return [s]() -> int {
+    if (is_program_path(s->model))
+      return run_program_command({s->model, s->inputs, s->backend_options, s->output_dir, s->iterations, s->warmup});
     auto config = make_builder_config(s->opts);
     if (!config.ok()) return report_error(config.status());
     RuntimeOptions ro;

@@ -19,6 +19,20 @@ Command add_run_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_onnx_test_command(CLI::App& app);
 Command add_ops_command(CLI::App& app);
+Command add_compile_command(CLI::App& app);
+
+// `run` and `inspect` of a program (.pte), dispatched from the plan commands.
+struct RunProgramArgs {
+  std::string path;
+  std::vector<std::string> inputs;           // name=file.npy|file.pb
+  std::vector<std::string> backend_options;  // Backend:key=value
+  std::string output_dir;
+  int iterations = 10, warmup = 2;
+};
+int run_program_command(const RunProgramArgs& args);
+int inspect_program_command(const std::string& path, bool json);
+// True when `path` names a program file (ends in .pte).
+bool is_program_path(const std::string& path);
 
 // Options shared by `build`, `run model.onnx` and `onnx-test`.
 struct BuildOptions {

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   add(add_inspect_command, "inspect", "show a plan's I/O, layers, weights and memory plan");
   add(add_onnx_test_command, "onnx-test", "run ONNX backend-test cases (model.onnx + test_data_set_*)");
   add(add_ops_command, "ops", "list the supported ops and the devices that run them");
+  add(add_compile_command, "compile", "compile an ONNX model into a program (.pte): engines + portable kernels");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
