@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "builder/build_steps.h"
 #include "builder/streamable.h"
 #include "builder/lowering.h"
 #include "builder/fusion.h"
@@ -84,10 +85,10 @@ Result<std::unordered_map<ir::ValueId, builder::InputProfile>> apply_shapes(
 
 }  // namespace
 
-namespace {
+namespace builder {
 
-Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const BuilderConfig& config,
-                                       BuildReport* report) {
+Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, const BuilderConfig& config,
+                                    BuildReport* report) {
   BuildReport local;
   BuildReport& rep = report ? *report : local;
   DeviceBackend* backend = find_device_backend(config.device);
@@ -100,11 +101,12 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
                             (config.float_precision == DataType::kFloat16 ? "fp16" : "bf16") +
                             " lets the builder change layer types; build without it (export the model in the "
                             "precision it should run in)");
-  SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
+  PreparedGraph out;
+  out.device = backend->info();
   rep.nodes_imported = g.nodes.size();
-  SRT_ASSIGN_OR_RETURN(auto profiles, apply_shapes(g, config));
+  SRT_ASSIGN_OR_RETURN(out.profiles, apply_shapes(g, config));
   auto st = ir::infer_shapes(g);
-  if (!st.ok()) return st.status().with_context(onnx_path);
+  if (!st.ok()) return st.status().with_context(source);
   SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
@@ -115,13 +117,35 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
     if (!again.ok()) return again.status().with_context(std::string("in ") + dtype_name(config.float_precision));
   }
   if (config.engine_name.empty() && g.name.empty()) {
-    size_t slash = onnx_path.find_last_of('/');
-    g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);
+    size_t slash = source.find_last_of('/');
+    g.name = source.substr(slash == std::string::npos ? 0 : slash + 1);
   }
-  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(g, profiles, config, &rep));
-  plan.device = backend->info();
-  if (config.weight_streaming) builder::mark_streamable_weights(plan, &rep);
+  // From here on the graph's constants are the plan's weights, name for name.
+  SRT_RETURN_IF_ERROR(builder::materialize_outputs(g));
+  out.graph = std::move(g);
+  return out;
+}
+
+Result<plan::PlanData> finish_plan(PreparedGraph& prepared, const BuilderConfig& config, BuildReport* report) {
+  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(prepared.graph, prepared.profiles, config, report));
+  plan.device = prepared.device;
+  if (config.weight_streaming) builder::mark_streamable_weights(plan, report);
+  if (config.strip_weights) {
+    plan.weights_stripped = true;
+    plan.weight_data.clear();
+  }
   return plan;
+}
+
+}  // namespace builder
+
+namespace {
+
+Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const BuilderConfig& config,
+                                       BuildReport* report) {
+  SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
+  SRT_ASSIGN_OR_RETURN(builder::PreparedGraph prepared, builder::prepare_graph(std::move(g), onnx_path, config, report));
+  return builder::finish_plan(prepared, config, report);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ Command add_run_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_onnx_test_command(CLI::App& app);
 Command add_ops_command(CLI::App& app);
+Command add_refit_command(CLI::App& app);
+Command add_cache_command(CLI::App& app);
 
 // Options shared by `build`, `run model.onnx` and `onnx-test`.
 struct BuildOptions {
@@ -30,6 +32,17 @@ struct BuildOptions {
 Result<DeviceType> resolve_device(const std::string& name);
 void add_build_options(CLI::App& app, BuildOptions& o);
 Result<BuilderConfig> make_builder_config(const BuildOptions& o);
+
+// Engine cache options of `build` (cmd_cache.cc): --cache, --cache-dir, --cache-max-size.
+struct CacheOptions {
+  bool use_default = false;
+  std::string dir, max_size;
+  bool enabled() const { return use_default || !dir.empty() || !max_size.empty(); }
+};
+void add_cache_options(CLI::App& app, CacheOptions& o);
+// Builds through the cache and prints whether it hit or missed (and why).
+Status build_with_cache(const std::string& model, const BuilderConfig& config, const std::string& output,
+                        const CacheOptions& o, BuildReport* report);
 
 // Prints "error: <status>" to stderr and returns the exit code for it.
 int report_error(const Status& st);
