@@ -104,7 +104,7 @@ Result<plan::PlanData> build_plan_data_cached(ir::Graph imported, const std::str
   const std::optional<CacheKeyInfo> last = cache.last_key(model_id);
   auto hit = [&](plan::PlanData plan) -> plan::PlanData {
     inf.hit = true;
-    cache.record_key(model_id, key);
+    if (!last || last->components != key.components) cache.record_key(model_id, key);  // (a write + fsync)
     report_plan(plan, report);
     return plan;
   };
