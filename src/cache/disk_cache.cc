@@ -146,8 +146,9 @@ Result<CacheEntry> read_entry(const std::string& dir, const CacheKey& key) {
   return e;
 }
 
-// Every complete entry with its size on disk and last use.
-std::vector<Scanned> scan(const std::string& dir) {
+// Every complete entry with its size on disk and last use, least recently used first; with
+// `details`, also its creation time and engine name (from the metadata).
+std::vector<Scanned> scan(const std::string& dir, bool details = false) {
   std::vector<Scanned> out;
   for (const std::string& name : list_dir(dir + "/entries")) {
     auto key = CacheKey::from_hex(name);
@@ -161,10 +162,13 @@ std::vector<Scanned> scan(const std::string& dir) {
     s.last_use_ns = mtime_ns(d + "/" + kLastUseFile);
     if (s.last_use_ns == 0) s.last_use_ns = created_ns;
     s.info.last_use = s.last_use_ns / 1000000000;
-    auto meta = read_file(d + "/" + kMetaFile, kMaxMetadataBytes);
-    EntrySummary sum = meta.ok() ? summarize_metadata(std::string(meta->begin(), meta->end())) : EntrySummary{};
-    s.info.engine_name = sum.engine_name;
-    s.info.created = sum.created ? sum.created : created_ns / 1000000000;
+    s.info.created = created_ns / 1000000000;
+    if (details) {
+      auto meta = read_file(d + "/" + kMetaFile, kMaxMetadataBytes);
+      EntrySummary sum = meta.ok() ? summarize_metadata(std::string(meta->begin(), meta->end())) : EntrySummary{};
+      s.info.engine_name = sum.engine_name;
+      if (sum.created) s.info.created = sum.created;
+    }
     out.push_back(std::move(s));
   }
   std::sort(out.begin(), out.end(), [](const Scanned& a, const Scanned& b) {
@@ -326,7 +330,7 @@ Status DiskEngineCache::evict(const CacheKey* keep, PruneReport* report) {
 Result<std::vector<DiskCacheEntryInfo>> DiskEngineCache::list() const {
   if (::access((dir_ + "/entries").c_str(), R_OK) != 0) return errno_status("cannot read the engine cache", dir_);
   std::vector<DiskCacheEntryInfo> out;
-  for (Scanned& s : scan(dir_)) out.push_back(std::move(s.info));
+  for (Scanned& s : scan(dir_, /*details=*/true)) out.push_back(std::move(s.info));
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cache/entry.h"
+#include "plan/plan.h"
 #include "onnx_model_util.h"
 #include "streamrt/cache.h"
 
@@ -87,6 +88,30 @@ TEST(CacheEntry, VerificationNamesWhatIsWrong) {
     m.metadata = bad;
     EXPECT_EQ(cache::verify_entry(m, key_n(1)).code(), StatusCode::kInvalidPlan) << bad.substr(0, 20);
   }
+}
+
+// The fuzz seeds (fuzz/corpus/cache_entry: "<metadata>\0<plan>", all-zero key) are what
+// their names say: valid_* verify, corrupt_* do not; of the valid ones only valid_stripped_plan
+// holds a good plan.
+TEST(CacheEntry, FuzzSeedsAreWhatTheirNamesSay) {
+  const fs::path dir = fs::path(STREAMRT_SOURCE_DIR) / "fuzz" / "corpus" / "cache_entry";
+  size_t seen = 0;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    std::ifstream in(f.path(), std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t nul = all.find('\0');
+    CacheEntry e{{}, all.substr(0, nul)};
+    if (nul != std::string::npos) e.plan.assign(all.begin() + static_cast<long>(nul) + 1, all.end());
+    const std::string name = f.path().filename().string();
+    Status st = cache::verify_entry(e, CacheKey{});
+    EXPECT_EQ(st.ok(), name.rfind("valid_", 0) == 0) << name << ": " << st.to_string();
+    if (st.ok()) {
+      auto plan = plan::read_plan_bytes(e.plan.data(), e.plan.size(), nullptr);
+      EXPECT_EQ(plan.ok(), name == "valid_stripped_plan") << name;
+    }
+    ++seen;
+  }
+  EXPECT_GE(seen, 10u);
 }
 
 TEST(DiskEngineCache, LayoutRoundTripAndPersistence) {

@@ -67,6 +67,7 @@ Command add_build_command(CLI::App& app) {
                 rep.nodes_folded, rep.nodes_removed, rep.nodes_fused, rep.steps);
     std::printf("  weights: %.2f MiB; activations: %.2f MiB planned (%.2f MiB without sharing)\n",
                 rep.weight_bytes / 1048576.0, rep.arena_bytes / 1048576.0, rep.naive_arena_bytes / 1048576.0);
+    if (s->strip_weights) std::printf("  weights stripped: refit the plan before running it (streamrt refit)\n");
     if (s->opts.weight_streaming)
       std::printf("  weight streaming: %zu weights streamable, %.2f MiB\n", rep.streamable_weights,
                   rep.streamable_bytes / 1048576.0);
