@@ -191,8 +191,8 @@ struct CachedBuildInfo {
   // "graph changed: nodes", "entry was evicted or removed", ...).
   std::string miss_reason;
   bool corrupt_entry_removed = false;  // a bad entry was found, removed and rebuilt
-  bool saved = false;                  // a new entry was stored
-  std::string save_error;              // why saving failed (the build still succeeded)
+  bool saved = false;                  // a new entry was stored (and the cache has it)
+  std::string save_error;              // why not, on a miss (the build still succeeded)
 };
 
 // Builds `onnx_path` for `config` through `cache`: a hit loads the cached stripped plan and

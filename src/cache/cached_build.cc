@@ -126,7 +126,8 @@ Result<plan::PlanData> build_plan_data_cached(ir::Graph imported, const std::str
   Status saved = stripped.ok() ? cache.save(key.key, make_entry(std::move(stripped).value(), key.key, plan))
                                : stripped.status();
   if (saved.ok()) {
-    inf.saved = true;
+    inf.saved = cache.contains(key.key);  // a store may decline (an entry larger than the cache)
+    if (!inf.saved) inf.save_error = "the cache did not keep the entry";
   } else {
     inf.save_error = saved.message();
     log_warning("engine cache: could not store " + key.key.hex() + ": " + saved.message() + " (the build succeeded)");

@@ -199,5 +199,19 @@ TEST(CachedBuild, RealModelsHitWithIdenticalPlans) {
   EXPECT_EQ((*cache)->list()->size(), fixtures.size());
 }
 
+TEST(CachedBuild, EntryLargerThanTheCacheIsBuiltButNotKept) {
+  TempDir dir;
+  GemmModel m;
+  m.write(dir.file("m.onnx"));
+  auto cache = DiskEngineCache::open(dir.file("cache"), 100);
+  ASSERT_TRUE(cache.ok());
+  CachedBuildInfo info;
+  auto plan = build_cached(dir.file("m.onnx"), testing::batch_config(m.in), **cache, &info);
+  EXPECT_FALSE(plan.empty());
+  EXPECT_FALSE(info.saved);
+  EXPECT_EQ(info.save_error, "the cache did not keep the entry");
+  EXPECT_TRUE((*cache)->list()->empty());
+}
+
 }  // namespace
 }  // namespace streamrt
