@@ -197,3 +197,27 @@ streamrt_cli_test(cache_no_subcommand fail "cache needs a subcommand: list, prun
 streamrt_cli_test(cache_list_missing_dir fail "NotFound: no engine cache at '.*no_such_cache'"
   ARGS cache list --cache-dir ${STREAMRT_CLI_TMP}/no_such_cache)
 streamrt_cli_test(cache_list_bad_option fail "not expected: --bogus" ARGS cache list --bogus)
+# --- weight streaming: build with --weight-streaming, --budget on run and inspect ------------
+streamrt_cli_test(build_mlp_weight_streaming pass "weight streaming: [1-9][0-9]* weights streamable"
+  FILE ${STREAMRT_CLI_TMP}/mlp_ws.plan FIXTURES_SETUP cli_mlp_ws_plan
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/mlp_ws.plan ${STREAMRT_CLI_PROFILE}
+       --weight-streaming --device cpu)
+streamrt_cli_test(build_weight_streaming_fp16 fail "InvalidArgument: weight streaming needs a strongly typed network"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan ${STREAMRT_CLI_PROFILE}
+       --weight-streaming --fp16 --device cpu)
+streamrt_cli_test(run_budget_zero pass "budget 0 B of [0-9.]+ [KM]iB streamable.*streamed [0-9.]+ [KM]iB in [1-9]"
+  FIXTURES_REQUIRED cli_mlp_ws_plan ARGS run ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget 0 --iterations 1 --warmup 0)
+streamrt_cli_test(run_budget_auto pass "weight streaming: budget .* \\(100\\.0%\\)"
+  FIXTURES_REQUIRED cli_mlp_ws_plan ARGS run ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget auto --iterations 1 --warmup 0)
+streamrt_cli_test(run_budget_decimal_unit fail "InvalidArgument: invalid weight-streaming budget \"5GB\": decimal unit"
+  FIXTURES_REQUIRED cli_mlp_ws_plan ARGS run ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget 5GB)
+streamrt_cli_test(run_budget_sign fail "invalid weight-streaming budget \"-1\": a sign is not allowed"
+  FIXTURES_REQUIRED cli_mlp_ws_plan ARGS run ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget -1)
+streamrt_cli_test(run_budget_over_100_percent fail "invalid weight-streaming budget \"101%\""
+  FIXTURES_REQUIRED cli_mlp_ws_plan ARGS run ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget 101%)
+streamrt_cli_test(run_budget_not_streamable pass "has no streamable weights .*--budget 50% ignored"
+  FIXTURES_REQUIRED cli_mlp_plan ARGS run ${STREAMRT_CLI_TMP}/mlp_profile.plan --budget 50% --iterations 1 --warmup 0)
+streamrt_cli_test(inspect_budget pass "resident: .* streamed per run: .* scratch"
+  FIXTURES_REQUIRED cli_mlp_ws_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget 50%)
+streamrt_cli_test(inspect_budget_not_streamable fail "InvalidArgument: plan .* has no streamable weights"
+  FIXTURES_REQUIRED cli_mlp_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_profile.plan --budget 0)

@@ -34,6 +34,9 @@ struct BuilderConfig {
   // the engine can run with only part of its weights in device memory. Needs a strongly typed
   // network (float_precision float32: the model's own types); kInvalidArgument otherwise.
   bool weight_streaming = false;
+  // Weights smaller than this stay resident even with weight_streaming (a copy per run would
+  // cost more than the memory it frees). Tests lower it to stream small fixtures.
+  uint64_t min_streamable_bytes = 64 * 1024;
   // Name recorded in the plan (defaults to the ONNX graph name).
   std::string engine_name;
   // Write the plan without its weights (TensorRT's kSTRIP_PLAN): a small plan that must be

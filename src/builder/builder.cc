@@ -129,7 +129,7 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
 Result<plan::PlanData> finish_plan(PreparedGraph& prepared, const BuilderConfig& config, BuildReport* report) {
   SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(prepared.graph, prepared.profiles, config, report));
   plan.device = prepared.device;
-  if (config.weight_streaming) builder::mark_streamable_weights(plan, report);
+  if (config.weight_streaming) builder::mark_streamable_weights(plan, config.min_streamable_bytes, report);
   if (config.strip_weights) {
     plan.weights_stripped = true;
     plan.weight_data.clear();

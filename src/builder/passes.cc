@@ -14,6 +14,7 @@ constexpr int64_t kMaxFoldElements = int64_t{1} << 28;
 Result<size_t> fold_constants(ir::Graph& g) {
   ir::InferOptions opts;
   opts.max_propagated_elements = kMaxFoldElements;
+  opts.max_propagated_input_elements = kMaxFoldElements;
   SRT_ASSIGN_OR_RETURN(ir::InferResult r, ir::infer_shapes(g, opts));
   std::vector<ir::Node> kept;
   size_t folded = 0;

@@ -18,7 +18,7 @@ bool heavy_operand(const ir::Node& step, size_t k) {
 
 }  // namespace
 
-void mark_streamable_weights(plan::PlanData& plan, BuildReport* report) {
+void mark_streamable_weights(plan::PlanData& plan, uint64_t min_bytes, BuildReport* report) {
   const size_t nw = plan.weights.size();
   std::vector<int> heavy_uses(nw, 0), other_uses(nw, 0);
   for (const ir::Node& step : plan.steps)
@@ -30,7 +30,7 @@ void mark_streamable_weights(plan::PlanData& plan, BuildReport* report) {
     }
   for (size_t w = 0; w < nw; ++w) {
     plan::WeightEntry& e = plan.weights[w];
-    e.streamable = heavy_uses[w] > 0 && other_uses[w] == 0 && e.size >= kMinStreamableBytes;
+    e.streamable = heavy_uses[w] > 0 && other_uses[w] == 0 && e.size >= min_bytes;
     if (e.streamable && report) {
       report->streamable_bytes += e.size;
       report->streamable_weights++;

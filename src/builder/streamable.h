@@ -7,13 +7,9 @@
 
 namespace streamrt::builder {
 
-// Weights below this size stay resident: streaming them would cost more in per-copy overhead
-// than it saves in device memory.
-inline constexpr uint64_t kMinStreamableBytes = 64 * 1024;
-
-// Marks plan.weights[i].streamable for weights of at least kMinStreamableBytes whose every
+// Marks plan.weights[i].streamable for weights of at least `min_bytes` whose every
 // consumer is a weight-heavy op reading them as a weight operand (MatMul A/B, Gemm A/B/C, Conv W
 // and B, Gather's data: embeddings). Adds the totals to `report` when given.
-void mark_streamable_weights(plan::PlanData& plan, BuildReport* report);
+void mark_streamable_weights(plan::PlanData& plan, uint64_t min_bytes, BuildReport* report);
 
 }  // namespace streamrt::builder

@@ -49,6 +49,9 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
           dims_numel(info.dims) > options.max_propagated_elements)
         small = false;
     }
+    for (size_t k = 0; k < node.inputs.size() && small; ++k)
+      if (node.inputs[k] != kNoValue && r.values[node.inputs[k]]->numel() > options.max_propagated_input_elements)
+        small = false;
     if (!small) continue;
     std::vector<Tensor> in_tensors(node.inputs.size());
     for (size_t k = 0; k < node.inputs.size(); ++k)

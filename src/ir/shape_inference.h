@@ -14,6 +14,10 @@ namespace streamrt::ir {
 struct InferOptions {
   // Propagate values of non-constant tensors up to this many elements (0 disables).
   int64_t max_propagated_elements = 1 << 12;
+  // ...computed from inputs of at most this many elements each: shape computations read small
+  // tensors, and a shape pass must never run a layer over its weights (which, with weight
+  // streaming, would also page every weight in).
+  int64_t max_propagated_input_elements = 1 << 16;
   // Input dims to use instead of the graph's declared ones (e.g. a profile's max shapes).
   std::unordered_map<ValueId, Dims> input_dims;
   // Contents known for some inputs (e.g. host data bound to a shape-tensor input).

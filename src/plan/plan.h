@@ -156,6 +156,10 @@ struct LoadedPlan {
   PlanData data;
   std::shared_ptr<const void> mapping;  // keeps the file mapped while weight views live
   uint64_t file_size = 0;
+  const uint8_t* base = nullptr;  // first byte of the plan (file or memory)
+  // True when the bytes are a read-only mapping of the plan file: its pages can be dropped
+  // from the resident set and read again from the file (weight streaming on the CPU).
+  bool file_backed = false;
 };
 
 // Maps and fully verifies a plan file (see the top of this file).

@@ -2,12 +2,14 @@
 // verifier, decoding, semantic checks) before any of it is trusted. See the top of plan.h.
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 
+#include "core/host_memory.h"
 #include "core/mapped_file.h"
 #include "plan/plan.h"
 #include "plan/plan_generated.h"
@@ -89,7 +91,25 @@ Result<PlanHeader> check_header(const uint8_t* data, size_t size) {
   return h;
 }
 
-Status check_checksums(const uint8_t* data, const PlanHeader& h) {
+// XXH3 of the weights section in chunks. For a mapped file the pages of each chunk are dropped
+// from the resident set once hashed (they stay in the page cache): loading a plan larger than
+// memory, or one whose weights will stream, never holds the whole section resident at once.
+uint64_t hash_weights(const uint8_t* data, size_t size, const PlanHeader& h, bool file_backed) {
+  if (!file_backed) return XXH3_64bits(data + h.weights_offset, h.weights_size);
+  constexpr uint64_t kChunk = 16ull << 20;
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (uint64_t off = 0; off < h.weights_size; off += kChunk) {
+    uint64_t n = std::min(kChunk, h.weights_size - off);
+    XXH3_64bits_update(state, data + h.weights_offset + off, n);
+    release_pages(data, size, h.weights_offset + off, n);
+  }
+  uint64_t got = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return got;
+}
+
+Status check_checksums(const uint8_t* data, size_t size, const PlanHeader& h, bool file_backed) {
   uint64_t got = XXH3_64bits(data + h.metadata_offset, h.metadata_size);
   if (got != h.metadata_checksum)
     return invalid_plan("metadata checksum mismatch (header " + hex(h.metadata_checksum) +
@@ -99,7 +119,7 @@ Status check_checksums(const uint8_t* data, const PlanHeader& h) {
     // valid plan can change unnoticed.
     for (uint64_t i = h.metadata_offset + h.metadata_size; i < h.weights_offset; ++i)
       if (data[i] != 0) return invalid_plan("non-zero padding byte at offset " + num(i));
-    got = XXH3_64bits(data + h.weights_offset, h.weights_size);
+    got = hash_weights(data, size, h, file_backed);
     if (got != h.weights_checksum)
       return invalid_plan("weights checksum mismatch (header " + hex(h.weights_checksum) +
                           ", computed " + hex(got) + ")");
@@ -257,9 +277,10 @@ Result<PlanData> decode_plan(const fb::Plan* p) {
 
 // ---- all stages ----------------------------------------------------------------------
 
-Result<LoadedPlan> read_impl(const uint8_t* data, size_t size, std::shared_ptr<const void> holder) {
+Result<LoadedPlan> read_impl(const uint8_t* data, size_t size, std::shared_ptr<const void> holder,
+                             bool file_backed) {
   SRT_ASSIGN_OR_RETURN(PlanHeader h, check_header(data, size));
-  SRT_RETURN_IF_ERROR(check_checksums(data, h));
+  SRT_RETURN_IF_ERROR(check_checksums(data, size, h, file_backed));
 
   const uint8_t* meta = data + h.metadata_offset;
   flatbuffers::Verifier verifier(meta, static_cast<size_t>(h.metadata_size));
@@ -287,6 +308,8 @@ Result<LoadedPlan> read_impl(const uint8_t* data, size_t size, std::shared_ptr<c
   out.data = std::move(plan);
   out.mapping = std::move(holder);
   out.file_size = size;
+  out.base = data;
+  out.file_backed = file_backed;
   return out;
 }
 
@@ -297,7 +320,7 @@ Result<LoadedPlan> read_plan(const std::string& path) {
   const uint8_t* data = file->data();
   size_t size = file->size();
   std::shared_ptr<const void> holder(file, data);  // aliasing: owns the mapping
-  auto r = read_impl(data, size, std::move(holder));
+  auto r = read_impl(data, size, std::move(holder), true);
   if (!r.ok()) return r.status().with_context("plan '" + path + "'");
   return r;
 }
@@ -315,7 +338,7 @@ Result<LoadedPlan> read_plan_bytes(const uint8_t* data, size_t size,
     holder = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
     data = static_cast<const uint8_t*>(p);
   }
-  auto r = read_impl(data, size, std::move(holder));
+  auto r = read_impl(data, size, std::move(holder), false);
   if (!r.ok()) return r.status().with_context("plan");
   return r;
 }

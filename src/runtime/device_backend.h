@@ -7,6 +7,7 @@
 
 #include "plan/plan.h"
 #include "runtime/engine_state.h"
+#include "runtime/residency_planner.h"
 #include "streamrt/runtime.h"
 
 namespace streamrt {
@@ -51,6 +52,8 @@ class DeviceBackend {
   // Called with no context alive; a stripped engine may still miss weights
   // (es.plan.data.weights_stripped). The CPU reads weight_data at each run: nothing to do.
   virtual Status refit_weights(EngineState&, const std::vector<int32_t>& /*changed*/) { return ok_status(); }
+  // Which streamable weights stay resident at es.budget (for inspect and reports).
+  virtual ResidencyPlan residency(const EngineState&) const { return {}; }
   // Bytes of device memory free now (for the automatic budget).
   virtual uint64_t free_memory() const = 0;
   // Plain memory on the device, for DeviceBuffer (tools, tests, users without their own).

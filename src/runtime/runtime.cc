@@ -79,8 +79,10 @@ Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceT
   for (const auto& w : p.weights)
     if (w.streamable) st->streamable_bytes += w.size;
   st->plan = std::move(loaded);
+  log_verbose("engine '" + st->plan.data.name + "': plan verified, preparing the device");
   SRT_RETURN_IF_ERROR(find_device_backend(device)->prepare_engine(*st));
   SRT_RETURN_IF_ERROR(apply_initial_budget(*st));
+  log_verbose("engine '" + st->plan.data.name + "': loaded");
   return st;
 }
 

@@ -140,6 +140,7 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   add("profiles", [](BuilderConfig& c) { c.profiles["x"] = {{1, 4}, {2, 4}, {8, 4}}; });
   add("float_precision", [](BuilderConfig& c) { c.float_precision = DataType::kFloat16; });
   add("weight_streaming", [](BuilderConfig& c) { c.weight_streaming = true; });
+  add("min_streamable_bytes", [](BuilderConfig& c) { c.min_streamable_bytes = 4096; });
   add("engine_name", [](BuilderConfig& c) { c.engine_name = "mine"; });
   for (const auto& [field, config] : cases) {
     CacheKeyInfo k = key_of(Spec{}, config);

@@ -132,6 +132,8 @@ TEST(Refit, StrippedEngineRunsOnlyOnceEveryWeightWasSupplied) {
   testing::expect_near(testing::run_engine(*engine, x, 4, a.in, a.out), a.reference(x, 4));
 }
 
+// A plan mapped from a file, every streamable weight streamed (budget 0): the refitted values
+// are the ones streamed.
 TEST(Refit, StreamingEngine) {
   TempDir dir;
   GemmModel a, b;
@@ -141,14 +143,29 @@ TEST(Refit, StreamingEngine) {
   BuilderConfig c = testing::batch_config(a.in);
   c.weight_streaming = true;
   b.write(dir.file("b.onnx"));
-  auto engine = testing::load_cpu(build(a, dir, "a.onnx", c));
-  ASSERT_TRUE(engine);
-  ASSERT_GT(engine->streamable_weights_size(), 0u);
-  auto r = refitter_for(engine);
+  auto bytes = build(a, dir, "a.onnx", c);
+  testing::write_file(dir.file("a.plan"), std::string(bytes.begin(), bytes.end()));
+  RuntimeOptions cpu;
+  cpu.device = DeviceType::kCpu;
+  auto engine = (*Runtime::create(cpu))->load_engine(dir.file("a.plan"));
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  ASSERT_GT((*engine)->streamable_weights_size(), 0u);
+  ASSERT_TRUE((*engine)->set_weight_streaming_budget(0).ok());
+  auto r = refitter_for(*engine);
   ASSERT_TRUE(r->set_weights_from_onnx(dir.file("b.onnx")).ok());
   ASSERT_TRUE(r->refit().ok());
   const std::vector<float> x = testing::ramp(2 * a.in, 0.01f);
-  testing::expect_near(testing::run_engine(*engine, x, 2, b.in, b.out), b.reference(x, 2), 1e-4f);
+  auto ctx = (*engine)->create_execution_context();
+  ASSERT_TRUE(ctx.ok());
+  std::vector<float> xin = x, y(2 * b.out);
+  ASSERT_TRUE((*ctx)->set_input_shape("x", {2, a.in}).ok());
+  ASSERT_TRUE((*ctx)->set_tensor_address("x", xin.data(), xin.size() * 4).ok());
+  ASSERT_TRUE((*ctx)->set_tensor_address("y", y.data(), y.size() * 4).ok());
+  ASSERT_TRUE((*ctx)->execute().ok());
+  testing::expect_near(y, b.reference(x, 2), 1e-4f);
+  auto stats = (*ctx)->last_run_stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GE(stats->bytes_streamed, 128u * 256 * 4);  // W was streamed
 }
 
 TEST(Refit, PlanFileFromOnnxEqualsADirectBuild) {

@@ -87,18 +87,26 @@ void print_text(const nlohmann::json& j) {
 
 Command add_inspect_command(CLI::App& app) {
   struct State {
-    std::string plan;
+    std::string plan, budget;
     bool json = false;
   };
   auto s = std::make_shared<State>();
   app.add_option("plan", s->plan, "plan file")->required();
   app.add_flag("--json", s->json, "print JSON instead of text");
+  app.add_option("--budget", s->budget,
+                 "weight-streaming plans: show the resident / streamed split at this budget (loads the engine)");
   return [s]() {
     auto lp = plan::read_plan(s->plan);
     if (!lp.ok()) return report_error(lp.status());
     nlohmann::json j = to_json(*lp);
+    if (!s->budget.empty()) {
+      auto split = streaming_split(s->plan, s->budget);
+      if (!split.ok()) return report_error(split.status());
+      j["weight_streaming"] = *split;
+    }
     if (s->json) std::printf("%s\n", j.dump(2).c_str());
     else print_text(j);
+    if (!s->json && j.contains("weight_streaming")) print_streaming_split(j["weight_streaming"]);
     return 0;
   };
 }

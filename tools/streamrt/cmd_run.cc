@@ -6,6 +6,7 @@
 #include <random>
 
 #include "commands.h"
+#include "core/byte_size.h"
 #include "core/float16.h"
 #include "core/npy.h"
 #include "core/tensor.h"
@@ -63,6 +64,38 @@ void print_summary(const std::string& name, const Tensor& t) {
   std::printf("\n");
 }
 
+// --budget: parsed by the one budget parser, resolved against the engine, applied before any
+// context exists; the applied budget and streamable size are printed either way.
+Status apply_budget_option(Engine& engine, const std::string& text) {
+  uint64_t streamable = engine.streamable_weights_size();
+  if (!text.empty()) {
+    SRT_ASSIGN_OR_RETURN(BudgetSpec spec, parse_budget(text));
+    if (streamable == 0) {
+      std::printf("note: engine '%s' has no streamable weights (built without --weight-streaming); --budget %s "
+                  "ignored\n", engine.name().c_str(), text.c_str());
+      return ok_status();
+    }
+    uint64_t bytes = resolve_budget(spec, streamable, engine.weight_streaming_automatic_budget());
+    SRT_RETURN_IF_ERROR(engine.set_weight_streaming_budget(bytes));
+  }
+  if (streamable > 0)
+    std::printf("weight streaming: budget %s of %s streamable (%.1f%%), scratch %s per context\n",
+                format_bytes(engine.weight_streaming_budget()).c_str(), format_bytes(streamable).c_str(),
+                100.0 * engine.weight_streaming_budget() / streamable,
+                format_bytes(engine.weight_streaming_scratch_size()).c_str());
+  return ok_status();
+}
+
+void print_streaming_stats(const std::vector<StreamingStats>& stats) {
+  std::printf("weight streaming per run:\n");
+  for (size_t i = 0; i < stats.size(); ++i) {
+    const StreamingStats& st = stats[i];
+    std::printf("  run %zu: streamed %s in %llu copies, copy %.3f ms, stalled %.3f ms, overlap %.0f%%\n", i,
+                format_bytes(st.bytes_streamed).c_str(), static_cast<unsigned long long>(st.weights_streamed),
+                st.copy_ms, st.stall_ms, 100.0 * st.overlap());
+  }
+}
+
 }  // namespace
 
 Command add_run_command(CLI::App& app) {
@@ -71,6 +104,7 @@ Command add_run_command(CLI::App& app) {
     std::vector<std::string> inputs;
     int iterations = 10, warmup = 2;
     bool cuda_graph = false;
+    std::string budget;
     BuildOptions opts;
   };
   auto s = std::make_shared<State>();
@@ -80,6 +114,8 @@ Command add_run_command(CLI::App& app) {
   app.add_option("--iterations", s->iterations, "timed runs")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", s->warmup, "untimed runs before timing")->check(CLI::Range(0, 1000000));
   app.add_flag("--cuda-graph", s->cuda_graph, "CUDA: capture the run once, replay it while shapes are unchanged");
+  app.add_option("--budget", s->budget,
+                 "weight-streaming budget (device bytes for streamable weights): 8GiB | 512MiB | <bytes> | 50% | auto");
   add_build_options(app, s->opts);
   return [s]() -> int {
     auto config = make_builder_config(s->opts);
@@ -97,6 +133,7 @@ Command add_run_command(CLI::App& app) {
       engine = (*rt)->load_engine(s->model);
     }
     if (!engine.ok()) return report_error(engine.status());
+    if (Status st = apply_budget_option(**engine, s->budget); !st.ok()) return report_error(st);
     auto ctx = (*engine)->create_execution_context();
     if (!ctx.ok()) return report_error(ctx.status());
 
@@ -147,12 +184,19 @@ Command add_run_command(CLI::App& app) {
     if (!given.empty())
       return report_error(invalid_argument("--input names '" + given.begin()->first + "', which is not an input"));
 
+    const bool streaming = (*engine)->streamable_weights_size() > 0;
+    (*ctx)->set_streaming_profiling(streaming);
     std::vector<double> times;
+    std::vector<StreamingStats> stats;
     for (int i = 0; i < s->warmup + s->iterations; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       if (Status st = (*ctx)->execute(); !st.ok()) return report_error(st);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (i >= s->warmup) times.push_back(ms);
+      if (i < s->warmup) continue;
+      times.push_back(ms);
+      auto st = (*ctx)->last_run_stats();
+      if (!st.ok()) return report_error(st.status());
+      stats.push_back(*st);
     }
     std::sort(times.begin(), times.end());
     std::printf("engine '%s' on %s: %zu steps, %.2f MiB weights, %.2f MiB activations\n",
@@ -177,6 +221,7 @@ Command add_run_command(CLI::App& app) {
     }
     std::printf("latency over %d runs (after %d warmup): min %.3f ms  median %.3f ms  max %.3f ms\n",
                 s->iterations, s->warmup, times.front(), times[times.size() / 2], times.back());
+    if (streaming) print_streaming_stats(stats);
     return 0;
   };
 }

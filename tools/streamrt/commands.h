@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <functional>
 #include <string>
 
@@ -43,6 +44,9 @@ void add_cache_options(CLI::App& app, CacheOptions& o);
 // Builds through the cache and prints whether it hit or missed (and why).
 Status build_with_cache(const std::string& model, const BuilderConfig& config, const std::string& output,
                         const CacheOptions& o, BuildReport* report);
+// inspect --budget: resident / streamed split of a weight-streaming plan at a budget value.
+Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::string& budget_text);
+void print_streaming_split(const nlohmann::json& split);
 
 // Prints "error: <status>" to stderr and returns the exit code for it.
 int report_error(const Status& st);

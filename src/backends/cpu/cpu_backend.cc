@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/cpu_streaming.h"
 #include "core/host_memory.h"
 #include "runtime/context_base.h"
 
@@ -13,7 +14,8 @@ using plan::ValueEntry;
 
 class CpuContext final : public ContextBase {
  public:
-  explicit CpuContext(std::shared_ptr<const Engine> engine) : ContextBase(std::move(engine)) {
+  explicit CpuContext(std::shared_ptr<const Engine> engine)
+      : ContextBase(std::move(engine)), streamer_(*es_) {
     const size_t nv = plan().values.size();
     current_.resize(nv);
     overflow_.resize(nv);
@@ -27,14 +29,19 @@ class CpuContext final : public ContextBase {
     invalidate_outputs();
     SRT_RETURN_IF_ERROR(check_bindings());
     bind();
+    streamer_.begin_run();
     for (size_t i = 0; i < plan().steps.size(); ++i) {
+      streamer_.before_step(i);
       Status st = run_step(i);
+      streamer_.after_step(i);
       if (!st.ok()) return st.with_context("engine '" + plan().name + "' step " + std::to_string(i));
     }
+    streamer_.end_run();
     have_outputs_ = true;
     return ok_status();
   }
   Status synchronize(void*) override { return ok_status(); }
+  Result<StreamingStats> last_run_stats() const override { return streamer_.stats(); }
 
  private:
   void bind() {
@@ -89,6 +96,7 @@ class CpuContext final : public ContextBase {
   }
 
   std::unique_ptr<uint8_t, void (*)(void*)> arena_{nullptr, std::free};
+  cpu::CpuStreamer streamer_;
   std::vector<ops::TensorRef> current_;         // per plan value, during a run
   std::vector<std::vector<uint8_t>> overflow_;  // activations larger than their arena slot
 };
@@ -99,6 +107,9 @@ class CpuBackend final : public DeviceBackend {
   Status available() const override { return ok_status(); }
   plan::DeviceInfo info() const override { return {plan::DeviceKind::kCpu, 0, 0, "cpu"}; }
   Status prepare_engine(EngineState&) override { return ok_status(); }
+  Status apply_weight_budget(EngineState& es) override { return cpu::apply_cpu_weight_budget(es); }
+  uint64_t weight_scratch_size(const EngineState& es) const override { return cpu::cpu_weight_scratch_size(es); }
+  ResidencyPlan residency(const EngineState& es) const override { return cpu::cpu_residency(es); }
   Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) override {
     return std::unique_ptr<ContextImpl>(new CpuContext(std::move(engine)));
   }

@@ -50,6 +50,17 @@ class CudaBackend final : public DeviceBackend {
     return ok_status();
   }
 
+  Status apply_weight_budget(EngineState& es) override {
+    return apply_budget(es, *static_cast<CudaEngineState*>(es.device_state.get()));
+  }
+  ResidencyPlan residency(const EngineState& es) const override {
+    return plan_cuda_residency(es, *static_cast<const CudaEngineState*>(es.device_state.get()));
+  }
+  uint64_t weight_scratch_size(const EngineState& es) const override {
+    ResidencyPlan rp = residency(es);
+    return rp.streamed_bytes > 0 ? kStreamSlots * rp.slot_bytes : 0;
+  }
+
   Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) override {
     auto* ces = static_cast<const CudaEngineState*>(engine->state().device_state.get());
     auto ctx = std::make_unique<CudaContext>(std::move(engine), *ces);

@@ -10,7 +10,7 @@ namespace streamrt::cuda {
 using plan::ValueEntry;
 
 CudaContext::CudaContext(std::shared_ptr<const Engine> engine, const CudaEngineState& ces)
-    : ContextBase(std::move(engine)), ces_(ces) {
+    : ContextBase(std::move(engine)), ces_(ces), streamer_(*es_, ces) {
   const size_t nv = plan().values.size();
   dev_.resize(nv);
   host_.resize(nv);
@@ -51,6 +51,7 @@ Status CudaContext::init() {
   SRT_CUDNN(cudnnCreate(&res_.cudnn));
   SRT_CUDA(cudaDeviceGetAttribute(&res_.sm_count, cudaDevAttrMultiProcessorCount, ces_.device));
   if (plan().arena_size) SRT_CUDA(cudaMalloc(&arena_, plan().arena_size));
+  SRT_RETURN_IF_ERROR(streamer_.init());
   return res_.ensure_workspace(32u << 20);  // cuBLASLt's recommended size on Hopper
 }
 
@@ -165,6 +166,7 @@ Status CudaContext::run_host_step(size_t index) {
 
 Status CudaContext::run_device_step(size_t index) {
   const ir::Node& step = plan().steps[index];
+  SRT_RETURN_IF_ERROR(streamer_.before_step(index, res_.stream, dev_));
   const auto& shape_inputs = es_->schemas[index]->shape_inputs;
   std::vector<ops::TensorInfo> infos(step.inputs.size());
   std::vector<ops::TensorRef> in_refs(step.inputs.size());
@@ -184,8 +186,10 @@ Status CudaContext::run_device_step(size_t index) {
   SRT_ASSIGN_OR_RETURN(auto out_refs, prepare_outputs(index, std::move(infos), [this](int32_t v, uint64_t b, void** o) {
                          return device_slot(v, b, o);
                        }));
+  // Streamed weights of this step are pointed at their slot (after their copy) above.
   CudaKernelContext kctx(step, in_refs, out_refs, host_values, res_);
   SRT_RETURN_IF_ERROR(ces_.kernels[index](kctx));
+  SRT_RETURN_IF_ERROR(streamer_.after_step(index, res_.stream));
   for (size_t k = 0; k < step.outputs.size(); ++k) {
     int32_t v = step.outputs[k];
     if (v < 0) continue;
@@ -197,12 +201,14 @@ Status CudaContext::run_device_step(size_t index) {
 }
 
 Status CudaContext::run_steps() {
+  log_verbose("engine '" + plan().name + "': run" + (capturing_ ? " (capturing)" : ""));
   bind();
+  SRT_RETURN_IF_ERROR(streamer_.begin_run(res_.stream, capturing_));
   for (size_t i = 0; i < plan().steps.size(); ++i) {
     Status st = ces_.host_step[i] ? run_host_step(i) : run_device_step(i);
     if (!st.ok()) return st.with_context("engine '" + plan().name + "' step " + std::to_string(i));
   }
-  return ok_status();
+  return streamer_.end_run(res_.stream);
 }
 
 Status CudaContext::set_cuda_graph(bool enable) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "backends/cuda/cuda_engine.h"
+#include "backends/cuda/cuda_streamer.h"
 #include "runtime/context_base.h"
 
 namespace streamrt::cuda {
@@ -21,6 +22,8 @@ class CudaContext final : public ContextBase {
   Status enqueue(void* stream) override;
   Status synchronize(void* stream) override;
   Status set_cuda_graph(bool enable) override;
+  void set_streaming_profiling(bool enable) override { streamer_.set_profiling(enable); }
+  Result<StreamingStats> last_run_stats() const override { return streamer_.stats(); }
 
  private:
   Status run_steps();
@@ -48,6 +51,7 @@ class CudaContext final : public ContextBase {
   std::vector<void*> graph_bound_;
   std::vector<std::pair<void*, uint64_t>> overflow_;    // activations larger than their arena slot
   mutable std::vector<Tensor> input_copies_;            // host copies of shape-tensor inputs
+  CudaStreamer streamer_;                               // streamed weights (engines that stream)
 };
 
 }  // namespace streamrt::cuda

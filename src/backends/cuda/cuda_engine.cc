@@ -1,9 +1,16 @@
 #include "backends/cuda/cuda_engine.h"
 
+#include <cstring>
+
+#include "core/host_memory.h"
+#include "core/logging.h"
+
 namespace streamrt::cuda {
 
 CudaEngineState::~CudaEngineState() {
-  if (weights) cudaFree(weights);
+  if (fixed) cudaFree(fixed);
+  if (resident) cudaFree(resident);
+  if (pinned) cudaFreeHost(pinned);
 }
 
 namespace {
@@ -11,6 +18,119 @@ namespace {
 bool reads_dims_only(const ir::Node& step, size_t input) {
   return input == 0 && step.domain.empty() && (step.op_type == "Shape" || step.op_type == "Size");
 }
+
+// Weights some device step reads.
+std::vector<uint8_t> device_weights(const EngineState& es, const CudaEngineState& ces) {
+  const plan::PlanData& p = es.plan.data;
+  std::vector<uint8_t> used(p.weights.size(), 0);
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    if (ces.host_step[s]) continue;
+    for (int32_t v : p.steps[s].inputs)
+      if (v >= 0 && p.values[v].kind == plan::ValueEntry::Kind::kWeight) used[p.values[v].weight_index] = 1;
+  }
+  return used;
+}
+
+// One device block for the weights in `which`; fills weight_dev for them.
+Status upload_block(const EngineState& es, CudaEngineState& ces, const std::vector<uint8_t>& which, void** block,
+                    uint64_t* bytes) {
+  const plan::PlanData& p = es.plan.data;
+  uint64_t total = 0;
+  for (size_t i = 0; i < p.weights.size(); ++i)
+    if (which[i]) total += stream_align(p.weights[i].size);
+  *bytes = total;
+  if (total == 0) return ok_status();
+  cudaError_t e = cudaMalloc(block, total);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    *block = nullptr;
+    return out_of_memory("cudaMalloc of " + std::to_string(total) + " bytes of weights: " + cudaGetErrorString(e));
+  }
+  uint64_t off = 0;
+  for (size_t i = 0; i < p.weights.size(); ++i) {
+    if (!which[i]) continue;
+    ces.weight_dev[i] = static_cast<uint8_t*>(*block) + off;
+    const void* src = ces.host_src.empty() || !ces.host_src[i] ? p.weight_data[i].data() : ces.host_src[i];
+    if (p.weights[i].size) SRT_CUDA(cudaMemcpy(ces.weight_dev[i], src, p.weights[i].size, cudaMemcpyHostToDevice));
+    off += stream_align(p.weights[i].size);
+  }
+  return ok_status();
+}
+
+// Copies the streamable weights into one pinned host block (chunked; the mapped plan's pages are
+// released behind the copy, so resident memory grows by the weights once, not twice).
+Status pin_streamable(const EngineState& es, CudaEngineState& ces) {
+  const plan::PlanData& p = es.plan.data;
+  uint64_t total = 0;
+  for (const auto& w : p.weights)
+    if (w.streamable) total += stream_align(w.size);
+  if (total == 0) return ok_status();
+  cudaError_t e = cudaHostAlloc(&ces.pinned, total, cudaHostAllocPortable);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    ces.pinned = nullptr;
+    return out_of_memory("pinned host memory of " + std::to_string(total) + " bytes for streamable weights: " +
+                         cudaGetErrorString(e));
+  }
+  constexpr uint64_t kChunk = 16ull << 20;
+  uint64_t off = 0;
+  for (size_t i = 0; i < p.weights.size(); ++i) {
+    if (!p.weights[i].streamable) continue;
+    auto* dst = static_cast<uint8_t*>(ces.pinned) + off;
+    const auto* src = static_cast<const uint8_t*>(p.weight_data[i].data());
+    for (uint64_t done = 0; done < p.weights[i].size; done += kChunk) {
+      uint64_t n = std::min(kChunk, p.weights[i].size - done);
+      std::memcpy(dst + done, src + done, n);
+      if (es.plan.file_backed)
+        release_pages(es.plan.base, es.plan.file_size, static_cast<uint64_t>(src + done - es.plan.base), n);
+    }
+    ces.host_src[i] = dst;
+    off += stream_align(p.weights[i].size);
+  }
+  log_verbose("engine '" + p.name + "': " + std::to_string(total) + " bytes of streamable weights in pinned memory");
+  return ok_status();
+}
+
+// Host-to-device bandwidth of pinned copies, measured once per process.
+double measured_h2d_bandwidth() {
+  static const double bw = [] {
+    const size_t n = 64u << 20;
+    void *h = nullptr, *d = nullptr;
+    double result = 25e9;  // PCIe 4 x16 if the measurement fails
+    cudaEvent_t a = nullptr, b = nullptr;
+    if (cudaMallocHost(&h, n) == cudaSuccess && cudaMalloc(&d, n) == cudaSuccess &&
+        cudaEventCreate(&a) == cudaSuccess && cudaEventCreate(&b) == cudaSuccess) {
+      std::memset(h, 1, n);
+      cudaMemcpy(d, h, n, cudaMemcpyHostToDevice);  // warm-up
+      cudaEventRecord(a);
+      for (int i = 0; i < 4; ++i) cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice);
+      cudaEventRecord(b);
+      float ms = 0;
+      if (cudaEventSynchronize(b) == cudaSuccess && cudaEventElapsedTime(&ms, a, b) == cudaSuccess && ms > 0)
+        result = 4.0 * n / (ms * 1e-3);
+    }
+    cudaGetLastError();
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+    if (h) cudaFreeHost(h);
+    if (d) cudaFree(d);
+    log_verbose("pinned host-to-device bandwidth: " + std::to_string(result / 1e9) + " GB/s");
+    return result;
+  }();
+  return bw;
+}
+
+DeviceProfile cuda_profile() {
+  DeviceProfile d;
+  d.flops_fp32 = 40e12;  // no TF32
+  d.flops_half = 500e12;
+  d.memory_bandwidth = 3e12;
+  d.step_overhead_s = 4e-6;
+  d.stream_bandwidth = measured_h2d_bandwidth();
+  d.copy_latency_s = 8e-6;
+  return d;
+}
+
 }  // namespace
 
 void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::string>* fallbacks) {
@@ -46,19 +166,62 @@ void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::s
 
 Status upload_weights(const EngineState& es, CudaEngineState& ces) {
   const plan::PlanData& p = es.plan.data;
-  ces.weight_offsets.resize(p.weights.size());
-  uint64_t total = 0;
-  for (size_t i = 0; i < p.weights.size(); ++i) {
-    ces.weight_offsets[i] = total;
-    total += (p.weights[i].size + 255) / 256 * 256;
-  }
-  ces.weights_bytes = total;
-  if (total == 0 || p.weights_stripped) return ok_status();
-  SRT_CUDA(cudaMalloc(&ces.weights, total));
+  ces.weight_dev.assign(p.weights.size(), nullptr);
+  ces.host_src.assign(p.weights.size(), nullptr);
+  ces.step_streamed.assign(p.steps.size(), {});
+  ces.step_slot_offset.assign(p.steps.size(), {});
+  if (p.weights_stripped) return ok_status();  // refit uploads them
+  std::vector<uint8_t> fixed = device_weights(es, ces);
   for (size_t i = 0; i < p.weights.size(); ++i)
-    if (p.weights[i].size)
-      SRT_CUDA(cudaMemcpy(ces.weight_ptr(static_cast<int32_t>(i)), p.weight_data[i].data(), p.weights[i].size,
-                          cudaMemcpyHostToDevice));
+    if (p.weights[i].streamable) fixed[i] = 0;
+  SRT_RETURN_IF_ERROR(upload_block(es, ces, fixed, &ces.fixed, &ces.fixed_bytes));
+  log_verbose("engine '" + p.name + "': " + std::to_string(ces.fixed_bytes) + " bytes of weights uploaded");
+  return pin_streamable(es, ces);
+}
+
+ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces) {
+  std::vector<uint8_t> device_step(ces.host_step.size());
+  for (size_t s = 0; s < device_step.size(); ++s) device_step[s] = !ces.host_step[s];
+  ResidencyInput in = residency_input(es.plan.data, cuda_profile(), device_step);
+  in.slots = kStreamSlots;
+  return plan_residency(in, es.budget);
+}
+
+Status apply_budget(const EngineState& es, CudaEngineState& ces) {
+  const plan::PlanData& p = es.plan.data;
+  if (ces.resident) {
+    SRT_CUDA(cudaFree(ces.resident));
+    ces.resident = nullptr;
+  }
+  for (size_t i = 0; i < p.weights.size(); ++i)
+    if (p.weights[i].streamable) ces.weight_dev[i] = nullptr;
+  ces.residency = plan_cuda_residency(es, ces);
+  if (p.weights_stripped) return ok_status();  // no weights to place until refit
+  SRT_RETURN_IF_ERROR(upload_block(es, ces, ces.residency.resident, &ces.resident, &ces.resident_bytes));
+  ces.step_streamed.assign(p.steps.size(), {});
+  ces.step_slot_offset.assign(p.steps.size(), {});
+  ces.streamed_steps.clear();
+  std::vector<uint8_t> streams(p.weights.size(), 0);
+  for (size_t i = 0; i < p.weights.size(); ++i) streams[i] = p.weights[i].streamable && !ces.residency.resident[i];
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    if (ces.host_step[s]) continue;
+    uint64_t off = 0;
+    for (int32_t v : p.steps[s].inputs) {
+      if (v < 0 || p.values[v].kind != plan::ValueEntry::Kind::kWeight) continue;
+      int32_t w = p.values[v].weight_index;
+      auto& list = ces.step_streamed[s];
+      if (!streams[w] || std::find(list.begin(), list.end(), w) != list.end()) continue;
+      list.push_back(w);
+      ces.step_slot_offset[s].push_back(off);
+      off += stream_align(p.weights[w].size);
+    }
+    if (!ces.step_streamed[s].empty()) ces.streamed_steps.push_back(s);
+  }
+  ces.slot_bytes = ces.residency.slot_bytes;
+  log_verbose("engine '" + p.name + "': budget " + std::to_string(es.budget) + ": " +
+              std::to_string(ces.residency.resident_bytes) + " bytes resident, " +
+              std::to_string(ces.residency.streamed_bytes) + " streamed per run in " +
+              std::to_string(ces.streamed_steps.size()) + " steps, slot " + std::to_string(ces.slot_bytes));
   return ok_status();
 }
 

@@ -1,12 +1,17 @@
-// Per-engine CUDA state: where each step runs and the weights' device copy.
+// Per-engine CUDA state: where each step runs, the weights' device copies and, for an engine
+// that streams weights, which stay resident at the budget in force and where the others go.
 #pragma once
 
 #include <vector>
 
 #include "backends/cuda/cuda_kernel.h"
 #include "runtime/engine_state.h"
+#include "runtime/residency_planner.h"
 
 namespace streamrt::cuda {
+
+// Weight slots per context: the step that runs and two prefetched (prefetch depth 2).
+inline constexpr int kStreamSlots = 3;
 
 struct CudaEngineState {
   // Per step: run on the host with the CPU kernel. Steps that compute shape tensors (values
@@ -14,19 +19,42 @@ struct CudaEngineState {
   // any op without a CUDA kernel (a warning names it at load).
   std::vector<uint8_t> host_step;
   std::vector<CudaKernelFn> kernels;  // per step; null for host steps
-  void* weights = nullptr;            // one device block holding every weight
-  std::vector<uint64_t> weight_offsets;  // per plan weight, into `weights`
-  uint64_t weights_bytes = 0;
   int device = 0;
 
+  // Device copies: non-streamable weights in `fixed`, uploaded at load; streamable weights kept
+  // resident at the budget in `resident`, re-made when the budget changes.
+  void* fixed = nullptr;
+  void* resident = nullptr;
+  uint64_t fixed_bytes = 0, resident_bytes = 0;
+  std::vector<void*> weight_dev;  // per plan weight: its device copy, or null (streamed / host only)
+
+  // Streaming at the budget in force.
+  ResidencyPlan residency;
+  std::vector<std::vector<int32_t>> step_streamed;      // per step: streamed weights it reads
+  std::vector<std::vector<uint64_t>> step_slot_offset;  // per step: their offsets in a slot
+  std::vector<size_t> streamed_steps;                   // steps with streamed weights, in order
+  uint64_t slot_bytes = 0;
+  // Streamable weights in pinned host memory, read once from the plan at load (pages of the
+  // mapping are dropped as they are copied, so the process never holds two copies); the
+  // copies the streamer issues from there are asynchronous.
+  void* pinned = nullptr;
+  std::vector<const void*> host_src;  // per plan weight: its pinned copy (streamable ones)
+
   ~CudaEngineState();
-  void* weight_ptr(int32_t index) const { return static_cast<uint8_t*>(weights) + weight_offsets[index]; }
+  void* weight_ptr(int32_t index) const { return weight_dev[index]; }
+  uint64_t scratch_bytes() const { return streamed_steps.empty() ? 0 : kStreamSlots * slot_bytes; }
 };
 
 // Decides host vs device placement of the steps (see host_step above).
 void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::string>* fallbacks);
 
-// Uploads every weight of the plan to one device allocation.
+// Uploads the weights device steps read that are not streamable into one device block, and
+// reads streamable ones into pinned host memory.
 Status upload_weights(const EngineState& es, CudaEngineState& ces);
+
+// The residency plan for es.budget on this GPU.
+ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces);
+// Applies es.budget: the resident set's device block and each step's streamed weights.
+Status apply_budget(const EngineState& es, CudaEngineState& ces);
 
 }  // namespace streamrt::cuda

@@ -1,0 +1,122 @@
+#include "backends/cpu/cpu_streaming.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/host_memory.h"
+#include "core/logging.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+namespace streamrt::cpu {
+namespace {
+
+const CpuEngineState* engine_streaming(const EngineState& es) {
+  return static_cast<const CpuEngineState*>(es.device_state.get());
+}
+
+// Maps the pages of [p, p + n) now (a read from the page cache or the file).
+void populate(const void* p, size_t n) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto lo = reinterpret_cast<uintptr_t>(p) / page * page;
+  auto hi = reinterpret_cast<uintptr_t>(p) + n;
+  if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_READ) == 0) return;
+  volatile const uint8_t* b = static_cast<const uint8_t*>(p);  // older kernels: touch each page
+  uint8_t sink = 0;
+  for (size_t off = 0; off < n; off += page) sink ^= b[off];
+  (void)sink;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+DeviceProfile cpu_profile() {
+  DeviceProfile d;
+  d.flops_fp32 = 50e9;
+  d.flops_half = 10e9;   // converted to float per element
+  d.memory_bandwidth = 10e9;
+  d.stream_bandwidth = 2e9;  // page cache -> mapped pages
+  d.copy_latency_s = 20e-6;
+  d.step_overhead_s = 1e-6;
+  return d;
+}
+
+Status apply_cpu_weight_budget(EngineState& es) {
+  auto st = std::make_shared<CpuEngineState>();
+  const plan::PlanData& p = es.plan.data;
+  ResidencyInput in = residency_input(p, cpu_profile());
+  st->residency = cpu_residency(es);
+  st->step_streamed.resize(p.steps.size());
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    for (int32_t w : in.step_weights[s])
+      if (!st->residency.resident[w]) st->step_streamed[s].push_back(w);
+    if (!st->step_streamed[s].empty()) st->streamed_steps.push_back(s);
+  }
+  st->file_backed = es.plan.file_backed;
+  if (!st->file_backed && !st->streamed_steps.empty())
+    log_info("engine '" + p.name + "': the plan is held in memory, not mapped from a file: streamed weights " +
+             "stay in that memory (load it from a file to bound resident memory)");
+  es.device_state = std::move(st);
+  return ok_status();
+}
+
+ResidencyPlan cpu_residency(const EngineState& es) {
+  ResidencyInput in = residency_input(es.plan.data, cpu_profile());
+  in.slots = 2;
+  return plan_residency(in, es.budget);
+}
+
+uint64_t cpu_weight_scratch_size(const EngineState& es) {
+  // The step that runs and the one read ahead. Computed from a fresh plan so it answers for
+  // the budget in force even before the engine applied it.
+  return 2 * cpu_residency(es).slot_bytes;
+}
+
+CpuStreamer::CpuStreamer(const EngineState& es) : es_(es), ces_(engine_streaming(es)) {}
+
+void CpuStreamer::begin_run() {
+  stats_ = StreamingStats{};
+  next_ = 0;
+  run_start_ = std::chrono::steady_clock::now();
+}
+
+void CpuStreamer::before_step(size_t s) {
+  if (!ces_ || ces_->step_streamed[s].empty()) return;
+  const plan::PlanData& p = es_.plan.data;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int32_t w : ces_->step_streamed[s]) {
+    const Tensor& t = p.weight_data[w];
+    if (ces_->file_backed) populate(t.data(), t.nbytes());
+    stats_.bytes_streamed += t.nbytes();
+    stats_.weights_streamed++;
+  }
+  double ms = ms_since(t0);
+  stats_.copy_ms += ms;
+  stats_.stall_ms += ms;  // synchronous: the step waits for all of it
+  // Read the next streamed step's weights ahead while this step computes.
+  while (next_ < ces_->streamed_steps.size() && ces_->streamed_steps[next_] <= s) ++next_;
+  if (ces_->file_backed && next_ < ces_->streamed_steps.size())
+    for (int32_t w : ces_->step_streamed[ces_->streamed_steps[next_]]) {
+      const Tensor& t = p.weight_data[w];
+      const auto* base = es_.plan.base;
+      prefetch_pages(base, es_.plan.file_size, static_cast<const uint8_t*>(t.data()) - base, t.nbytes());
+    }
+}
+
+void CpuStreamer::after_step(size_t s) {
+  if (!ces_ || !ces_->file_backed || ces_->step_streamed[s].empty()) return;
+  for (int32_t w : ces_->step_streamed[s]) {
+    const Tensor& t = es_.plan.data.weight_data[w];
+    const auto* base = es_.plan.base;
+    release_pages(base, es_.plan.file_size, static_cast<const uint8_t*>(t.data()) - base, t.nbytes());
+  }
+}
+
+void CpuStreamer::end_run() { stats_.run_ms = ms_since(run_start_); }
+
+}  // namespace streamrt::cpu

@@ -1,0 +1,53 @@
+// Weight streaming on the CPU device. The backing store is the plan file itself: streamed
+// weights are used in place from the file mapping during the step that reads them and their
+// pages are dropped from the process's resident set right after it (they stay in the kernel's
+// page cache, or are read from disk again). The "arena" of streamed weights is thus the window
+// of pages of the step that runs plus the one read ahead; resident weights keep their pages.
+#pragma once
+
+#include <chrono>
+
+#include "runtime/engine_state.h"
+#include "runtime/residency_planner.h"
+
+namespace streamrt::cpu {
+
+struct CpuEngineState {
+  ResidencyPlan residency;
+  // Per step: the streamed (non-resident) weights it reads.
+  std::vector<std::vector<int32_t>> step_streamed;
+  // Steps that read streamed weights, in order (for read-ahead).
+  std::vector<size_t> streamed_steps;
+  bool file_backed = false;
+};
+
+// The CPU's figures for the residency planner.
+DeviceProfile cpu_profile();
+
+// Plans residency for es.budget and stores a CpuEngineState in es.device_state.
+Status apply_cpu_weight_budget(EngineState& es);
+uint64_t cpu_weight_scratch_size(const EngineState& es);
+ResidencyPlan cpu_residency(const EngineState& es);
+
+// Per-context streaming work around each step.
+class CpuStreamer {
+ public:
+  explicit CpuStreamer(const EngineState& es);
+  void begin_run();
+  // Before step `s`: maps its streamed weights in (timed as a stall) and reads the next
+  // streamed step's pages ahead.
+  void before_step(size_t s);
+  // After step `s`: drops its streamed weights' pages.
+  void after_step(size_t s);
+  void end_run();
+  StreamingStats stats() const { return stats_; }
+
+ private:
+  const EngineState& es_;
+  const CpuEngineState* ces_ = nullptr;
+  size_t next_ = 0;  // index into streamed_steps of the next streamed step
+  StreamingStats stats_;
+  std::chrono::steady_clock::time_point run_start_;
+};
+
+}  // namespace streamrt::cpu

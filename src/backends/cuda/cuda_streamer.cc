@@ -1,0 +1,157 @@
+#include "backends/cuda/cuda_streamer.h"
+
+namespace streamrt::cuda {
+namespace {
+
+Status create_event(cudaEvent_t* e, bool timing) {
+  SRT_CUDA(cudaEventCreateWithFlags(e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return ok_status();
+}
+
+float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, a, b) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return ms;
+}
+
+}  // namespace
+
+CudaStreamer::~CudaStreamer() {
+  if (copy_) cudaStreamSynchronize(copy_);
+  for (auto* list : {&copy_begin_, &copy_end_, &stall_begin_, &stall_end_})
+    for (cudaEvent_t e : *list) cudaEventDestroy(e);
+  for (cudaEvent_t e : {fork_, run_begin_, run_end_})
+    if (e) cudaEventDestroy(e);
+  for (int i = 0; i < kStreamSlots; ++i) {
+    if (copied_[i]) cudaEventDestroy(copied_[i]);
+    if (freed_[i]) cudaEventDestroy(freed_[i]);
+  }
+  if (copy_) cudaStreamDestroy(copy_);
+  if (slots_) cudaFree(slots_);
+}
+
+Status CudaStreamer::init() {
+  if (!active()) return ok_status();
+  cudaError_t e = cudaMalloc(&slots_, ces_.scratch_bytes());
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    slots_ = nullptr;
+    return out_of_memory("weight-streaming scratch of " + std::to_string(ces_.scratch_bytes()) + " bytes: " +
+                         cudaGetErrorString(e));
+  }
+  SRT_CUDA(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+  SRT_RETURN_IF_ERROR(create_event(&fork_, false));
+  for (int i = 0; i < kStreamSlots; ++i) {
+    SRT_RETURN_IF_ERROR(create_event(&copied_[i], false));
+    SRT_RETURN_IF_ERROR(create_event(&freed_[i], false));
+  }
+  SRT_RETURN_IF_ERROR(create_event(&run_begin_, true));
+  return create_event(&run_end_, true);
+}
+
+Status CudaStreamer::ensure_profile_events(size_t n) {
+  for (auto* list : {&copy_begin_, &copy_end_, &stall_begin_, &stall_end_})
+    while (list->size() < n) {
+      cudaEvent_t e = nullptr;
+      SRT_RETURN_IF_ERROR(create_event(&e, true));
+      list->push_back(e);
+    }
+  return ok_status();
+}
+
+Status CudaStreamer::begin_run(cudaStream_t compute, bool capturing) {
+  issued_ = next_ = 0;
+  bytes_ = copies_ = 0;
+  capturing_ = capturing;
+  profiled_ = profiling_;
+  if (!active()) return ok_status();
+  if (profiling_) {
+    SRT_RETURN_IF_ERROR(ensure_profile_events(ces_.streamed_steps.size()));
+    SRT_CUDA(cudaEventRecord(run_begin_, compute));
+  }
+  // Fork: the copy stream follows the work already queued on the compute stream (and joins a
+  // graph capture that way).
+  SRT_CUDA(cudaEventRecord(fork_, compute));
+  SRT_CUDA(cudaStreamWaitEvent(copy_, fork_, 0));
+  return ok_status();
+}
+
+Status CudaStreamer::issue(size_t j, bool capturing) {
+  const int slot = static_cast<int>(j % kStreamSlots);
+  // The slot's previous reader must be done. Within a run that event was recorded by
+  // after_step; across runs (eager only) it is the previous run's, still ordered correctly.
+  if (j >= kStreamSlots || (!capturing && freed_recorded_[slot])) SRT_CUDA(cudaStreamWaitEvent(copy_, freed_[slot], 0));
+  if (profiled_) SRT_CUDA(cudaEventRecord(copy_begin_[j], copy_));
+  const size_t s = ces_.streamed_steps[j];
+  const plan::PlanData& p = es_.plan.data;
+  uint8_t* base = static_cast<uint8_t*>(slots_) + slot * ces_.slot_bytes;
+  for (size_t k = 0; k < ces_.step_streamed[s].size(); ++k) {
+    int32_t w = ces_.step_streamed[s][k];
+    SRT_CUDA(cudaMemcpyAsync(base + ces_.step_slot_offset[s][k], ces_.host_src[w], p.weights[w].size,
+                             cudaMemcpyHostToDevice, copy_));
+    bytes_ += p.weights[w].size;
+    ++copies_;
+  }
+  if (profiled_) SRT_CUDA(cudaEventRecord(copy_end_[j], copy_));
+  SRT_CUDA(cudaEventRecord(copied_[slot], copy_));
+  return ok_status();
+}
+
+Status CudaStreamer::before_step(size_t s, cudaStream_t compute, std::vector<ops::TensorRef>& refs) {
+  if (!active() || ces_.step_streamed[s].empty()) return ok_status();
+  const size_t j = next_;
+  if (j >= ces_.streamed_steps.size() || ces_.streamed_steps[j] != s)
+    return internal_error("weight streamer out of step order at step " + std::to_string(s));
+  // Prefetch depth: this step and the next kStreamSlots - 1 streamed steps.
+  const size_t until = std::min(ces_.streamed_steps.size(), j + kStreamSlots);
+  while (issued_ < until) SRT_RETURN_IF_ERROR(issue(issued_++, capturing_));
+  const int slot = static_cast<int>(j % kStreamSlots);
+  if (profiled_) SRT_CUDA(cudaEventRecord(stall_begin_[j], compute));
+  SRT_CUDA(cudaStreamWaitEvent(compute, copied_[slot], 0));
+  if (profiled_) SRT_CUDA(cudaEventRecord(stall_end_[j], compute));
+  uint8_t* base = static_cast<uint8_t*>(slots_) + slot * ces_.slot_bytes;
+  const plan::PlanData& p = es_.plan.data;
+  for (int32_t v : p.steps[s].inputs) {
+    if (v < 0 || p.values[v].kind != plan::ValueEntry::Kind::kWeight) continue;
+    const auto& list = ces_.step_streamed[s];
+    auto it = std::find(list.begin(), list.end(), p.values[v].weight_index);
+    if (it == list.end()) continue;
+    refs[v].data = base + ces_.step_slot_offset[s][it - list.begin()];
+  }
+  return ok_status();
+}
+
+Status CudaStreamer::after_step(size_t s, cudaStream_t compute) {
+  if (!active() || ces_.step_streamed[s].empty()) return ok_status();
+  const int slot = static_cast<int>(next_ % kStreamSlots);
+  SRT_CUDA(cudaEventRecord(freed_[slot], compute));
+  freed_recorded_[slot] = true;
+  ++next_;
+  return ok_status();
+}
+
+Status CudaStreamer::end_run(cudaStream_t compute) {
+  if (active() && profiled_) SRT_CUDA(cudaEventRecord(run_end_, compute));
+  return ok_status();
+}
+
+Result<StreamingStats> CudaStreamer::stats() const {
+  StreamingStats st;
+  st.bytes_streamed = bytes_;
+  st.weights_streamed = copies_;
+  if (!active() || !profiled_) return st;
+  if (cudaEventQuery(run_end_) == cudaErrorNotReady)
+    return invalid_state("the run is still in flight; synchronize its stream before reading its statistics");
+  cudaGetLastError();
+  for (size_t j = 0; j < issued_; ++j) {
+    st.copy_ms += elapsed_ms(copy_begin_[j], copy_end_[j]);
+    st.stall_ms += elapsed_ms(stall_begin_[j], stall_end_[j]);
+  }
+  st.run_ms = elapsed_ms(run_begin_, run_end_);
+  return st;
+}
+
+}  // namespace streamrt::cuda

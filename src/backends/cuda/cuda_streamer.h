@@ -1,0 +1,56 @@
+// A context's weight streamer: a ring of kStreamSlots device slots, a copy stream and events.
+// Copies for the streamed steps run on the copy stream from pinned host memory, up to two
+// streamed steps ahead of the one computing; a step waits only for its own slot's copy, and a
+// slot is refilled only after the step that read it finished. Works inside CUDA graph capture
+// (the copy stream forks from and joins the compute stream through events).
+#pragma once
+
+#include "backends/cuda/cuda_engine.h"
+
+namespace streamrt::cuda {
+
+class CudaStreamer {
+ public:
+  CudaStreamer(const EngineState& es, const CudaEngineState& ces) : es_(es), ces_(ces) {}
+  ~CudaStreamer();
+  CudaStreamer(const CudaStreamer&) = delete;
+  CudaStreamer& operator=(const CudaStreamer&) = delete;
+
+  // Allocates the slots and creates the copy stream and events (nothing when nothing streams).
+  Status init();
+  bool active() const { return !ces_.streamed_steps.empty(); }
+  void set_profiling(bool enable) { profiling_ = enable; }
+
+  Status begin_run(cudaStream_t compute, bool capturing);
+  // Before device step `s`: issues copies up to two streamed steps ahead, makes `compute` wait
+  // for step s's weights and points their refs (indexed by plan value) at the slot.
+  Status before_step(size_t s, cudaStream_t compute, std::vector<ops::TensorRef>& refs);
+  Status after_step(size_t s, cudaStream_t compute);
+  Status end_run(cudaStream_t compute);
+  // Statistics of the last run; the run must have completed.
+  Result<StreamingStats> stats() const;
+
+ private:
+  Status issue(size_t j, bool capturing);
+  Status ensure_profile_events(size_t n);
+
+  const EngineState& es_;
+  const CudaEngineState& ces_;
+  void* slots_ = nullptr;
+  cudaStream_t copy_ = nullptr;
+  cudaEvent_t fork_ = nullptr;
+  cudaEvent_t copied_[kStreamSlots] = {};
+  cudaEvent_t freed_[kStreamSlots] = {};
+  bool freed_recorded_[kStreamSlots] = {};
+  size_t issued_ = 0;  // streamed steps whose copies were issued this run
+  size_t next_ = 0;    // index into streamed_steps of the next step to run
+  bool capturing_ = false;
+  bool profiling_ = false;
+  // Profiling: per streamed step copy start/end (copy stream) and stall begin/end (compute).
+  std::vector<cudaEvent_t> copy_begin_, copy_end_, stall_begin_, stall_end_;
+  cudaEvent_t run_begin_ = nullptr, run_end_ = nullptr;
+  bool profiled_ = false;
+  uint64_t bytes_ = 0, copies_ = 0;
+};
+
+}  // namespace streamrt::cuda

@@ -1,0 +1,170 @@
+#include "runtime/residency_planner.h"
+
+#include <algorithm>
+#include <queue>
+
+namespace streamrt {
+namespace {
+
+using plan::ValueEntry;
+
+const Dims& planned_dims(const ValueEntry& v) { return v.max_dims.empty() ? v.dims : v.max_dims; }
+
+double numel(const Dims& d) {
+  double n = 1;
+  for (int64_t x : d) n *= x > 0 ? static_cast<double>(x) : 1.0;
+  return n;
+}
+
+bool is_half(DataType t) { return t == DataType::kFloat16 || t == DataType::kBFloat16; }
+
+// Per-step streamed bytes with the given resident set; `aligned` packs them as a slot does.
+uint64_t step_stream_bytes(const ResidencyInput& in, size_t s, const std::vector<uint8_t>& resident,
+                           bool aligned = false) {
+  uint64_t b = 0;
+  for (int32_t w : in.step_weights[s])
+    if (!resident[w]) b += aligned ? stream_align(in.weight_bytes[w]) : in.weight_bytes[w];
+  return b;
+}
+
+}  // namespace
+
+double estimate_step_seconds(const plan::PlanData& plan, size_t index, const DeviceProfile& device) {
+  const ir::Node& step = plan.steps[index];
+  double bytes = 0, flops = 0;
+  bool half = false;
+  for (int32_t v : step.inputs)
+    if (v >= 0) bytes += numel(planned_dims(plan.values[v])) * dtype_size(plan.values[v].dtype);
+  for (int32_t v : step.outputs)
+    if (v >= 0) {
+      const ValueEntry& e = plan.values[v];
+      bytes += numel(planned_dims(e)) * dtype_size(e.dtype);
+      half = half || is_half(e.dtype);
+    }
+  auto in_dims = [&](size_t k) -> const Dims* {
+    return k < step.inputs.size() && step.inputs[k] >= 0 ? &planned_dims(plan.values[step.inputs[k]]) : nullptr;
+  };
+  const Dims* out = step.outputs.empty() || step.outputs[0] < 0 ? nullptr : &planned_dims(plan.values[step.outputs[0]]);
+  if (out && step.domain.empty()) {
+    if ((step.op_type == "MatMul" || step.op_type == "Gemm") && in_dims(0) && !in_dims(0)->empty()) {
+      const Dims& a = *in_dims(0);
+      auto trans_a = step.attr_int("transA", 0);
+      int64_t k = step.op_type == "Gemm" && trans_a.ok() && *trans_a ? a.front() : a.back();
+      flops = 2.0 * numel(*out) * static_cast<double>(std::max<int64_t>(k, 1));
+    } else if (step.op_type == "Conv" && in_dims(1) && in_dims(1)->size() >= 2) {
+      const Dims& w = *in_dims(1);
+      double per_out = 1;
+      for (size_t i = 1; i < w.size(); ++i) per_out *= static_cast<double>(std::max<int64_t>(w[i], 1));
+      flops = 2.0 * numel(*out) * per_out;
+    }
+  }
+  double t_flops = flops / (half ? device.flops_half : device.flops_fp32);
+  double t_bytes = bytes / device.memory_bandwidth;
+  return device.step_overhead_s + std::max(t_flops, t_bytes);
+}
+
+ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& device,
+                               const std::vector<uint8_t>& device_step) {
+  ResidencyInput in;
+  in.device = device;
+  const size_t ns = plan.steps.size();
+  in.step_seconds.resize(ns);
+  in.step_weights.resize(ns);
+  for (const auto& w : plan.weights) in.weight_bytes.push_back(w.size);
+  for (size_t s = 0; s < ns; ++s) {
+    in.step_seconds[s] = estimate_step_seconds(plan, s, device);
+    if (!device_step.empty() && !device_step[s]) continue;
+    for (int32_t v : plan.steps[s].inputs) {
+      if (v < 0 || plan.values[v].kind != ValueEntry::Kind::kWeight) continue;
+      int32_t w = plan.values[v].weight_index;
+      auto& list = in.step_weights[s];
+      if (plan.weights[w].streamable && std::find(list.begin(), list.end(), w) == list.end()) list.push_back(w);
+    }
+  }
+  return in;
+}
+
+double simulate_run(const ResidencyInput& in, const std::vector<uint8_t>& resident) {
+  const int k = std::max(1, in.slots);
+  std::vector<double> slot_free(k, 0.0);
+  double compute_end = 0, copy_end = 0;
+  size_t streamed = 0;
+  for (size_t s = 0; s < in.step_seconds.size(); ++s) {
+    uint64_t bytes = step_stream_bytes(in, s, resident);
+    double start = compute_end;
+    if (bytes > 0) {
+      double& slot = slot_free[streamed % k];
+      double copy_start = std::max(copy_end, slot);
+      copy_end = copy_start + in.device.copy_latency_s + static_cast<double>(bytes) / in.device.stream_bandwidth;
+      start = std::max(start, copy_end);
+      compute_end = start + in.step_seconds[s];
+      slot = compute_end;
+      ++streamed;
+    } else {
+      compute_end = start + in.step_seconds[s];
+    }
+  }
+  return compute_end;
+}
+
+ResidencyPlan plan_residency(const ResidencyInput& in, uint64_t budget) {
+  const size_t nw = in.weight_bytes.size();
+  std::vector<uint8_t> candidate(nw, 0);
+  std::vector<size_t> first_use(nw, SIZE_MAX);
+  for (size_t s = 0; s < in.step_weights.size(); ++s)
+    for (int32_t w : in.step_weights[s]) {
+      candidate[w] = 1;
+      first_use[w] = std::min(first_use[w], s);
+    }
+  std::vector<uint8_t> resident(nw, 0);
+  uint64_t left = budget;
+  double current = simulate_run(in, resident);
+  // Lazy greedy: gains only shrink as more weights become resident, so a stale gain is an
+  // upper bound; re-evaluate the top entry until it is fresh.
+  using Entry = std::pair<double, int32_t>;  // gain per byte, weight
+  std::priority_queue<Entry> heap;
+  auto gain_of = [&](int32_t w) {
+    resident[w] = 1;
+    double t = simulate_run(in, resident);
+    resident[w] = 0;
+    return (current - t) / static_cast<double>(in.weight_bytes[w]);
+  };
+  for (size_t w = 0; w < nw; ++w)
+    if (candidate[w] && in.weight_bytes[w] <= left) heap.push({gain_of(static_cast<int32_t>(w)), static_cast<int32_t>(w)});
+  while (!heap.empty()) {
+    auto [gain, w] = heap.top();
+    heap.pop();
+    if (in.weight_bytes[w] > left) continue;
+    double fresh = gain_of(w);
+    if (!heap.empty() && fresh < heap.top().first - 1e-18) {
+      heap.push({fresh, w});
+      continue;
+    }
+    if (fresh <= 0) break;
+    resident[w] = 1;
+    left -= in.weight_bytes[w];
+    current = simulate_run(in, resident);
+  }
+  // What is left of the budget: earliest-used weights first.
+  std::vector<int32_t> order;
+  for (size_t w = 0; w < nw; ++w)
+    if (candidate[w] && !resident[w]) order.push_back(static_cast<int32_t>(w));
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return first_use[a] < first_use[b]; });
+  for (int32_t w : order)
+    if (in.weight_bytes[w] <= left) {
+      resident[w] = 1;
+      left -= in.weight_bytes[w];
+    }
+
+  ResidencyPlan out;
+  out.resident = resident;
+  out.resident_bytes = budget - left;
+  for (size_t s = 0; s < in.step_weights.size(); ++s) {
+    out.streamed_bytes += step_stream_bytes(in, s, resident);
+    out.slot_bytes = std::max(out.slot_bytes, step_stream_bytes(in, s, resident, true));
+  }
+  out.estimated_seconds = simulate_run(in, resident);
+  return out;
+}
+
+}  // namespace streamrt

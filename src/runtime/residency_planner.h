@@ -1,0 +1,64 @@
+// Residency planner for weight streaming: given a budget, decide which streamable weights stay
+// in device memory (resident) and which stream in during each run, so that stalls are minimal.
+//
+// It simulates one run: steps in plan order, each with an estimated compute time; copies on
+// one copy stream at the host-to-device bandwidth, into a ring of `slots` slots (a step's
+// streamed weights share one slot; a slot is reused only after its consumer finished). A
+// lazy-greedy loop makes resident the weight that shortens the simulated run the most per
+// byte, while it fits in the budget; bytes left then go to the earliest-used weights (resident
+// weights never hurt, and early ones cannot be prefetched behind earlier compute).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "plan/plan.h"
+
+namespace streamrt {
+
+// Device memory is handed out in this granularity, so sizes are rounded to it everywhere.
+inline constexpr uint64_t kStreamAlignment = 256;
+inline uint64_t stream_align(uint64_t bytes) { return (bytes + kStreamAlignment - 1) / kStreamAlignment * kStreamAlignment; }
+
+// What the planner assumes of the device (rough figures are enough: they only rank choices).
+struct DeviceProfile {
+  double flops_fp32 = 50e9;      // float32 FLOP/s
+  double flops_half = 50e9;      // float16 / bfloat16 FLOP/s
+  double memory_bandwidth = 10e9;  // bytes/s of the device's own memory
+  double step_overhead_s = 2e-6;   // per step (launch)
+  double stream_bandwidth = 5e9;   // bytes/s of a streamed copy (host -> device, or file -> memory)
+  double copy_latency_s = 5e-6;    // per copy
+};
+
+// Estimated compute time of one step (FLOPs of MatMul/Gemm/Conv, bytes moved otherwise),
+// from the values' planned (max) dims.
+double estimate_step_seconds(const plan::PlanData& plan, size_t step, const DeviceProfile& device);
+
+struct ResidencyInput {
+  std::vector<double> step_seconds;               // per plan step
+  std::vector<std::vector<int32_t>> step_weights;  // per plan step: streamable weights it reads
+  std::vector<uint64_t> weight_bytes;             // per plan weight (bytes, counted against the budget)
+  DeviceProfile device;
+  int slots = 3;
+};
+
+// Builds the planner's input for `plan`: steps that run on the device (`device_step`, all when
+// empty) and the streamable weights each reads.
+ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& device,
+                               const std::vector<uint8_t>& device_step = {});
+
+struct ResidencyPlan {
+  std::vector<uint8_t> resident;  // per plan weight: 1 = kept in device memory (streamable ones)
+  uint64_t resident_bytes = 0;    // streamable bytes kept resident, <= budget
+  uint64_t streamed_bytes = 0;    // bytes copied per run
+  uint64_t slot_bytes = 0;        // largest per-step streamed bytes, each weight aligned: one ring slot
+  double estimated_seconds = 0;   // simulated run time
+};
+
+// Plans residency for `budget` bytes of streamable weights.
+ResidencyPlan plan_residency(const ResidencyInput& in, uint64_t budget);
+
+// Simulated run time with the given resident set (exposed for tests and benchmarks).
+double simulate_run(const ResidencyInput& in, const std::vector<uint8_t>& resident);
+
+}  // namespace streamrt

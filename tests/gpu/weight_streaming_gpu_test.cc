@@ -1,0 +1,115 @@
+// Weight streaming on the CUDA device: bitwise-identical outputs at every budget, and device
+// memory measured around load and run never holding more weights than budget + scratch.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "gpu_test_util.h"
+#include "onnx_model_util.h"
+#include "streaming_test_util.h"
+
+namespace streamrt {
+namespace {
+
+using namespace streamrt::testing;
+
+TEST(GpuWeightStreaming, OutputsBitwiseIdenticalAtEveryBudget) {
+  SRT_REQUIRE_GPU();
+  expect_bitwise_identical_at_budgets(DeviceType::kCuda);
+}
+
+int64_t used_device_memory() {
+  size_t free = 0, total = 0;
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  return static_cast<int64_t>(total - free);
+}
+
+// 16 MatMuls with [1024, 1024] float16 weights (2 MiB each, 32 MiB in all).
+std::vector<uint8_t> build_chain(bool streaming) {
+  onnx::ModelProto m = make_model();
+  auto* g = m.mutable_graph();
+  const int n = 1024, layers = 16;
+  add_input(g, "x", onnx::TensorProto_DataType_FLOAT16, {int64_t{8}, int64_t{n}});
+  add_output(g, "y", onnx::TensorProto_DataType_FLOAT16, {int64_t{8}, int64_t{n}});
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> u(0, 0x1fff);  // small positive and negative halves
+  std::vector<uint16_t> w(static_cast<size_t>(n) * n);
+  std::string prev = "x";
+  for (int i = 0; i < layers; ++i) {
+    for (auto& h : w) h = static_cast<uint16_t>(u(rng) | ((u(rng) & 1) << 15));
+    onnx::TensorProto t;
+    t.set_name("w" + std::to_string(i));
+    t.set_data_type(onnx::TensorProto_DataType_FLOAT16);
+    t.add_dims(n);
+    t.add_dims(n);
+    t.set_raw_data(w.data(), w.size() * 2);
+    *g->add_initializer() = t;
+    std::string out = i + 1 == layers ? "y" : "h" + std::to_string(i);
+    add_node(g, "MatMul", "mm" + std::to_string(i), {prev, t.name()}, {out});
+    prev = out;
+  }
+  auto path = std::filesystem::temp_directory_path() / ("srt_gpu_chain_" + std::to_string(getpid()) + ".onnx");
+  write_file(path, serialize(m));
+  BuilderConfig c;
+  c.device = DeviceType::kCuda;
+  c.weight_streaming = streaming;
+  auto bytes = build_plan_from_onnx(path.string(), c);
+  std::filesystem::remove(path);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+  return bytes.ok() ? std::move(bytes).value() : std::vector<uint8_t>{};
+}
+
+TEST(GpuWeightStreaming, DeviceMemoryStaysWithinBudgetPlusScratch) {
+  SRT_REQUIRE_GPU();
+  auto rt = Runtime::create({DeviceType::kCuda});
+  ASSERT_TRUE(rt.ok());
+  std::map<std::string, Tensor> in;
+  in["x"] = *Tensor::allocate(DataType::kFloat16, {8, 1024});
+  // Warm the libraries (cuBLASLt, cuDNN handles and their lazily loaded kernels) with another
+  // engine first, so the deltas below are this engine's own memory.
+  auto warm = (*rt)->load_engine_bytes(build_chain(false));
+  ASSERT_TRUE(warm.ok());
+  auto reference = run_once(**warm, in);
+  ASSERT_TRUE(reference.ok()) << reference.status().to_string();
+
+  const int64_t slack = 4 << 20;       // allocation granularity
+  const int64_t workspace = 40 << 20;  // cuBLASLt workspace + handles of a context
+  std::vector<uint8_t> plan_bytes = build_chain(true);
+  for (double fraction : {0.0, 0.25, 0.5, 1.0}) {
+    SCOPED_TRACE("budget fraction " + std::to_string(fraction));
+    int64_t before_load = used_device_memory();
+    auto e = (*rt)->load_engine_bytes(plan_bytes);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    const uint64_t streamable = (*e)->streamable_weights_size();
+    ASSERT_EQ(streamable, 32u << 20);
+    const uint64_t budget = static_cast<uint64_t>(fraction * streamable);
+    ASSERT_TRUE((*e)->set_weight_streaming_budget(budget).ok());
+    int64_t after_load = used_device_memory();
+    // Weights on the device: at most the budget (nothing but streamable weights here).
+    EXPECT_LE(after_load - before_load, static_cast<int64_t>(budget) + slack);
+    EXPECT_GE(after_load - before_load, static_cast<int64_t>(budget) - (4 << 20));
+
+    auto ctx_memory = [&]() {
+      int64_t before_ctx = used_device_memory();
+      StreamingStats stats;
+      auto out = run_once(**e, in, &stats);
+      EXPECT_TRUE(out.ok()) << out.status().to_string();
+      if (out.ok()) EXPECT_EQ(*out, *reference);  // bitwise: same kernels, weights elsewhere
+      EXPECT_EQ(stats.bytes_streamed, streamable - (*e)->weight_streaming_budget() / (1 << 20) * (1 << 20));
+      return used_device_memory() - before_ctx;
+    };
+    EXPECT_LE(ctx_memory(), slack);  // the context is gone again after run_once
+    // While a context lives: activations + scratch (+ workspace), never the streamed weights.
+    auto ctx = (*e)->create_execution_context();
+    ASSERT_TRUE(ctx.ok());
+    int64_t with_ctx = used_device_memory() - after_load;
+    EXPECT_LE(with_ctx, static_cast<int64_t>((*e)->device_memory_size()) + workspace + slack);
+    if (fraction < 1.0) EXPECT_GT((*e)->weight_streaming_scratch_size(), 0u);
+    EXPECT_LE((*e)->weight_streaming_scratch_size(), 3u * (2u << 20) + 4096);
+  }
+}
+
+}  // namespace
+}  // namespace streamrt

@@ -1,0 +1,185 @@
+// Weight streaming on the CPU device: the Engine budget API, bitwise-identical outputs at every
+// budget, and resident memory bounded by the budget for a plan mapped from a file.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "core/host_memory.h"
+#include "onnx_model_util.h"
+#include "plan/plan.h"
+#include "streaming_test_util.h"
+
+namespace streamrt {
+namespace {
+
+using namespace streamrt::testing;
+
+std::shared_ptr<Engine> load_cpu(std::vector<uint8_t> bytes) {
+  auto rt = Runtime::create(RuntimeOptions{DeviceType::kCpu});
+  EXPECT_TRUE(rt.ok());
+  auto e = (*rt)->load_engine_bytes(std::move(bytes));
+  EXPECT_TRUE(e.ok()) << e.status().to_string();
+  return e.ok() ? *e : nullptr;
+}
+
+TEST(WeightStreaming, OutputsBitwiseIdenticalAtEveryBudgetOnCpu) {
+  expect_bitwise_identical_at_budgets(DeviceType::kCpu);
+}
+
+TEST(WeightStreaming, BudgetApiSemantics) {
+  auto inputs = fixture_inputs("squeezenet1_1");
+  auto plain = load_cpu(*build_fixture("squeezenet1_1", DeviceType::kCpu, false, inputs));
+  auto ws = load_cpu(*build_fixture("squeezenet1_1", DeviceType::kCpu, true, inputs));
+  ASSERT_TRUE(plain && ws);
+  // Without the flag nothing is streamable and a budget is refused.
+  EXPECT_EQ(plain->streamable_weights_size(), 0u);
+  EXPECT_EQ(plain->weight_streaming_scratch_size(), 0u);
+  EXPECT_EQ(plain->set_weight_streaming_budget(0).code(), StatusCode::kUnsupported);
+
+  const uint64_t streamable = ws->streamable_weights_size();
+  EXPECT_GT(streamable, ws->weights_size() / 2);
+  EXPECT_LE(streamable, ws->weights_size());
+  // After load the budget is the automatic one (this host has far more memory than 5 MiB).
+  EXPECT_EQ(ws->weight_streaming_budget(), ws->weight_streaming_automatic_budget());
+  EXPECT_EQ(ws->weight_streaming_budget(), streamable);
+  EXPECT_EQ(ws->weight_streaming_scratch_size(), 0u);  // nothing streams
+  // Clamped to the streamable size.
+  ASSERT_TRUE(ws->set_weight_streaming_budget(UINT64_MAX).ok());
+  EXPECT_EQ(ws->weight_streaming_budget(), streamable);
+  // Budget 0: scratch appears and is part of device_memory_size().
+  ASSERT_TRUE(ws->set_weight_streaming_budget(0).ok());
+  EXPECT_GT(ws->weight_streaming_scratch_size(), 0u);
+  EXPECT_EQ(ws->device_memory_size(), plain->device_memory_size() + ws->weight_streaming_scratch_size());
+  // No change while a context exists; the budget in force stays.
+  {
+    auto ctx = ws->create_execution_context();
+    ASSERT_TRUE(ctx.ok());
+    EXPECT_EQ(ws->num_execution_contexts(), 1u);
+    Status st = ws->set_weight_streaming_budget(streamable / 2);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidState);
+    EXPECT_NE(st.message().find("context"), std::string::npos) << st.message();
+    EXPECT_EQ(ws->weight_streaming_budget(), 0u);
+  }
+  EXPECT_EQ(ws->num_execution_contexts(), 0u);
+  EXPECT_TRUE(ws->set_weight_streaming_budget(streamable / 2).ok());
+}
+
+TEST(WeightStreaming, NeedsAStronglyTypedNetwork) {
+  BuilderConfig c;
+  c.weight_streaming = true;
+  c.float_precision = DataType::kFloat16;
+  c.shapes["input"] = {1, 784};
+  auto r = build_plan_from_onnx(kFixtureModels + "/mlp/model.onnx", c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("strongly typed"), std::string::npos) << r.status().message();
+}
+
+TEST(WeightStreaming, OnlyLargeWeightOperandsOfHeavyOpsStream) {
+  auto inputs = fixture_inputs("tiny_llama");
+  auto bytes = build_fixture("tiny_llama", DeviceType::kCpu, true, inputs);
+  ASSERT_TRUE(bytes.ok());
+  auto lp = plan::read_plan_bytes(bytes->data(), bytes->size(), nullptr);
+  ASSERT_TRUE(lp.ok());
+  const plan::PlanData& p = lp->data;
+  size_t streamable = 0;
+  for (size_t w = 0; w < p.weights.size(); ++w) {
+    if (!p.weights[w].streamable) continue;
+    ++streamable;
+    EXPECT_GE(p.weights[w].size, 1024u);
+    // Every consumer is a MatMul / Gemm / Conv / Gather.
+    for (const auto& step : p.steps)
+      for (int32_t v : step.inputs) {
+        if (v < 0 || p.values[v].weight_index != static_cast<int32_t>(w)) continue;
+        EXPECT_TRUE(step.op_type == "MatMul" || step.op_type == "Gemm" || step.op_type == "Conv" ||
+                      step.op_type == "Gather")
+              << step.op_type << " reads streamable " << p.weights[w].name;
+      }
+  }
+  EXPECT_GT(streamable, 0u);
+}
+
+// A chain of `layers` MatMuls with [n, n] float weights, written as an ONNX file.
+void write_matmul_chain(const std::string& path, int layers, int n) {
+  onnx::ModelProto m = make_model();
+  auto* g = m.mutable_graph();
+  add_input(g, "x", onnx::TensorProto_DataType_FLOAT, {int64_t{1}, int64_t{n}});
+  add_output(g, "y", onnx::TensorProto_DataType_FLOAT, {int64_t{1}, int64_t{n}});
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.f / n, 1.f / n);
+  std::vector<float> w(static_cast<size_t>(n) * n);
+  std::string prev = "x";
+  for (int i = 0; i < layers; ++i) {
+    for (float& f : w) f = u(rng);
+    std::string wn = "w" + std::to_string(i), out = i + 1 == layers ? "y" : "h" + std::to_string(i);
+    *g->add_initializer() = f32_raw(wn, {n, n}, w);
+    add_node(g, "MatMul", "mm" + std::to_string(i), {prev, wn}, {out});
+    prev = out;
+  }
+  write_file(path, serialize(m));
+}
+
+// Peak resident memory of a child process that loads `plan` and runs it twice at `budget`,
+// above its resident memory before loading; -1 on failure.
+int64_t child_peak_growth(const std::string& plan_path, const std::string& budget) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    int64_t growth = -1;
+    uint64_t before = current_rss();
+    auto rt = Runtime::create(RuntimeOptions{DeviceType::kCpu});
+    auto e = rt.ok() ? (*rt)->load_engine(plan_path) : Result<std::shared_ptr<Engine>>(rt.status());
+    if (e.ok() && (*e)->set_weight_streaming_budget(budget_bytes(**e, budget)).ok()) {
+      std::map<std::string, Tensor> in;
+      in["x"] = *Tensor::allocate(DataType::kFloat32, {1, 1024});
+      bool ok = run_once(**e, in).ok() && run_once(**e, in).ok();
+      if (ok) growth = static_cast<int64_t>(peak_rss()) - static_cast<int64_t>(before);
+    }
+    (void)!write(fds[1], &growth, sizeof growth);
+    _exit(0);
+  }
+  close(fds[1]);
+  int64_t growth = -1;
+  if (read(fds[0], &growth, sizeof growth) != sizeof growth) growth = -1;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return growth;
+}
+
+TEST(WeightStreaming, CpuResidentMemoryStaysNearTheBudget) {
+  auto dir = std::filesystem::temp_directory_path() / ("srt_ws_rss_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string onnx_path = (dir / "chain.onnx").string(), plan_path = (dir / "chain.plan").string();
+  // Built in a child too, so that this process never holds the weights (its pages would count
+  // in the children's resident set after fork).
+  pid_t pid = fork();
+  if (pid == 0) {
+    write_matmul_chain(onnx_path, 24, 1024);  // 24 x 4 MiB = 96 MiB of weights
+    BuilderConfig c;
+    c.weight_streaming = true;
+    _exit(build_plan_file(onnx_path, c, plan_path).ok() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const int64_t plan_size = static_cast<int64_t>(std::filesystem::file_size(plan_path));
+  ASSERT_GT(plan_size, 96 << 20);
+
+  int64_t streamed = child_peak_growth(plan_path, "0");
+  int64_t resident = child_peak_growth(plan_path, "100%");
+  std::filesystem::remove_all(dir);
+  ASSERT_GE(streamed, 0);
+  ASSERT_GE(resident, 0);
+  // Everything resident: the weights are all in memory (the measurement sees them)...
+  EXPECT_GT(resident, plan_size * 9 / 10) << "resident growth " << resident;
+  // ...streaming them all: a step's weights, the next one's read-ahead and the hash chunk.
+  EXPECT_LT(streamed, plan_size / 3) << "streamed growth " << streamed << " of a " << plan_size << "-byte plan";
+}
+
+}  // namespace
+}  // namespace streamrt

@@ -1,0 +1,50 @@
+// `inspect --budget V`: the engine is loaded on its device and asked which streamable weights stay
+// resident at that budget and what streams per run.
+#include "commands.h"
+#include "core/byte_size.h"
+#include "runtime/device_backend.h"
+
+namespace streamrt::cli {
+
+Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::string& budget_text) {
+  SRT_ASSIGN_OR_RETURN(BudgetSpec spec, parse_budget(budget_text));
+  SRT_ASSIGN_OR_RETURN(plan::LoadedPlan lp, plan::read_plan(plan_path));
+  DeviceType device = lp.data.device.kind == plan::DeviceKind::kCuda ? DeviceType::kCuda : DeviceType::kCpu;
+  SRT_ASSIGN_OR_RETURN(auto rt, Runtime::create(RuntimeOptions{device}));
+  SRT_ASSIGN_OR_RETURN(auto engine, rt->load_engine(plan_path));
+  const uint64_t streamable = engine->streamable_weights_size();
+  if (streamable == 0)
+    return invalid_argument("plan '" + plan_path + "' has no streamable weights (built without --weight-streaming)");
+  uint64_t bytes = resolve_budget(spec, streamable, engine->weight_streaming_automatic_budget());
+  SRT_RETURN_IF_ERROR(engine->set_weight_streaming_budget(bytes));
+  const EngineState& es = engine->state();
+  ResidencyPlan rp = find_device_backend(device)->residency(es);
+  nlohmann::json resident = nlohmann::json::array(), streamed = nlohmann::json::array();
+  for (size_t w = 0; w < es.plan.data.weights.size(); ++w) {
+    const auto& e = es.plan.data.weights[w];
+    if (!e.streamable) continue;
+    (w < rp.resident.size() && rp.resident[w] ? resident : streamed).push_back(e.name);
+  }
+  return nlohmann::json{{"budget", budget_text},
+                        {"budget_bytes", engine->weight_streaming_budget()},
+                        {"streamable_bytes", streamable},
+                        {"resident_bytes", rp.resident_bytes},
+                        {"streamed_bytes_per_run", rp.streamed_bytes},
+                        {"scratch_bytes", engine->weight_streaming_scratch_size()},
+                        {"estimated_run_ms", rp.estimated_seconds * 1e3},
+                        {"resident", resident},
+                        {"streamed", streamed}};
+}
+
+void print_streaming_split(const nlohmann::json& s) {
+  auto b = [&](const char* k) { return format_bytes(s[k].get<uint64_t>()); };
+  std::printf("weight streaming at budget %s (%s of %s streamable):\n", s["budget"].get<std::string>().c_str(),
+              b("budget_bytes").c_str(), b("streamable_bytes").c_str());
+  std::printf("  resident: %s in %zu weights; streamed per run: %s in %zu weights; scratch %s per context\n",
+              b("resident_bytes").c_str(), s["resident"].size(), b("streamed_bytes_per_run").c_str(),
+              s["streamed"].size(), b("scratch_bytes").c_str());
+  for (const char* which : {"resident", "streamed"})
+    for (const auto& n : s[which]) std::printf("    %-9s %s\n", which, n.get<std::string>().c_str());
+}
+
+}  // namespace streamrt::cli
