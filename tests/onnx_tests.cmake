@@ -14,3 +14,25 @@ add_test(NAME onnx_model_fixtures
          COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/models -j 2
                  --rtol 1e-3 --atol 1e-4)
 set_tests_properties(onnx_model_fixtures PROPERTIES TIMEOUT 1200 LABELS onnx)
+# The attention cases of scripts/make_attention_cases.py (tests/fixtures/attention/README.md): the
+# builder fuses each MatMul-Softmax-MatMul chain into one Attention node. float16 cases and the
+# --fp16 / --bf16 builds use DESIGN.md's tolerances for those types.
+set(STREAMRT_ATTENTION_DIR ${CMAKE_SOURCE_DIR}/tests/fixtures/attention)
+add_test(NAME onnx_attention_fp32
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_ATTENTION_DIR}/fp32 -j 2 --rtol 1e-4 --atol 1e-5)
+add_test(NAME onnx_attention_fp16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_ATTENTION_DIR}/fp16 -j 2 --rtol 1e-3 --atol 2.5e-3)
+add_test(NAME onnx_attention_as_fp16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_ATTENTION_DIR} -j 2 --fp16 --rtol 1e-3 --atol 2.5e-3)
+add_test(NAME onnx_attention_as_bf16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_ATTENTION_DIR} -j 2 --bf16 --rtol 1e-2 --atol 2e-2)
+set_tests_properties(onnx_attention_fp32 onnx_attention_fp16 onnx_attention_as_fp16 onnx_attention_as_bf16
+                     PROPERTIES TIMEOUT 600 LABELS onnx)
+# The CUDA kernel against the CPU one; without a GPU every case reports "skip ... no CUDA device".
+add_test(NAME onnx_attention_cuda
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_ATTENTION_DIR} -j 2 --device cuda --against-cpu
+                 --rtol 1e-3 --atol 2.5e-3)
+add_test(NAME onnx_attention_cuda_bf16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_ATTENTION_DIR}/fp32 -j 2 --device cuda --against-cpu
+                 --bf16 --rtol 1e-2 --atol 2e-2)
+set_tests_properties(onnx_attention_cuda onnx_attention_cuda_bf16 PROPERTIES TIMEOUT 600 LABELS "onnx;gpu")

@@ -33,14 +33,17 @@ inline std::map<std::string, Tensor> fixture_inputs(const std::string& model) {
   return in;
 }
 
-// Builds `model` for `device` at the inputs' shapes; with streaming, weights of 1 KiB and more
-// are streamable so that even the small fixtures stream.
+// Builds `model` for `device` at the inputs' shapes, without timed tactics; with streaming,
+// weights of 1 KiB and more are streamable so that even the small fixtures stream.
 inline Result<std::vector<uint8_t>> build_fixture(const std::string& model, DeviceType device, bool streaming,
                                                   const std::map<std::string, Tensor>& inputs) {
   BuilderConfig c;
   c.device = device;
   c.weight_streaming = streaming;
   c.min_streamable_bytes = 1024;
+  // Timed tactics could pick different GEMM algorithms for two builds; the heuristic's choice
+  // is the same for both, so the plain and the streaming plan run the same kernels.
+  c.tactics = false;
   for (const auto& [name, t] : inputs) c.shapes[name] = t.dims();
   return build_plan_from_onnx(kFixtureModels + "/" + model + "/model.onnx", c);
 }

@@ -37,6 +37,12 @@ struct BuilderConfig {
   // Weights smaller than this stay resident even with weight_streaming (a copy per run would
   // cost more than the memory it frees). Tests lower it to stream small fixtures.
   uint64_t min_streamable_bytes = 64 * 1024;
+  // CUDA: time the cuBLASLt algorithms of each MatMul / Gemm at the profile's opt shapes and
+  // record the fastest in the plan (off: faster builds; cuBLASLt's heuristic decides at run time).
+  bool tactics = true;
+  // CUDA: float32 MatMul / Gemm / Conv may use TF32 tensor cores (10-bit mantissa: results differ
+  // from strict float32 by about 1e-3 relative). Off by default, like a strongly typed network.
+  bool allow_tf32 = false;
   // Name recorded in the plan (defaults to the ONNX graph name).
   std::string engine_name;
   // Write the plan without its weights (TensorRT's kSTRIP_PLAN): a small plan that must be
@@ -57,6 +63,8 @@ struct BuildReport {
   uint64_t weight_bytes = 0;
   uint64_t streamable_bytes = 0;   // with weight_streaming
   size_t streamable_weights = 0;
+  size_t steps_tuned = 0;          // steps whose tactic was timed and recorded
+  double tactic_ms = 0;            // time spent timing tactics
 };
 
 // Imports `onnx_path`, optimizes and serializes the engine. Errors name the input / node.

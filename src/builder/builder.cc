@@ -8,6 +8,7 @@
 #include "builder/fusion.h"
 #include "builder/passes.h"
 #include "builder/precision.h"
+#include "builder/tactics.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
 #include "onnx/importer.h"
@@ -129,6 +130,7 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
 Result<plan::PlanData> finish_plan(PreparedGraph& prepared, const BuilderConfig& config, BuildReport* report) {
   SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(prepared.graph, prepared.profiles, config, report));
   plan.device = prepared.device;
+  SRT_RETURN_IF_ERROR(builder::choose_tactics(plan, config, report));
   if (config.weight_streaming) builder::mark_streamable_weights(plan, config.min_streamable_bytes, report);
   if (config.strip_weights) {
     plan.weights_stripped = true;

@@ -51,6 +51,7 @@ void GraphIndex::compact() {
 size_t run_fusions(ir::Graph& g) {
   const size_t before = g.nodes.size();
   fuse_rms_norm(g);
+  fuse_attention(g);  // before element-wise fusion, which would take its scale and mask ops
   fuse_elementwise(g);
   return before - g.nodes.size();
 }

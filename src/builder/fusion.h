@@ -38,6 +38,9 @@ class GraphIndex {
 // X / Sqrt(ReduceMean(X^2) + eps) [* W] -> RMSNormalization. Returns the number fused.
 size_t fuse_rms_norm(ir::Graph& g);
 
+// MatMul-(scale)-(mask)-Softmax-MatMul -> Attention (fuse_attention.cc). Returns the number fused.
+size_t fuse_attention(ir::Graph& g);
+
 // Trees of float element-wise ops (each inner result read once) -> FusedElementwise.
 size_t fuse_elementwise(ir::Graph& g);
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "builder/build_steps.h"
+#include "builder/tactics.h"
 #include "cache/entry.h"
 #include "cache/key.h"
 #include "core/logging.h"
@@ -65,6 +66,7 @@ void report_plan(const plan::PlanData& p, BuildReport* report) {
   report->arena_bytes = p.arena_size;
   for (const plan::ValueEntry& v : p.values)
     if (v.kind == plan::ValueEntry::Kind::kActivation) report->naive_arena_bytes += v.arena_size;
+  for (const ir::Node& s : p.steps) report->steps_tuned += s.attrs.count(builder::kLtAlgoAttr);  // timed back then
   for (const plan::WeightEntry& w : p.weights) {
     report->weight_bytes += w.size;
     if (w.streamable) {

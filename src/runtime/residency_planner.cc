@@ -1,6 +1,7 @@
 #include "runtime/residency_planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
 
 namespace streamrt {
@@ -8,7 +9,9 @@ namespace {
 
 using plan::ValueEntry;
 
-const Dims& planned_dims(const ValueEntry& v) { return v.max_dims.empty() ? v.dims : v.max_dims; }
+const Dims& planned_dims(const ValueEntry& v, bool smallest) {
+  return smallest || v.max_dims.empty() ? v.dims : v.max_dims;  // dims: -1 counts as 1
+}
 
 double numel(const Dims& d) {
   double n = 1;
@@ -29,22 +32,24 @@ uint64_t step_stream_bytes(const ResidencyInput& in, size_t s, const std::vector
 
 }  // namespace
 
-double estimate_step_seconds(const plan::PlanData& plan, size_t index, const DeviceProfile& device) {
+double estimate_step_seconds(const plan::PlanData& plan, size_t index, const DeviceProfile& device,
+                             bool smallest) {
+  auto planned = [&](const ValueEntry& v) -> const Dims& { return planned_dims(v, smallest); };
   const ir::Node& step = plan.steps[index];
   double bytes = 0, flops = 0;
   bool half = false;
   for (int32_t v : step.inputs)
-    if (v >= 0) bytes += numel(planned_dims(plan.values[v])) * dtype_size(plan.values[v].dtype);
+    if (v >= 0) bytes += numel(planned(plan.values[v])) * dtype_size(plan.values[v].dtype);
   for (int32_t v : step.outputs)
     if (v >= 0) {
       const ValueEntry& e = plan.values[v];
-      bytes += numel(planned_dims(e)) * dtype_size(e.dtype);
+      bytes += numel(planned(e)) * dtype_size(e.dtype);
       half = half || is_half(e.dtype);
     }
   auto in_dims = [&](size_t k) -> const Dims* {
-    return k < step.inputs.size() && step.inputs[k] >= 0 ? &planned_dims(plan.values[step.inputs[k]]) : nullptr;
+    return k < step.inputs.size() && step.inputs[k] >= 0 ? &planned(plan.values[step.inputs[k]]) : nullptr;
   };
-  const Dims* out = step.outputs.empty() || step.outputs[0] < 0 ? nullptr : &planned_dims(plan.values[step.outputs[0]]);
+  const Dims* out = step.outputs.empty() || step.outputs[0] < 0 ? nullptr : &planned(plan.values[step.outputs[0]]);
   if (out && step.domain.empty()) {
     if ((step.op_type == "MatMul" || step.op_type == "Gemm") && in_dims(0) && !in_dims(0)->empty()) {
       const Dims& a = *in_dims(0);
@@ -69,10 +74,12 @@ ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& 
   in.device = device;
   const size_t ns = plan.steps.size();
   in.step_seconds.resize(ns);
+  in.step_seconds_small.resize(ns);
   in.step_weights.resize(ns);
   for (const auto& w : plan.weights) in.weight_bytes.push_back(w.size);
   for (size_t s = 0; s < ns; ++s) {
     in.step_seconds[s] = estimate_step_seconds(plan, s, device);
+    in.step_seconds_small[s] = estimate_step_seconds(plan, s, device, true);
     if (!device_step.empty() && !device_step[s]) continue;
     for (int32_t v : plan.steps[s].inputs) {
       if (v < 0 || plan.values[v].kind != ValueEntry::Kind::kWeight) continue;
@@ -84,7 +91,8 @@ ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& 
   return in;
 }
 
-double simulate_run(const ResidencyInput& in, const std::vector<uint8_t>& resident) {
+double simulate_run(const ResidencyInput& in, const std::vector<uint8_t>& resident, bool small) {
+  const std::vector<double>& seconds = small && !in.step_seconds_small.empty() ? in.step_seconds_small : in.step_seconds;
   const int k = std::max(1, in.slots);
   std::vector<double> slot_free(k, 0.0);
   double compute_end = 0, copy_end = 0;
@@ -97,25 +105,31 @@ double simulate_run(const ResidencyInput& in, const std::vector<uint8_t>& reside
       double copy_start = std::max(copy_end, slot);
       copy_end = copy_start + in.device.copy_latency_s + static_cast<double>(bytes) / in.device.stream_bandwidth;
       start = std::max(start, copy_end);
-      compute_end = start + in.step_seconds[s];
+      compute_end = start + seconds[s];
       slot = compute_end;
       ++streamed;
     } else {
-      compute_end = start + in.step_seconds[s];
+      compute_end = start + seconds[s];
     }
   }
   return compute_end;
 }
 
-ResidencyPlan plan_residency(const ResidencyInput& in, uint64_t budget) {
-  const size_t nw = in.weight_bytes.size();
-  std::vector<uint8_t> candidate(nw, 0);
-  std::vector<size_t> first_use(nw, SIZE_MAX);
+namespace {
+
+void first_uses(const ResidencyInput& in, std::vector<uint8_t>& candidate, std::vector<size_t>& first_use) {
   for (size_t s = 0; s < in.step_weights.size(); ++s)
     for (int32_t w : in.step_weights[s]) {
       candidate[w] = 1;
       first_use[w] = std::min(first_use[w], s);
     }
+}
+
+std::vector<uint8_t> greedy_resident(const ResidencyInput& in, uint64_t budget) {
+  const size_t nw = in.weight_bytes.size();
+  std::vector<uint8_t> candidate(nw, 0);
+  std::vector<size_t> first_use(nw, SIZE_MAX);
+  first_uses(in, candidate, first_use);
   std::vector<uint8_t> resident(nw, 0);
   uint64_t left = budget;
   double current = simulate_run(in, resident);
@@ -156,9 +170,64 @@ ResidencyPlan plan_residency(const ResidencyInput& in, uint64_t budget) {
       left -= in.weight_bytes[w];
     }
 
+  return resident;
+}
+
+// Streamed bytes spread evenly along the run: walking the weights in order of first use, a weight
+// streams when the bytes streamed so far fall behind the streamed fraction of the bytes seen.
+std::vector<uint8_t> interleaved_resident(const ResidencyInput& in, uint64_t budget) {
+  const size_t nw = in.weight_bytes.size();
+  std::vector<uint8_t> candidate(nw, 0), resident(nw, 0);
+  std::vector<size_t> first_use(nw, SIZE_MAX);
+  first_uses(in, candidate, first_use);
+  std::vector<int32_t> order;
+  uint64_t total = 0;
+  for (size_t w = 0; w < nw; ++w)
+    if (candidate[w]) {
+      order.push_back(static_cast<int32_t>(w));
+      total += in.weight_bytes[w];
+    }
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return first_use[a] < first_use[b]; });
+  if (total == 0) return resident;
+  const double keep = std::min(1.0, static_cast<double>(budget) / static_cast<double>(total));
+  uint64_t left = budget;
+  double seen = 0, kept = 0;
+  for (int32_t w : order) {
+    double b = static_cast<double>(in.weight_bytes[w]);
+    // Keep this one resident when that leaves the kept share closest to `keep` so far.
+    bool want = std::abs(kept + b - keep * (seen + b)) <= std::abs(kept - keep * (seen + b));
+    if (want && in.weight_bytes[w] <= left) {
+      resident[w] = 1;
+      left -= in.weight_bytes[w];
+      kept += b;
+    }
+    seen += b;
+  }
+  for (int32_t w : order)  // what rounding left of the budget
+    if (!resident[w] && in.weight_bytes[w] <= left) {
+      resident[w] = 1;
+      left -= in.weight_bytes[w];
+    }
+  return resident;
+}
+
+}  // namespace
+
+ResidencyPlan plan_residency(const ResidencyInput& in, uint64_t budget) {
+  const size_t nw = in.weight_bytes.size();
+  std::vector<uint8_t> all(nw, 1);
+  const double base_max = std::max(simulate_run(in, all), 1e-12);
+  const double base_small = std::max(simulate_run(in, all, true), 1e-12);
+  auto score = [&](const std::vector<uint8_t>& r) {
+    return simulate_run(in, r) / base_max + simulate_run(in, r, true) / base_small;
+  };
+  std::vector<uint8_t> greedy = greedy_resident(in, budget), interleaved = interleaved_resident(in, budget);
+  const std::vector<uint8_t>& resident = score(interleaved) <= score(greedy) ? interleaved : greedy;
+
   ResidencyPlan out;
   out.resident = resident;
-  out.resident_bytes = budget - left;
+  for (size_t w = 0; w < nw; ++w)
+    if (resident[w]) out.resident_bytes += in.weight_bytes[w];
   for (size_t s = 0; s < in.step_weights.size(); ++s) {
     out.streamed_bytes += step_stream_bytes(in, s, resident);
     out.slot_bytes = std::max(out.slot_bytes, step_stream_bytes(in, s, resident, true));

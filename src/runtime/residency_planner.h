@@ -3,10 +3,13 @@
 //
 // It simulates one run: steps in plan order, each with an estimated compute time; copies on
 // one copy stream at the host-to-device bandwidth, into a ring of `slots` slots (a step's
-// streamed weights share one slot; a slot is reused only after its consumer finished). A
-// lazy-greedy loop makes resident the weight that shortens the simulated run the most per
-// byte, while it fits in the budget; bytes left then go to the earliest-used weights (resident
-// weights never hurt, and early ones cannot be prefetched behind earlier compute).
+// streamed weights share one slot; a slot is reused only after its consumer finished). Two
+// candidate resident sets are scored by simulating both the largest shapes the profile allows
+// and the smallest (a prefill and a one-token decode), each relative to its all-resident time:
+//  - greedy: lazily, the weight that shortens the simulated run the most per byte, while it fits;
+//  - interleaved: streamed weights spread evenly along the run (every k-th byte streams), so the
+//    copy stream always has a free slot and resident compute in between to hide behind — what a
+//    copy-bound run (decode) needs, where per-byte gains are all equal and greedy cannot tell.
 #pragma once
 
 #include <cstdint>
@@ -30,12 +33,15 @@ struct DeviceProfile {
   double copy_latency_s = 5e-6;    // per copy
 };
 
-// Estimated compute time of one step (FLOPs of MatMul/Gemm/Conv, bytes moved otherwise),
-// from the values' planned (max) dims.
-double estimate_step_seconds(const plan::PlanData& plan, size_t step, const DeviceProfile& device);
+// Estimated compute time of one step (FLOPs of MatMul/Gemm/Conv, bytes moved otherwise), from the
+// values' planned (max) dims, or with `smallest` from their dims with every dynamic dim at 1
+// (e.g. one token of a decoder whose profile allows 2048).
+double estimate_step_seconds(const plan::PlanData& plan, size_t step, const DeviceProfile& device,
+                             bool smallest = false);
 
 struct ResidencyInput {
-  std::vector<double> step_seconds;               // per plan step
+  std::vector<double> step_seconds;               // per plan step, at the profile's max shapes
+  std::vector<double> step_seconds_small;         // per plan step, dynamic dims at 1 (may be empty)
   std::vector<std::vector<int32_t>> step_weights;  // per plan step: streamable weights it reads
   std::vector<uint64_t> weight_bytes;             // per plan weight (bytes, counted against the budget)
   DeviceProfile device;
@@ -58,7 +64,8 @@ struct ResidencyPlan {
 // Plans residency for `budget` bytes of streamable weights.
 ResidencyPlan plan_residency(const ResidencyInput& in, uint64_t budget);
 
-// Simulated run time with the given resident set (exposed for tests and benchmarks).
-double simulate_run(const ResidencyInput& in, const std::vector<uint8_t>& resident);
+// Simulated run time with the given resident set (exposed for tests and benchmarks), with the
+// max-shape estimates or, with `small`, the smallest-shape ones.
+double simulate_run(const ResidencyInput& in, const std::vector<uint8_t>& resident, bool small = false);
 
 }  // namespace streamrt

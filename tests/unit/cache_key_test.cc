@@ -141,6 +141,8 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   add("float_precision", [](BuilderConfig& c) { c.float_precision = DataType::kFloat16; });
   add("weight_streaming", [](BuilderConfig& c) { c.weight_streaming = true; });
   add("min_streamable_bytes", [](BuilderConfig& c) { c.min_streamable_bytes = 4096; });
+  add("tactics", [](BuilderConfig& c) { c.tactics = false; });
+  add("allow_tf32", [](BuilderConfig& c) { c.allow_tf32 = true; });
   add("engine_name", [](BuilderConfig& c) { c.engine_name = "mine"; });
   for (const auto& [field, config] : cases) {
     CacheKeyInfo k = key_of(Spec{}, config);

@@ -19,6 +19,10 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
   app.add_flag("--weight-streaming", o.weight_streaming,
                "mark large weights streamable: the engine can run with part of its weights in device memory "
                "(needs a strongly typed network: not with --fp16/--bf16)");
+  app.add_flag("--no-tactics", o.no_tactics, "CUDA: skip timing GEMM algorithms at build time (faster builds)");
+  app.add_flag("--tf32", o.tf32,
+               "CUDA: float32 MatMul/Gemm/Conv may use TF32 tensor cores (faster; about 1e-3 relative error, "
+               "so the fp32 conformance tolerance (rtol 1e-4) does not hold: compare at ~1e-2)");
 }
 
 Result<DeviceType> resolve_device(const std::string& name) {
@@ -34,6 +38,8 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   if (o.fp16) c.float_precision = DataType::kFloat16;
   if (o.bf16) c.float_precision = DataType::kBFloat16;
   c.weight_streaming = o.weight_streaming;
+  c.tactics = !o.no_tactics;
+  c.allow_tf32 = o.tf32;
   for (const auto& s : o.shapes) SRT_RETURN_IF_ERROR(parse_shape_specs(s, &c.shapes));
   for (const auto& p : o.profiles) SRT_RETURN_IF_ERROR(parse_profile_spec(p, &c.profiles));
   return c;
@@ -67,6 +73,9 @@ Command add_build_command(CLI::App& app) {
                 rep.nodes_folded, rep.nodes_removed, rep.nodes_fused, rep.steps);
     std::printf("  weights: %.2f MiB; activations: %.2f MiB planned (%.2f MiB without sharing)\n",
                 rep.weight_bytes / 1048576.0, rep.arena_bytes / 1048576.0, rep.naive_arena_bytes / 1048576.0);
+    if (config->device == DeviceType::kCuda)
+      std::printf("  tactics: %zu steps tuned in %.1f ms%s%s\n", rep.steps_tuned, rep.tactic_ms,
+                  config->tactics ? "" : " (--no-tactics)", config->allow_tf32 ? "; tf32 allowed" : "");
     if (s->strip_weights) std::printf("  weights stripped: refit the plan before running it (streamrt refit)\n");
     if (s->opts.weight_streaming)
       std::printf("  weight streaming: %zu weights streamable, %.2f MiB\n", rep.streamable_weights,

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "builder/tactics.h"
 #include "plan/plan.h"
 
 namespace streamrt::cli {
@@ -33,6 +34,7 @@ nlohmann::json to_json(const plan::LoadedPlan& lp) {
     for (int32_t v : s.inputs) ins.push_back(vname(v));
     for (int32_t v : s.outputs) outs.push_back(vname(v));
     layers.push_back({{"name", s.name}, {"op", s.op_type}, {"inputs", ins}, {"outputs", outs}});
+    if (std::string t = builder::describe_tactics(s); !t.empty()) layers.back()["tactic"] = t;
   }
   j["layers"] = layers;
   nlohmann::json weights = nlohmann::json::array();
@@ -66,9 +68,11 @@ void print_text(const nlohmann::json& j) {
                   t["opt"].dump().c_str(), t["max"].dump().c_str());
   }
   std::printf("layers (%zu):\n", j["layers"].size());
-  for (const auto& l : j["layers"])
+  for (const auto& l : j["layers"]) {
     std::printf("  %-18s %-32s %s -> %s\n", l["op"].get<std::string>().c_str(), l["name"].get<std::string>().c_str(),
                 l["inputs"].dump().c_str(), l["outputs"].dump().c_str());
+    if (l.contains("tactic")) std::printf("      tactic: %s\n", l["tactic"].get<std::string>().c_str());
+  }
   std::printf("weights (%zu, %.2f MiB):\n", j["weights"].size(), j["weights_bytes"].get<uint64_t>() / 1048576.0);
   for (const auto& w : j["weights"])
     std::printf("  %-32s %-8s %-20s %10llu bytes%s\n", w["name"].get<std::string>().c_str(),

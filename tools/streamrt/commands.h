@@ -28,6 +28,7 @@ struct BuildOptions {
   std::string device = "auto";
   bool fp16 = false, bf16 = false;
   bool weight_streaming = false;
+  bool no_tactics = false, tf32 = false;
 };
 // "auto" -> CUDA when a GPU answers, else the CPU; "cpu" | "cuda" as named.
 Result<DeviceType> resolve_device(const std::string& name);

@@ -52,11 +52,13 @@ Status CudaContext::init() {
   SRT_CUDA(cudaDeviceGetAttribute(&res_.sm_count, cudaDevAttrMultiProcessorCount, ces_.device));
   if (plan().arena_size) SRT_CUDA(cudaMalloc(&arena_, plan().arena_size));
   SRT_RETURN_IF_ERROR(streamer_.init());
+  profiler_.set_name(plan().name);
   return res_.ensure_workspace(32u << 20);  // cuBLASLt's recommended size on Hopper
 }
 
 Status CudaContext::synchronize(void* stream) {
   SRT_CUDA(cudaStreamSynchronize(stream ? static_cast<cudaStream_t>(stream) : own_stream_));
+  profiler_.collect();
   return ok_status();
 }
 
@@ -188,7 +190,9 @@ Status CudaContext::run_device_step(size_t index) {
                        }));
   // Streamed weights of this step are pointed at their slot (after their copy) above.
   CudaKernelContext kctx(step, in_refs, out_refs, host_values, res_);
+  if (!capturing_) profiler_.begin(index, res_.stream);
   SRT_RETURN_IF_ERROR(ces_.kernels[index](kctx));
+  if (!capturing_) profiler_.end(index, step.op_type, res_.stream);
   SRT_RETURN_IF_ERROR(streamer_.after_step(index, res_.stream));
   for (size_t k = 0; k < step.outputs.size(); ++k) {
     int32_t v = step.outputs[k];

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "backends/cuda/cuda_engine.h"
+#include "backends/cuda/cuda_profiler.h"
 #include "backends/cuda/cuda_streamer.h"
 #include "runtime/context_base.h"
 
@@ -52,6 +53,7 @@ class CudaContext final : public ContextBase {
   std::vector<std::pair<void*, uint64_t>> overflow_;    // activations larger than their arena slot
   mutable std::vector<Tensor> input_copies_;            // host copies of shape-tensor inputs
   CudaStreamer streamer_;                               // streamed weights (engines that stream)
+  StepProfiler profiler_;                               // STREAMRT_PROFILE=1
 };
 
 }  // namespace streamrt::cuda

@@ -2,8 +2,10 @@
 // legacy convolution API, NCHW. The window arithmetic is ops/window.h's, as the CPU kernel
 // (src/ops/conv.cc). cuDNN takes symmetric pads only: asymmetric pads (SAME_* with an odd
 // total, or explicit ones) are applied by copying X into a zero-padded buffer in the
-// workspace. float32 runs without tensor cores (CUDNN_FMA_MATH: no TF32), float16/bfloat16
-// with them, all accumulating in float32. The bias is added by a small kernel. What cuDNN
+// workspace. float32 runs without tensor cores (CUDNN_FMA_MATH: no TF32) unless the plan allows
+// TF32 for the step ("__tf32", builder/tactics.h: then CUDNN_DEFAULT_MATH / TENSOR_OP_MATH, never
+// the float16 down-conversion of ..._ALLOW_CONVERSION), float16/bfloat16 with them, all
+// accumulating in float32. The bias is added by a small kernel. What cuDNN
 // cannot do (no algorithm, more than 3 spatial axes, empty inputs, > 2^31 elements) runs as a
 // direct kernel: one thread per output element, the CPU's sums in float.
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <mutex>
 
 #include "backends/cuda/kernels/cuda_types.cuh"
+#include "builder/tactics.h"
 #include "ops/window.h"
 
 namespace streamrt::cuda {
@@ -180,10 +183,12 @@ bool precise(cudnnConvolutionFwdAlgo_t a) {
          a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
 }
 
-// cuDNN's heuristic (v7) ranking, filtered: float32 never with tensor-op math (TF32); the
-// first precise algorithm whose workspace fits, else the first of any kind that fits.
-Result<AlgoChoice> choose_algo(cudnnHandle_t h, bool fp32, const TensorDesc& xd, const FilterDesc& wd,
+// cuDNN's heuristic (v7) ranking, filtered: float32 without tensor-op math unless `tf32`, and
+// never with ALLOW_CONVERSION (float16 inputs); the first precise algorithm whose workspace
+// fits, else the first of any kind that fits.
+Result<AlgoChoice> choose_algo(cudnnHandle_t h, bool fp32, bool tf32, const TensorDesc& xd, const FilterDesc& wd,
                                const ConvDesc& cd, const TensorDesc& yd) {
+  const bool strict = fp32 && !tf32;
   std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perf{};
   int count = 0;
   SRT_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(h, xd.h, wd.h, cd.h, yd.h, static_cast<int>(perf.size()), &count,
@@ -192,8 +197,9 @@ Result<AlgoChoice> choose_algo(cudnnHandle_t h, bool fp32, const TensorDesc& xd,
   for (int i = 0; i < count; ++i) {
     const auto& p = perf[static_cast<size_t>(i)];
     if (p.status != CUDNN_STATUS_SUCCESS) continue;
-    if (fp32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
-    AlgoChoice c{p.algo, fp32 ? CUDNN_FMA_MATH : p.mathType, 0};
+    if (fp32 && p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    if (strict && p.mathType == CUDNN_TENSOR_OP_MATH) continue;
+    AlgoChoice c{p.algo, strict ? CUDNN_FMA_MATH : p.mathType, 0};
     // The ranking's memory figure is for its own math type; ask again with ours.
     if (cudnnSetConvolutionMathType(cd.h, c.math) != CUDNN_STATUS_SUCCESS) continue;
     if (cudnnGetConvolutionForwardWorkspaceSize(h, xd.h, wd.h, cd.h, yd.h, c.algo, &c.workspace) !=
@@ -278,7 +284,8 @@ Status conv_cudnn(CudaKernelContext& ctx, const ConvGeom& g) {
                                             dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   SRT_CUDNN(cudnnSetConvolutionGroupCount(cd.h, static_cast<int>(g.group)));
   const bool fp32 = x.dtype == DataType::kFloat32;
-  SRT_CUDNN(cudnnSetConvolutionMathType(cd.h, fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  const bool tf32 = fp32 && builder::step_allows_tf32(ctx.node());
+  SRT_CUDNN(cudnnSetConvolutionMathType(cd.h, !fp32 ? CUDNN_TENSOR_OP_MATH : tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   // cuDNN must agree with the shape rule (it computes floor((in + 2p - ek) / s) + 1).
   std::vector<int> check(ydims.size());
   SRT_CUDNN(cudnnGetConvolutionNdForwardOutputDim(cd.h, xd.h, wd.h, static_cast<int>(check.size()), check.data()));
@@ -287,7 +294,7 @@ Status conv_cudnn(CudaKernelContext& ctx, const ConvGeom& g) {
   CudaResources& res = ctx.resources();
   int device = 0;
   SRT_CUDA(cudaGetDevice(&device));
-  std::vector<int64_t> key = {device, static_cast<int64_t>(reinterpret_cast<uintptr_t>(res.cudnn)), dt, g.group};
+  std::vector<int64_t> key = {device, static_cast<int64_t>(reinterpret_cast<uintptr_t>(res.cudnn)), dt, g.group, tf32};
   for (auto* v : {&xdims, &wdims, &pads, &strides, &dilations}) {
     key.push_back(-1);
     key.insert(key.end(), v->begin(), v->end());
@@ -300,7 +307,7 @@ Status conv_cudnn(CudaKernelContext& ctx, const ConvGeom& g) {
     if (it != algo_cache().end()) algo = it->second, cached = true;
   }
   if (!cached) {
-    SRT_ASSIGN_OR_RETURN(algo, choose_algo(res.cudnn, fp32, xd, wd, cd, yd));
+    SRT_ASSIGN_OR_RETURN(algo, choose_algo(res.cudnn, fp32, tf32, xd, wd, cd, yd));
     std::lock_guard<std::mutex> lock(g_algo_mutex);
     if (algo_cache().size() >= 4096) algo_cache().clear();
     algo_cache()[key] = algo;

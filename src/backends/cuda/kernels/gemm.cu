@@ -1,10 +1,12 @@
 // Gemm and MatMul on CUDA. Float types go through cuBLASLt (blas/lt_matmul.h, float32
 // accumulation); int32 / int64 through a small tiled kernel that wraps like the CPU's
 // naive_gemm. The tiled kernel (accumulating in float) is also the fallback for a float GEMM
-// cuBLASLt finds no algorithm for. Semantics mirror src/ops/gemm.cc and src/ops/matmul.cc.
+// cuBLASLt finds no algorithm for. Semantics mirror src/ops/gemm.cc and src/ops/matmul.cc; the
+// cuBLASLt calls come from blas/gemm_problem.h (shared with the build-time tuner) and use the
+// step's recorded tactics (TF32, algorithm: LtStepTactics).
 #include <type_traits>
 
-#include "backends/cuda/blas/lt_matmul.h"
+#include "backends/cuda/blas/gemm_problem.h"
 #include "backends/cuda/kernels/cuda_types.cuh"
 #include "ops/gemm.h"
 
@@ -145,158 +147,100 @@ Status gemm_tiled(CudaKernelContext& ctx, const ops::GemmAttrs& at, int64_t m, i
 // Float Gemm: the bias epilogue for a row-vector C with beta 1, else C copied into Y and
 // accumulated with beta (cuBLASLt in place).
 template <typename T>
-Status gemm_float(CudaKernelContext& ctx, const ops::GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c,
-                  const std::vector<int64_t>& cs) {
+Status gemm_float(CudaKernelContext& ctx, const ops::GemmAttrs& at, const GemmShape& s) {
   const ops::TensorRef& a = ctx.input(0);
   const ops::TensorRef& b = ctx.input(1);
   const ops::TensorRef& y = ctx.output(0);
+  const int64_t m = s.m, n = s.n, k = s.k;
   T* py = y.as<T>();
-  const T* pc = has_c ? ctx.input(2).as<const T>() : nullptr;
+  const T* pc = s.has_c ? ctx.input(2).as<const T>() : nullptr;
   if (m == 0 || n == 0) return ok_status();
   if (k == 0) {
-    if (!has_c) {
+    if (!s.has_c) {
       SRT_CUDA(cudaMemsetAsync(py, 0, y.nbytes(), ctx.stream()));
       return ok_status();
     }
-    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(pc, py, m, n, cs[0], cs[1]);
+    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(pc, py, m, n, s.cs[0], s.cs[1]);
     SRT_CUDA_LAUNCH("broadcast_2d_kernel");
     scale_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(py, m * n, at.beta);
     SRT_CUDA_LAUNCH("scale_kernel");
     return ok_status();
   }
-  LtGemm g;
-  g.dtype = a.dtype;
-  g.trans_a = at.trans_a;
-  g.trans_b = at.trans_b;
-  g.m = m, g.n = n, g.k = k;
-  g.a = a.data, g.lda = a.dims[1];
-  g.b = b.data, g.ldb = b.dims[1];
-  g.d = py, g.ldd = n;
-  g.alpha = at.alpha;
-  if (has_c) {
-    // C is one row broadcast down (row stride 0, contiguous columns): the bias epilogue adds
-    // it unscaled, which is beta * C exactly when beta == 1.
-    const bool row_vector = (cs[0] == 0 || m == 1) && (cs[1] == 1 || n == 1);
-    if (row_vector && at.beta == 1.f) {
+  const LtStepTactics tactics(ctx.node());
+  LtGemm g = gemm_gemm(at, a.dims, b.dims, s, a.dtype);
+  g.a = a.data;
+  g.b = b.data;
+  g.d = py;
+  if (s.has_c) {
+    if (gemm_bias_epilogue(at, s)) {
       g.bias = pc;
+      tactics.apply(g);
       Status st = lt_matmul(ctx.resources(), g);
       if (st.code() != StatusCode::kUnsupported) return st.with_context(ctx.node().describe());
       g.bias = nullptr;  // no epilogue algorithm: the general path below
     }
-    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(pc, py, m, n, cs[0], cs[1]);
+    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(pc, py, m, n, s.cs[0], s.cs[1]);
     SRT_CUDA_LAUNCH("broadcast_2d_kernel");
     g.beta = at.beta;
   }
+  tactics.apply(g);
   Status st = lt_matmul(ctx.resources(), g);
-  if (st.code() == StatusCode::kUnsupported) return gemm_tiled<T>(ctx, at, m, n, k, has_c);
+  if (st.code() == StatusCode::kUnsupported) return gemm_tiled<T>(ctx, at, m, n, k, s.has_c);
   return st.with_context(ctx.node().describe());
 }
 
 template <typename T>
-Status gemm_int(CudaKernelContext& ctx, const ops::GemmAttrs& at, int64_t m, int64_t n, int64_t k, bool has_c,
-                const std::vector<int64_t>& cs) {
-  if (has_c && m * n > 0) {
-    broadcast_2d_kernel<T><<<grid_for(m * n), 256, 0, ctx.stream()>>>(ctx.input(2).as<const T>(),
-                                                                        ctx.output(0).as<T>(), m, n, cs[0], cs[1]);
+Status gemm_int(CudaKernelContext& ctx, const ops::GemmAttrs& at, const GemmShape& s) {
+  if (s.has_c && s.m * s.n > 0) {
+    broadcast_2d_kernel<T><<<grid_for(s.m * s.n), 256, 0, ctx.stream()>>>(ctx.input(2).as<const T>(),
+                                                                            ctx.output(0).as<T>(), s.m, s.n, s.cs[0],
+                                                                            s.cs[1]);
     SRT_CUDA_LAUNCH("broadcast_2d_kernel");
   }
-  return gemm_tiled<T>(ctx, at, m, n, k, has_c);
+  return gemm_tiled<T>(ctx, at, s.m, s.n, s.k, s.has_c);
 }
 
 Status gemm_cuda(CudaKernelContext& ctx) {
   const ir::Node& node = ctx.node();
   SRT_ASSIGN_OR_RETURN(ops::GemmAttrs at, ops::read_gemm_attrs(node));
   const ops::TensorRef& a = ctx.input(0);
-  const ops::TensorRef& b = ctx.input(1);
   for (size_t i = 1; i < 3; ++i)
     if (ctx.has_input(i) && ctx.input(i).dtype != a.dtype)
       return ctx.error("input " + std::to_string(i) + " has type " + dtype_name(ctx.input(i).dtype) +
                        ", expected " + dtype_name(a.dtype));
-  if (a.dims.size() != 2 || b.dims.size() != 2)
-    return ctx.error("A and B must be 2-D, got " + dims_to_string(a.dims) + " and " + dims_to_string(b.dims));
-  const int64_t m = a.dims[at.trans_a ? 1 : 0], ka = a.dims[at.trans_a ? 0 : 1];
-  const int64_t kb = b.dims[at.trans_b ? 1 : 0], n = b.dims[at.trans_b ? 0 : 1];
-  if (ka != kb) return ctx.error("inner dimensions differ: A " + dims_to_string(a.dims) + ", B " + dims_to_string(b.dims));
-  if (ctx.output(0).dims != Dims{m, n})
-    return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " + dims_to_string({m, n}));
-  const bool has_c = ctx.has_input(2) && at.beta != 0.f;
-  std::vector<int64_t> cs(2, 0);
-  if (has_c) {
-    const Dims& c = ctx.input(2).dims;
-    bool ok = c.size() <= 2;
-    for (size_t i = 0; ok && i < c.size(); ++i) ok = c[i] == 1 || c[i] == (i + 2 == c.size() ? m : n);
-    if (!ok) return ctx.error("C of shape " + dims_to_string(c) + " does not broadcast to " + dims_to_string({m, n}));
-    cs = ops::broadcast_strides(c, {m, n});
-  }
+  SRT_ASSIGN_OR_RETURN(GemmShape s, gemm_shape(node, at, a.dims, ctx.input(1).dims,
+                                               ctx.has_input(2) ? &ctx.input(2).dims : nullptr));
+  if (ctx.output(0).dims != Dims{s.m, s.n})
+    return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " +
+                     dims_to_string({s.m, s.n}));
   return cuda_dispatch<ops::kFloats | ops::kSignedInts>(a.dtype, node.describe(), [&]<typename T>() -> Status {
     if constexpr (std::is_same_v<T, int8_t>) return ctx.unsupported("int8 Gemm is not supported");
-    else if constexpr (std::is_integral_v<T>) return gemm_int<T>(ctx, at, m, n, ka, has_c, cs);
-    else return gemm_float<T>(ctx, at, m, n, ka, has_c, cs);
+    else if constexpr (std::is_integral_v<T>) return gemm_int<T>(ctx, at, s);
+    else return gemm_float<T>(ctx, at, s);
   });
 }
 
 // ---------------------------------------------------------------------------------------
 // MatMul
 
-struct MatMulShape {
-  Dims batch_a, batch_b, batch;
-  int64_t m = 0, k = 0, n = 0;
-  Dims out;
-};
-
-// numpy matmul shapes (static dims), as src/ops/matmul.cc.
-Result<MatMulShape> matmul_shape(const CudaKernelContext& ctx, const Dims& a, const Dims& b) {
-  if (a.empty() || b.empty())
-    return ctx.error("MatMul inputs must have rank >= 1, got " + dims_to_string(a) + " and " + dims_to_string(b));
-  MatMulShape s;
-  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
-  s.m = a_vec ? 1 : a[a.size() - 2];
-  s.k = a.back();
-  const int64_t kb = b_vec ? b[0] : b[b.size() - 2];
-  s.n = b_vec ? 1 : b.back();
-  if (s.k != kb) return ctx.error("inner dimensions differ: A " + dims_to_string(a) + ", B " + dims_to_string(b));
-  if (!a_vec) s.batch_a.assign(a.begin(), a.end() - 2);
-  if (!b_vec) s.batch_b.assign(b.begin(), b.end() - 2);
-  auto batch = ops::broadcast_dims(s.batch_a, s.batch_b);
-  if (!batch.ok()) return ctx.error("batch dims: " + batch.status().message());
-  s.batch = *batch;
-  s.out = s.batch;
-  if (!a_vec) s.out.push_back(s.m);
-  if (!b_vec) s.out.push_back(s.n);
-  return s;
-}
-
-// Float MatMul: one tall GEMM when B is shared, a strided batch when the batch broadcast is
-// regular (A shared, or A and B with the full batch), else one call per output matrix.
+// Float MatMul through cuBLASLt (the calls of matmul_gemm).
 Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s) {
   const ops::TensorRef& a = ctx.input(0);
   const ops::TensorRef& b = ctx.input(1);
   const ops::TensorRef& y = ctx.output(0);
-  const int64_t nb = dims_numel(s.batch), na = dims_numel(s.batch_a), nbb = dims_numel(s.batch_b);
-  if (nb == 0 || s.m == 0 || s.n == 0) return ok_status();
+  if (dims_numel(s.batch) == 0 || s.m == 0 || s.n == 0) return ok_status();
   if (s.k == 0) {
     SRT_CUDA(cudaMemsetAsync(y.data, 0, y.nbytes(), ctx.stream()));
     return ok_status();
   }
-  LtGemm g;
-  g.dtype = a.dtype;
-  g.m = s.m, g.n = s.n, g.k = s.k;
-  g.a = a.data, g.lda = s.k;
-  g.b = b.data, g.ldb = s.n;
-  g.d = y.data, g.ldd = s.n;
-  if (nbb == 1) {
-    g.m = nb * s.m;  // A's batch rows stack into one tall GEMM
-    return lt_matmul(ctx.resources(), g).with_context(ctx.node().describe());
-  }
-  if (nbb == nb && (na == 1 || na == nb)) {
-    // A batch numel equal to the broadcast's means the same dims (every dim is 1 or full).
-    g.batch = nb;
-    g.stride_a = na == 1 ? 0 : s.m * s.k;  // stride 0: A shared by every batch
-    g.stride_b = s.k * s.n;
-    g.stride_d = s.m * s.n;
-    return lt_matmul(ctx.resources(), g).with_context(ctx.node().describe());
-  }
-  // Irregular broadcast (e.g. A [2, 1, m, k] with B [3, k, n]): one GEMM per output matrix.
+  const LtStepTactics tactics(ctx.node());
+  MatMulGemm mg = matmul_gemm(s, a.dtype);
+  LtGemm& g = mg.g;
+  g.a = a.data;
+  g.b = b.data;
+  g.d = y.data;
+  tactics.apply(g);
+  if (!mg.per_matrix) return lt_matmul(ctx.resources(), g).with_context(ctx.node().describe());
   const int64_t esize = static_cast<int64_t>(dtype_size(a.dtype));
   Status st;
   ops::for_each_broadcast<2>(s.batch, {s.batch_a, s.batch_b}, [&](int64_t i, const std::array<int64_t, 2>& o) {
@@ -331,7 +275,7 @@ Status matmul_tiled(CudaKernelContext& ctx, const MatMulShape& s) {
 Status matmul_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef& a = ctx.input(0);
   if (ctx.input(1).dtype != a.dtype) return ctx.error("input types differ");
-  SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx, a.dims, ctx.input(1).dims));
+  SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), a.dims, ctx.input(1).dims));
   if (ctx.output(0).dims != s.out)
     return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " + dims_to_string(s.out));
   return cuda_dispatch<ops::kFloats | ops::kSignedInts>(a.dtype, ctx.node().describe(), [&]<typename T>() -> Status {

@@ -1,0 +1,259 @@
+// Build-time tactic timing for MatMul / Gemm on CUDA (builder/tactics.h). For each step, the
+// cuBLASLt call its kernel would make at the profile's opt shapes (blas/gemm_problem.h) runs
+// with each of the heuristic's first candidates on random data in scratch buffers: warm-up
+// runs, then about 2 ms of timed runs between CUDA events. The fastest is recorded in the
+// step's "__lt_algo" with the cuBLASLt version; lt_matmul.cc uses it at run time.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+
+#include "backends/cuda/blas/gemm_problem.h"
+#include "core/float16.h"
+#include "core/logging.h"
+
+namespace streamrt::cuda {
+namespace {
+
+constexpr int kMaxCandidates = 8;
+constexpr int kWarmups = 2;
+constexpr double kTimedMs = 2.0;  // timed runs per candidate: about this long, 3 to 50 of them
+constexpr uint64_t kMaxScratchBytes = uint64_t{4} << 30;  // larger problems keep the heuristic
+
+// Device memory that only grows, filled with random values of one float dtype (or left as it
+// is for kUndefined).
+struct Scratch {
+  void* p = nullptr;
+  size_t size = 0;
+  DataType filled = DataType::kUndefined;
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() {
+    if (p) cudaFree(p);
+  }
+  Status reserve(size_t bytes, DataType dtype, cudaStream_t stream);
+};
+
+// Uniform [-1, 1) values of `dtype` (a float type) in a host block that is copied over the
+// buffer (the pattern repeats every block: enough for timing).
+std::vector<uint8_t> random_block(DataType dtype, size_t bytes) {
+  std::vector<uint8_t> block(bytes);
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  const size_t es = dtype_size(dtype);
+  for (size_t i = 0; i + es <= bytes; i += es) {
+    const float f = dist(rng);
+    const uint16_t half = dtype == DataType::kFloat16 ? Half(f).bits : BFloat16(f).bits;
+    if (dtype == DataType::kFloat32) std::memcpy(&block[i], &f, 4);
+    else std::memcpy(&block[i], &half, 2);
+  }
+  return block;
+}
+
+Status Scratch::reserve(size_t bytes, DataType dtype, cudaStream_t stream) {
+  bytes = std::max<size_t>(bytes, 256);
+  if (bytes > size) {
+    if (p) cudaFree(p);
+    p = nullptr;
+    size = 0;
+    filled = DataType::kUndefined;
+    SRT_CUDA(cudaMalloc(&p, bytes));
+    size = bytes;
+  }
+  if (filled == dtype || dtype == DataType::kUndefined) return ok_status();
+  const std::vector<uint8_t> block = random_block(dtype, std::min<size_t>(size, size_t{1} << 20));
+  for (size_t off = 0; off < size; off += block.size())
+    SRT_CUDA(cudaMemcpyAsync(static_cast<uint8_t*>(p) + off, block.data(), std::min(block.size(), size - off),
+                             cudaMemcpyHostToDevice, stream));
+  SRT_CUDA(cudaStreamSynchronize(stream));  // `block` is read until then
+  filled = dtype;
+  return ok_status();
+}
+
+// Elements spanned by `batch` row-major matrices of rows x cols (row stride ld), `stride` apart.
+int64_t extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+  return (rows - 1) * ld + cols + (batch - 1) * stride;
+}
+
+struct Problem {
+  LtGemm g;
+  bool bias = false;             // Gemm's C through the bias epilogue
+  std::optional<float> c_beta;   // Gemm's C through beta (its value), the bias epilogue's fallback
+};
+
+// The cuBLASLt call of a float MatMul / Gemm step at these input shapes, as its kernel makes it;
+// nullopt when the kernel would make none (other ops or types, empty GEMMs).
+Result<std::optional<Problem>> step_problem(const ir::Node& step, std::span<const ops::TensorInfo> in) {
+  const bool matmul = step.op_type == "MatMul", gemm = step.op_type == "Gemm";
+  if (!step.domain.empty() || (!matmul && !gemm) || in.size() < 2) return std::optional<Problem>();
+  const DataType dt = in[0].dtype;
+  const bool is_float = dt == DataType::kFloat32 || dt == DataType::kFloat16 || dt == DataType::kBFloat16;
+  if (!is_float || in[1].dtype != dt || !in[0].has_shape || !in[1].has_shape) return std::optional<Problem>();
+  Problem p;
+  if (matmul) {
+    SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(step, in[0].dims, in[1].dims));
+    if (dims_numel(s.batch) == 0 || s.m == 0 || s.n == 0 || s.k == 0) return std::optional<Problem>();
+    p.g = matmul_gemm(s, dt).g;
+  } else {
+    const bool c_present = in.size() > 2 && in[2].dtype != DataType::kUndefined;
+    if (c_present && (in[2].dtype != dt || !in[2].has_shape)) return std::optional<Problem>();
+    SRT_ASSIGN_OR_RETURN(ops::GemmAttrs at, ops::read_gemm_attrs(step));
+    SRT_ASSIGN_OR_RETURN(GemmShape s, gemm_shape(step, at, in[0].dims, in[1].dims, c_present ? &in[2].dims : nullptr));
+    if (s.m == 0 || s.n == 0 || s.k == 0) return std::optional<Problem>();
+    p.g = gemm_gemm(at, in[0].dims, in[1].dims, s, dt);
+    if (s.has_c) {
+      p.bias = gemm_bias_epilogue(at, s);
+      p.c_beta = at.beta;
+      if (!p.bias) p.g.beta = at.beta;
+    }
+  }
+  p.g.tf32 = builder::step_allows_tf32(step) && dt == DataType::kFloat32;
+  if (p.g.batch > (int64_t{1} << 30)) return std::optional<Problem>();  // lt_matmul splits those
+  return std::optional<Problem>(p);
+}
+
+class LtSession final : public builder::TacticSession {
+ public:
+  ~LtSession() override;
+  Result<bool> tune(ir::Node& step, std::span<const ops::TensorInfo> in) override;
+
+ private:
+  Status ensure_ready();
+  Status bind_scratch(LtGemm& g, bool bias);
+  Result<double> time_ms(const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo);
+  Result<double> run_ms(const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo, int iters);
+
+  cublasLtHandle_t handle_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  Scratch workspace_, a_, b_, d_, bias_;
+};
+
+LtSession::~LtSession() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (start_) cudaEventDestroy(start_);
+  if (stop_) cudaEventDestroy(stop_);
+  if (handle_) cublasLtDestroy(handle_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+// Device resources, made at the first GEMM to time (most builds of small models have none).
+Status LtSession::ensure_ready() {
+  if (handle_) return ok_status();
+  if (!stream_) SRT_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (!start_) SRT_CUDA(cudaEventCreate(&start_));
+  if (!stop_) SRT_CUDA(cudaEventCreate(&stop_));
+  SRT_RETURN_IF_ERROR(workspace_.reserve(kLtWorkspaceBytes, DataType::kUndefined, stream_));
+  SRT_CUBLAS(cublasLtCreate(&handle_));  // last: a handle means everything is ready
+  return ok_status();
+}
+
+// Points g's operands at scratch buffers big enough for them.
+Status LtSession::bind_scratch(LtGemm& g, bool bias) {
+  const size_t es = dtype_size(g.dtype);
+  const int64_t ea = extent(g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.batch, g.stride_a);
+  const int64_t eb = extent(g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch, g.stride_b);
+  const int64_t ed = extent(g.m, g.n, g.ldd, g.batch, g.stride_d);
+  const uint64_t bytes = static_cast<uint64_t>(ea + eb + ed + (bias ? g.n : 0)) * es;
+  size_t free = 0, total = 0;
+  SRT_CUDA(cudaMemGetInfo(&free, &total));
+  if (bytes > kMaxScratchBytes || bytes > free / 2)
+    return unsupported("its operands (" + std::to_string(bytes >> 20) + " MiB) are too large to time");
+  SRT_RETURN_IF_ERROR(a_.reserve(static_cast<size_t>(ea) * es, g.dtype, stream_));
+  SRT_RETURN_IF_ERROR(b_.reserve(static_cast<size_t>(eb) * es, g.dtype, stream_));
+  SRT_RETURN_IF_ERROR(d_.reserve(static_cast<size_t>(ed) * es, g.dtype, stream_));
+  g.a = a_.p, g.b = b_.p, g.d = d_.p;
+  g.bias = nullptr;
+  if (bias) {
+    SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(g.n) * es, g.dtype, stream_));
+    g.bias = bias_.p;
+  }
+  return ok_status();
+}
+
+// Milliseconds per call over `iters` calls. A call cuBLASLt refuses is kUnsupported (the
+// candidate is skipped); CUDA errors keep their codes.
+Result<double> LtSession::run_ms(const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo, int iters) {
+  SRT_CUDA(cudaEventRecord(start_, stream_));
+  for (int i = 0; i < iters; ++i) {
+    Status st = lt_run(handle_, op, g, algo, workspace_.p, kLtWorkspaceBytes, stream_);
+    if (!st.ok()) {
+      SRT_CUDA(cudaStreamSynchronize(stream_));
+      return unsupported(st.message());
+    }
+  }
+  SRT_CUDA(cudaEventRecord(stop_, stream_));
+  SRT_CUDA(cudaEventSynchronize(stop_));
+  float ms = 0.f;
+  SRT_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+  return static_cast<double>(ms) / iters;
+}
+
+Result<double> LtSession::time_ms(const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo) {
+  SRT_ASSIGN_OR_RETURN(double warm, run_ms(op, g, algo, kWarmups));
+  const int iters = static_cast<int>(std::clamp(kTimedMs / std::max(warm, 1e-3), 3.0, 50.0));
+  return run_ms(op, g, algo, iters);
+}
+
+Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in) {
+  SRT_ASSIGN_OR_RETURN(std::optional<Problem> p, step_problem(step, in));
+  if (!p) return false;
+  SRT_RETURN_IF_ERROR(ensure_ready());
+  LtGemm g = p->g;
+  SRT_RETURN_IF_ERROR(bind_scratch(g, p->bias));
+  std::array<cublasLtMatmulHeuristicResult_t, kMaxCandidates> cand{};
+  auto op = std::make_unique<LtOperation>();
+  SRT_RETURN_IF_ERROR(op->init(g, static_cast<int32_t>(g.batch)));
+  SRT_ASSIGN_OR_RETURN(int count, lt_heuristics(handle_, *op, kLtWorkspaceBytes, cand));
+  if (count == 0 && p->bias) {
+    // No epilogue algorithm: the kernel copies C into Y and accumulates with beta instead.
+    g.bias = nullptr;
+    g.beta = *p->c_beta;
+    op = std::make_unique<LtOperation>();
+    SRT_RETURN_IF_ERROR(op->init(g, static_cast<int32_t>(g.batch)));
+    SRT_ASSIGN_OR_RETURN(count, lt_heuristics(handle_, *op, kLtWorkspaceBytes, cand));
+  }
+  if (count == 0) return false;  // the kernel's tiled fallback runs: nothing to choose
+  int best = -1;
+  double best_ms = 0, first_ms = 0;
+  for (int i = 0; i < count; ++i) {
+    auto ms = time_ms(*op, g, cand[static_cast<size_t>(i)].algo);
+    if (!ms.ok()) {
+      if (ms.status().code() != StatusCode::kUnsupported) return ms.status();
+      log_verbose("tactics: " + step.describe() + ": candidate #" + std::to_string(i) + " refused: " +
+                  ms.status().message());
+      continue;
+    }
+    if (i == 0) first_ms = *ms;
+    if (best < 0 || *ms < best_ms) best = i, best_ms = *ms;
+  }
+  if (best < 0) return false;
+  builder::LtAlgoRecord r;
+  r.library_version = cublasLtGetVersion();
+  r.flags = lt_call_flags(g);
+  r.m = g.m, r.n = g.n, r.k = g.k, r.batch = g.batch;
+  r.candidates = count;
+  r.rank = best;
+  r.best_ns = static_cast<int64_t>(best_ms * 1e6);
+  r.heuristic_ns = static_cast<int64_t>(first_ms * 1e6);
+  std::memcpy(r.algo.data(), &cand[static_cast<size_t>(best)].algo, sizeof(cublasLtMatmulAlgo_t));
+  step.attrs[builder::kLtAlgoAttr] = builder::encode_lt_algo(r);
+  return true;
+}
+
+class LtTuner final : public builder::TacticTuner {
+ public:
+  DeviceType device() const override { return DeviceType::kCuda; }
+  Result<std::unique_ptr<builder::TacticSession>> open() override {
+    return std::unique_ptr<builder::TacticSession>(std::make_unique<LtSession>());
+  }
+};
+
+struct Registrar {
+  Registrar() { builder::register_tactic_tuner(new LtTuner()); }
+} registrar;
+
+}  // namespace
+}  // namespace streamrt::cuda

@@ -1,0 +1,405 @@
+// Attention on CUDA, mirroring src/ops/attention.cc (attributes and geometry come from
+// ops::attention_attrs / ops::attention_geometry, the same code as the CPU kernel).
+//
+// Both kernels are flash-attention style: an online softmax over key tiles (running row max m,
+// running sum l, output rescaled by exp(m_old - m_new)), so the [Sq, Skv] scores never reach
+// global memory. Scores, softmax and accumulation are float; a row with no unmasked key ends with
+// l = 0 and gives NaN, like the CPU kernel and the unfused Softmax.
+//  - attention_mma (float16 / bfloat16, D == Dv in {64, 128}): a block of 4 warps takes 64 query
+//    rows (16 per warp); key tiles of 64 rows of K and V are staged in shared memory; Q K^T and
+//    P V run on tensor cores (mma.sync m16n8k16, float accumulators). The S accumulator fragment
+//    is laid out exactly as the A fragment of P V needs (rows g and g+8, columns 2t and 2t+1), so
+//    P never leaves registers (rounded to the I/O type for the mma: the one rounding the CPU kernel
+//    does not make). Causal blocks stop at the last key their last row may see. K^T (k_transposed)
+//    and unaligned K / V are staged element by element, aligned row-major ones 16 bytes at a time.
+//  - attention_simple (float32, and any other D / Dv): a warp per query row, lanes split keys
+//    (32 at a time) for the scores and the Dv columns for the output (256 columns per pass).
+//    STREAMRT_ATTENTION_KERNEL=simple forces it for every call.
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "backends/cuda/kernels/cuda_types.cuh"
+#include "ops/attention.h"
+
+namespace streamrt::cuda {
+namespace {
+
+enum MaskKind : int { kNoMask = 0, kAdditiveMask = 1, kBoolMask = 2 };
+
+// Everything a kernel needs, by value (no host memory outlives the launch).
+struct Params {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* mask;
+  void* y;
+  int64_t batch, sq, skv, d, dv;
+  int64_t k_key, k_dim;        // K element (key j, dim c) at j * k_key + c * k_dim
+  int64_t mask_row, mask_col;  // mask strides along Sq and Skv
+  int64_t causal_offset;       // Skv - Sq
+  float scale;
+  float mask_fill;  // score of a false bool-mask entry
+  int causal;
+  int mask_kind;
+  ops::AttentionBatchMap map;  // where each batch index starts in Q, K, V and the mask
+};
+
+using Offsets = ops::AttentionBatchMap::Offsets;
+
+// Last key (exclusive) that query rows [0, last_row] may see.
+__device__ __forceinline__ int64_t key_limit(const Params& p, int64_t last_row) {
+  if (!p.causal) return p.skv;
+  const int64_t lim = last_row + p.causal_offset + 1;
+  return lim < 0 ? 0 : (lim > p.skv ? p.skv : lim);
+}
+
+// Score of query i (< Sq) and key j (< Skv) after scale, causal limit and mask, as on the CPU.
+template <typename T>
+__device__ __forceinline__ float masked_score(const Params& p, int64_t mask_base, int64_t i, int64_t j, float s) {
+  if (p.causal && j > i + p.causal_offset) return -INFINITY;
+  if (p.mask_kind == kNoMask) return s;
+  const int64_t mo = mask_base + i * p.mask_row + j * p.mask_col;
+  if (p.mask_kind == kAdditiveMask) return s + static_cast<float>(to_acc(static_cast<const T*>(p.mask)[mo]));
+  return static_cast<const uint8_t*>(p.mask)[mo] ? s : p.mask_fill;
+}
+
+// ----------------------------------------------------------------------------- simple kernel
+
+constexpr int kSimpleWarps = 4;
+constexpr int kSimpleCols = 8;  // output columns per lane and pass: 256 per warp
+
+template <typename T>
+__global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Params p) {
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  T* y = static_cast<T*>(p.y);
+  const int lane = threadIdx.x % 32;
+  const int64_t rows = p.batch * p.sq;
+  const int64_t warps = int64_t(gridDim.x) * kSimpleWarps;
+  // Everything below is uniform per warp (row, limit, trip counts), so every lane shuffles.
+  for (int64_t row = blockIdx.x * int64_t(kSimpleWarps) + threadIdx.x / 32; row < rows; row += warps) {
+    const int64_t b = row / p.sq, i = row - b * p.sq;
+    const Offsets o = p.map.offsets(b);
+    const T* qr = q + o.q + i * p.d;
+    const int64_t limit = key_limit(p, i);
+    for (int64_t c0 = 0; c0 < p.dv; c0 += 32 * kSimpleCols) {
+      float m = -INFINITY, l = 0.f, acc[kSimpleCols];
+#pragma unroll
+      for (int t = 0; t < kSimpleCols; ++t) acc[t] = 0.f;
+      for (int64_t j0 = 0; j0 < limit; j0 += 32) {
+        const int64_t j = j0 + lane;
+        float s = -INFINITY;
+        if (j < limit) {
+          const T* kr = k + o.k + j * p.k_key;
+          float dot = 0.f;
+          for (int64_t c = 0; c < p.d; ++c) dot += static_cast<float>(to_acc(qr[c])) * static_cast<float>(to_acc(kr[c * p.k_dim]));
+          s = masked_score<T>(p, o.mask, i, j, dot * p.scale);
+        }
+        float mx = s;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+        const float m_new = fmaxf(m, mx);
+        const float base = m_new == -INFINITY ? 0.f : m_new;  // all masked so far: keep exp() at 0, not NaN
+        const float alpha = expf(m - base);
+        const float e = expf(s - base);
+        float sum = e;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        l = l * alpha + sum;
+#pragma unroll
+        for (int t = 0; t < kSimpleCols; ++t) acc[t] *= alpha;
+        const int n = static_cast<int>(limit - j0 < 32 ? limit - j0 : 32);
+        for (int jj = 0; jj < n; ++jj) {
+          const float pj = __shfl_sync(0xffffffffu, e, jj);
+          const T* vr = v + o.v + (j0 + jj) * p.dv;
+#pragma unroll
+          for (int t = 0; t < kSimpleCols; ++t) {
+            const int64_t c = c0 + lane + 32 * t;
+            if (c < p.dv) acc[t] += pj * static_cast<float>(to_acc(vr[c]));
+          }
+        }
+        m = m_new;
+      }
+      T* yr = y + row * p.dv;
+#pragma unroll
+      for (int t = 0; t < kSimpleCols; ++t) {
+        const int64_t c = c0 + lane + 32 * t;
+        if (c < p.dv) yr[c] = from_acc<T>(acc[t] / l);
+      }
+    }
+  }
+}
+
+// ----------------------------------------------------------------------------- tensor-core kernel
+
+constexpr int kBr = 64;  // query rows per block (16 per warp)
+constexpr int kBc = 64;  // keys per tile
+constexpr int kMmaWarps = kBr / 16;
+
+// D(16x8, f32) += A(16x16, row) * B(16x8, col) for float16 or bfloat16 A and B.
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two floats rounded to T, `lo` in the low 16 bits (the lower column / row of a fragment pair).
+template <typename T>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  uint16_t a, b;
+  if constexpr (std::is_same_v<T, __half>) {
+    a = __half_as_ushort(__float2half_rn(lo));
+    b = __half_as_ushort(__float2half_rn(hi));
+  } else {
+    a = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
+    b = __bfloat16_as_ushort(__float2bfloat16_rn(hi));
+  }
+  return uint32_t(a) | (uint32_t(b) << 16);
+}
+
+__device__ __forceinline__ uint32_t load_pair(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// Copies keys [k0, k0 + kBc) of K or V (element (j, c) at src[j * key_stride + c * dim_stride])
+// into dst[kBc][kLd] as raw 16-bit values; keys past Skv become zeros (their P is 0, and 0 * the
+// zeros stays 0, where 0 * stale shared memory could be NaN).
+template <int kD>
+__device__ __forceinline__ void load_tile(uint16_t* dst, const uint16_t* src, int64_t k0, int64_t skv,
+                                          int64_t key_stride, int64_t dim_stride, bool vec) {
+  constexpr int kLd = kD + 8;
+  if (vec) {  // rows of kD contiguous values, 16-byte aligned
+    constexpr int kChunks = kD / 8;
+    for (int idx = threadIdx.x; idx < kBc * kChunks; idx += blockDim.x) {
+      const int r = idx / kChunks, c = idx % kChunks;
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (k0 + r < skv) val = *reinterpret_cast<const uint4*>(src + (k0 + r) * key_stride + c * 8);
+      *reinterpret_cast<uint4*>(dst + r * kLd + c * 8) = val;
+    }
+  } else {  // any layout (K^T): consecutive threads take consecutive keys
+    for (int idx = threadIdx.x; idx < kBc * kD; idx += blockDim.x) {
+      const int r = idx % kBc, c = idx / kBc;
+      dst[r * kLd + c] = k0 + r < skv ? src[(k0 + r) * key_stride + c * dim_stride] : uint16_t(0);
+    }
+  }
+}
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(kMmaWarps * 32) attention_mma(const Params p, int64_t q_tiles, bool k_vec, bool v_vec) {
+  constexpr int kLd = kD + 8;  // padded rows: fragment loads of 8 rows hit 8 different bank groups
+  __shared__ __align__(16) uint16_t ks[kBc * kLd];
+  __shared__ __align__(16) uint16_t vs[kBc * kLd];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int64_t tile = q_tiles - 1 - static_cast<int64_t>(blockIdx.x) % q_tiles;  // long causal rows first
+  const int64_t b = static_cast<int64_t>(blockIdx.x) / q_tiles;
+  const Offsets o = p.map.offsets(b);
+  const int64_t q0 = tile * kBr;
+  const int64_t r0 = q0 + warp * 16 + g, r1 = r0 + 8;  // this thread's two rows
+  const uint16_t* q = static_cast<const uint16_t*>(p.q) + o.q;
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + o.k;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + o.v;
+
+  // Q as A fragments for all of D, read once from global memory (rows past Sq are zeros).
+  uint32_t qf[kD / 16][4];
+#pragma unroll
+  for (int kc = 0; kc < kD / 16; ++kc) {
+    const int c = kc * 16 + 2 * t;
+    qf[kc][0] = r0 < p.sq ? load_pair(q + r0 * kD + c) : 0u;
+    qf[kc][1] = r1 < p.sq ? load_pair(q + r1 * kD + c) : 0u;
+    qf[kc][2] = r0 < p.sq ? load_pair(q + r0 * kD + c + 8) : 0u;
+    qf[kc][3] = r1 < p.sq ? load_pair(q + r1 * kD + c + 8) : 0u;
+  }
+  float acc[kD / 8][4];
+#pragma unroll
+  for (int nb = 0; nb < kD / 8; ++nb) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+  const int64_t last_row = (q0 + kBr < p.sq ? q0 + kBr : p.sq) - 1;
+  const int64_t kv_end = key_limit(p, last_row);  // same for the whole block: loops stay uniform
+
+  for (int64_t k0 = 0; k0 < kv_end; k0 += kBc) {
+    __syncthreads();  // every warp is done reading the previous tile
+    load_tile<kD>(ks, k, k0, p.skv, p.k_key, p.k_dim, k_vec);
+    load_tile<kD>(vs, v, k0, p.skv, kD, 1, v_vec);
+    __syncthreads();
+
+    // S = Q K^T for this warp's 16 rows and the tile's 64 keys: 8 blocks of 16x8.
+    float s[kBc / 8][4];
+#pragma unroll
+    for (int nb = 0; nb < kBc / 8; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+#pragma unroll
+    for (int kc = 0; kc < kD / 16; ++kc) {
+#pragma unroll
+      for (int nb = 0; nb < kBc / 8; ++nb) {
+        const uint16_t* kr = ks + (nb * 8 + g) * kLd + kc * 16 + 2 * t;  // B[k][n] = K[key n][dim k]
+        mma_16816<T>(s[nb], qf[kc], load_pair(kr), load_pair(kr + 8));
+      }
+    }
+    // Scale and masks; element e of block nb is row (e < 2 ? r0 : r1), key k0 + nb*8 + 2t + (e&1).
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int nb = 0; nb < kBc / 8; ++nb) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t i = e < 2 ? r0 : r1;
+        const int64_t j = k0 + nb * 8 + 2 * t + (e & 1);
+        float x = -INFINITY;
+        if (i < p.sq && j < p.skv) x = masked_score<T>(p, o.mask, i, j, s[nb][e] * p.scale);
+        s[nb][e] = x;
+        if (e < 2) mx0 = fmaxf(mx0, x);
+        else mx1 = fmaxf(mx1, x);
+      }
+    }
+    // The four lanes of a group (same g) hold one row between them.
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+    }
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
+    const float alpha0 = expf(m0 - base0), alpha1 = expf(m1 - base1);
+    m0 = mn0;
+    m1 = mn1;
+    float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+    for (int nb = 0; nb < kBc / 8; ++nb) {
+      s[nb][0] = expf(s[nb][0] - base0);
+      s[nb][1] = expf(s[nb][1] - base0);
+      s[nb][2] = expf(s[nb][2] - base1);
+      s[nb][3] = expf(s[nb][3] - base1);
+      sum0 += s[nb][0] + s[nb][1];
+      sum1 += s[nb][2] + s[nb][3];
+    }
+    l0 = l0 * alpha0 + sum0;  // this lane's columns only; the group's lanes are summed at the end
+    l1 = l1 * alpha1 + sum1;
+#pragma unroll
+    for (int nb = 0; nb < kD / 8; ++nb) {
+      acc[nb][0] *= alpha0;
+      acc[nb][1] *= alpha0;
+      acc[nb][2] *= alpha1;
+      acc[nb][3] *= alpha1;
+    }
+    // O += P V: P's A fragment for keys [16kc, 16kc + 16) is S blocks 2kc and 2kc+1.
+#pragma unroll
+    for (int kc = 0; kc < kBc / 16; ++kc) {
+      const uint32_t pa[4] = {pack_pair<T>(s[2 * kc][0], s[2 * kc][1]), pack_pair<T>(s[2 * kc][2], s[2 * kc][3]),
+                              pack_pair<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+                              pack_pair<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+#pragma unroll
+      for (int nb = 0; nb < kD / 8; ++nb) {
+        const uint16_t* vr = vs + (kc * 16 + 2 * t) * kLd + nb * 8 + g;  // B[k][n] = V[key k][dim n]
+        const uint32_t b0 = uint32_t(vr[0]) | (uint32_t(vr[kLd]) << 16);
+        const uint32_t b1 = uint32_t(vr[8 * kLd]) | (uint32_t(vr[9 * kLd]) << 16);
+        mma_16816<T>(acc[nb], pa, b0, b1);
+      }
+    }
+  }
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, off);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+  }
+  T* y = static_cast<T*>(p.y) + b * p.sq * kD;
+#pragma unroll
+  for (int nb = 0; nb < kD / 8; ++nb) {
+    const int c = nb * 8 + 2 * t;
+    if (r0 < p.sq) {
+      y[r0 * kD + c] = from_acc<T>(acc[nb][0] / l0);
+      y[r0 * kD + c + 1] = from_acc<T>(acc[nb][1] / l0);
+    }
+    if (r1 < p.sq) {
+      y[r1 * kD + c] = from_acc<T>(acc[nb][2] / l1);
+      y[r1 * kD + c + 1] = from_acc<T>(acc[nb][3] / l1);
+    }
+  }
+}
+
+// ----------------------------------------------------------------------------- launch
+
+bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
+
+// STREAMRT_ATTENTION_KERNEL=simple sends every call to the warp-per-row kernel: a switch for
+// telling the two kernels apart on a GPU without rebuilding.
+bool simple_only() {
+  static const bool simple = [] {
+    const char* env = std::getenv("STREAMRT_ATTENTION_KERNEL");
+    return env && std::string(env) == "simple";
+  }();
+  return simple;
+}
+
+Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g, const ops::AttentionAttrs& a) {
+  Params p{};
+  p.q = ctx.input(0).data;
+  p.k = ctx.input(1).data;
+  p.v = ctx.input(2).data;
+  p.mask = g.mask == ops::AttentionMask::kNone ? nullptr : ctx.input(3).data;
+  p.y = ctx.output(0).data;
+  p.batch = g.batch;
+  p.sq = g.sq, p.skv = g.skv, p.d = g.d, p.dv = g.dv;
+  p.k_key = g.k_key, p.k_dim = g.k_dim;
+  p.mask_row = g.mask_row, p.mask_col = g.mask_col;
+  p.causal_offset = g.causal_offset();
+  p.scale = a.scale;
+  p.mask_fill = a.mask_fill;
+  p.causal = a.causal ? 1 : 0;
+  p.mask_kind = g.mask == ops::AttentionMask::kAdditive ? kAdditiveMask
+                : g.mask == ops::AttentionMask::kBool   ? kBoolMask
+                                                        : kNoMask;
+  p.map = g.map;
+  return p;
+}
+
+template <typename T, int kD>
+Status launch_mma(CudaKernelContext& ctx, const Params& p, int64_t q_tiles) {
+  const bool k_vec = p.k_key == kD && p.k_dim == 1 && aligned(p.k, 16);
+  const bool v_vec = aligned(p.v, 16);
+  attention_mma<T, kD><<<static_cast<unsigned>(p.batch * q_tiles), kMmaWarps * 32, 0, ctx.stream()>>>(p, q_tiles, k_vec,
+                                                                                                      v_vec);
+  SRT_CUDA_LAUNCH("attention_mma");
+  return ok_status();
+}
+
+Status attention_cuda(CudaKernelContext& ctx) {
+  const int64_t d = ctx.input(0).dims.empty() ? 0 : ctx.input(0).dims.back();
+  SRT_ASSIGN_OR_RETURN(ops::AttentionAttrs a, ops::attention_attrs(ctx.node(), d));
+  SRT_ASSIGN_OR_RETURN(ops::AttentionGeometry g, ops::attention_geometry(ctx, a));
+  const ops::TensorRef& y = ctx.output(0);
+  if (y.numel() == 0) return ok_status();
+  if (g.skv == 0) {  // no keys: zeros, as the unfused P (empty) x V gives
+    SRT_CUDA(cudaMemsetAsync(y.data, 0, y.nbytes(), ctx.stream()));
+    return ok_status();
+  }
+  const Params p = make_params(ctx, g, a);
+  return cuda_dispatch<ops::kFloats>(y.dtype, ctx.node().describe(), [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, float>) {
+      const int64_t q_tiles = (g.sq + kBr - 1) / kBr;
+      // Tensor cores for the common head dims; Q is read in 4-byte pairs.
+      if (!simple_only() && g.d == g.dv && aligned(p.q, 4) && p.batch * q_tiles <= INT32_MAX) {
+        if (g.d == 64) return launch_mma<T, 64>(ctx, p, q_tiles);
+        if (g.d == 128) return launch_mma<T, 128>(ctx, p, q_tiles);
+      }
+    }
+    const int64_t rows = p.batch * p.sq;
+    attention_simple<T><<<grid_for(rows * 32, kSimpleWarps * 32), kSimpleWarps * 32, 0, ctx.stream()>>>(p);
+    SRT_CUDA_LAUNCH("attention_simple");
+    return ok_status();
+  });
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_CUDA_KERNEL(Attention, "Attention", attention_cuda);
+
+}  // namespace streamrt::cuda

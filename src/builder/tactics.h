@@ -1,0 +1,107 @@
+// Tactics: where a step has several implementations (cuBLASLt algorithms, ...), the builder
+// times them on the target device at the profile's opt shapes and records the winner in the
+// step's attributes; the device kernel reads it back at run time. The builder stays
+// device-agnostic: a device backend registers a TacticTuner (the CUDA one times cuBLASLt in
+// src/backends/cuda/blas/lt_tactics.cc), and the record's codec below needs no device headers,
+// so host-only builds and tests can read and check it.
+//
+// Step attributes written here (the "__" prefix marks them as streamrt's, never ONNX's):
+//   "__tf32"    kInt 1: this float32 MatMul / Gemm / Conv may run on TF32 tensor cores
+//               (BuilderConfig::allow_tf32, CUDA only).
+//   "__lt_algo" kInts: the cuBLASLt algorithm chosen for a MatMul / Gemm step, 19 int64s:
+//     [0]      kLtAlgoMagic ("LTALGO1": the record's layout version)
+//     [1]      cuBLASLt version it was chosen with (cublasLtGetVersion())
+//     [2]      flags: kLtAlgoTf32 (timed with CUBLAS_COMPUTE_32F_FAST_TF32), kLtAlgoBias (timed
+//              with the bias epilogue)
+//     [3..6]   m, n, k, batch of the GEMM that was timed (the profile's opt shapes)
+//     [7]      candidates timed; [8] rank of the winner in cuBLASLt's heuristic order (0 = the
+//              heuristic's own first choice)
+//     [9]      the winner's time, [10] the heuristic first choice's time (ns per call)
+//     [11..18] the cublasLtMatmulAlgo_t: its 8 uint64 words, bit-cast to int64
+//   At run time the kernel uses the algorithm only when the version and the flags match its call
+//   and cublasLtMatmulAlgoCheck accepts it for the actual shapes (alignment included); anything
+//   else (a malformed record, another cuBLASLt, other shapes) falls back to the heuristic.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "ir/graph.h"
+#include "ops/op.h"
+#include "plan/plan.h"
+#include "streamrt/builder.h"
+
+namespace streamrt::builder {
+
+inline constexpr const char* kTf32Attr = "__tf32";
+inline constexpr const char* kLtAlgoAttr = "__lt_algo";
+
+inline constexpr int64_t kLtAlgoMagic = 0x00314F474C41544CLL;  // "LTALGO1", little-endian bytes
+inline constexpr size_t kLtAlgoWords = 8;                       // sizeof(cublasLtMatmulAlgo_t) / 8
+inline constexpr size_t kLtAlgoRecordSize = 11 + kLtAlgoWords;
+inline constexpr uint32_t kLtAlgoTf32 = 1u << 0;
+inline constexpr uint32_t kLtAlgoBias = 1u << 1;
+
+struct LtAlgoRecord {
+  uint64_t library_version = 0;
+  uint32_t flags = 0;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t candidates = 0, rank = 0;
+  int64_t best_ns = 0, heuristic_ns = 0;
+  std::array<uint64_t, kLtAlgoWords> algo{};
+};
+
+ir::Attribute encode_lt_algo(const LtAlgoRecord& r);
+// kInvalidPlan naming what is wrong: kind, size, magic, unknown flags, negative or zero fields.
+Result<LtAlgoRecord> decode_lt_algo(const ir::Attribute& a);
+// Whether a call with `flags` on cuBLASLt `library_version` may try the recorded algorithm.
+bool lt_algo_applies(const LtAlgoRecord& r, uint64_t library_version, uint32_t flags);
+// True when the step carries "__tf32" = 1 (anything else, e.g. a wrongly typed one, is false).
+bool step_allows_tf32(const ir::Node& step);
+// One line for `streamrt inspect` ("cuBLASLt algo: heuristic #2 of 8, 12.3 us (#0: 15.1 us) at
+// 64x384x256; tf32"), or "" when the step has neither attribute.
+std::string describe_tactics(const ir::Node& step);
+
+// Process-wide counts of GEMM calls whose step carried a usable recorded algorithm: run with it,
+// or with the heuristic's because cuBLASLt did not accept it for the call (the CUDA kernels
+// count; for tests and diagnostics).
+struct TacticCounters {
+  std::atomic<uint64_t> recorded_runs{0};
+  std::atomic<uint64_t> fallback_runs{0};
+};
+TacticCounters& tactic_counters();
+
+// One build's tuning on a device (handles and scratch memory live as long as the session).
+class TacticSession {
+ public:
+  virtual ~TacticSession() = default;
+  // Times the implementations of `step`, whose inputs have the dtypes and static dims of the
+  // profile's opt shapes in `inputs` (kUndefined dtype for an omitted input), and records the
+  // winner in step.attrs. false: nothing to choose for this step (op, dtype or shape).
+  virtual Result<bool> tune(ir::Node& step, std::span<const ops::TensorInfo> inputs) = 0;
+};
+
+class TacticTuner {
+ public:
+  virtual ~TacticTuner() = default;
+  virtual DeviceType device() const = 0;
+  virtual Result<std::unique_ptr<TacticSession>> open() = 0;
+};
+
+// Registers a tuner (from a static initializer); a second one for a device is ignored.
+void register_tactic_tuner(TacticTuner* tuner);
+TacticTuner* find_tactic_tuner(DeviceType device);
+
+// After lowering, for CUDA plans: marks float32 MatMul / Gemm / Conv steps "__tf32" when
+// config.allow_tf32, then (unless config.tactics is off) has `tuner` (default: the one
+// registered for config.device) time every step whose input shapes are known at the opt
+// shapes. A step that fails to tune keeps the run-time heuristic (logged as a warning).
+// Fills report->steps_tuned and report->tactic_ms.
+Status choose_tactics(plan::PlanData& plan, const BuilderConfig& config, BuildReport* report,
+                      TacticTuner* tuner = nullptr);
+
+}  // namespace streamrt::builder

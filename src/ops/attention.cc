@@ -1,0 +1,218 @@
+// Attention (see attention.h): shape rule, shared geometry and the CPU reference kernel.
+#include "ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ops/common.h"
+
+namespace streamrt::ops {
+namespace {
+
+// Equal, or one of them unknown.
+bool same_dim(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
+
+Dims leading(const Dims& d) { return d.size() > 2 ? Dims(d.begin(), d.end() - 2) : Dims{}; }
+
+struct MatrixDims {
+  int64_t sq, d, skv, dk, skv_v, dv;
+};
+
+Result<MatrixDims> matrix_dims(const ir::Node& node, const Dims& q, const Dims& k, const Dims& v, bool k_transposed) {
+  if (q.size() < 2 || k.size() < 2 || v.size() < 2)
+    return node.error(StatusCode::kInvalidModel, "Q, K and V need rank >= 2, got " + dims_to_string(q) + ", " +
+                                                     dims_to_string(k) + ", " + dims_to_string(v));
+  const size_t rk = k.size();
+  MatrixDims m{q[q.size() - 2], q.back(), k_transposed ? k[rk - 1] : k[rk - 2], k_transposed ? k[rk - 2] : k[rk - 1],
+               v[v.size() - 2], v.back()};
+  if (!same_dim(m.d, m.dk) || !same_dim(m.skv, m.skv_v))
+    return node.error(StatusCode::kInvalidModel, std::string("Q ") + dims_to_string(q) + ", K " +
+                                                     (k_transposed ? "(transposed) " : "") + dims_to_string(k) +
+                                                     " and V " + dims_to_string(v) + " do not fit together");
+  if (m.skv < 0) m.skv = m.skv_v;
+  return m;
+}
+
+}  // namespace
+
+Result<AttentionAttrs> attention_attrs(const ir::Node& node, int64_t d) {
+  // ONNX Attention features outside this op: refuse them instead of computing something else.
+  for (const char* key : {"q_num_heads", "kv_num_heads", "softmax_precision"})
+    if (node.has_attr(key)) return node.error(StatusCode::kUnsupported, std::string("attribute '") + key + "' is not supported");
+  for (const char* key : {"is_causal", "qk_matmul_output_mode"}) {
+    SRT_ASSIGN_OR_RETURN(int64_t v, node.attr_int(key, 0));
+    if (v != 0) return node.error(StatusCode::kUnsupported, std::string("attribute '") + key + "' != 0 is not supported");
+  }
+  SRT_ASSIGN_OR_RETURN(float softcap, node.attr_float("softcap", 0.f));
+  if (softcap != 0.f) return node.error(StatusCode::kUnsupported, "softcap is not supported");
+  AttentionAttrs a;
+  SRT_ASSIGN_OR_RETURN(int64_t causal, node.attr_int("causal", 0));
+  SRT_ASSIGN_OR_RETURN(int64_t kt, node.attr_int("k_transposed", 0));
+  if ((causal != 0 && causal != 1) || (kt != 0 && kt != 1))
+    return node.error(StatusCode::kInvalidModel, "causal and k_transposed must be 0 or 1");
+  a.causal = causal == 1;
+  a.k_transposed = kt == 1;
+  const float def = d > 0 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))) : 1.f;
+  SRT_ASSIGN_OR_RETURN(a.scale, node.attr_float("scale", def));
+  SRT_ASSIGN_OR_RETURN(a.mask_fill, node.attr_float("mask_fill", a.mask_fill));
+  return a;
+}
+
+Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q, const Dims& k, const Dims& v,
+                                   const Dims* mask, bool k_transposed) {
+  SRT_ASSIGN_OR_RETURN(MatrixDims m, matrix_dims(node, q, k, v, k_transposed));
+  std::vector<Dims> leads = {leading(q), leading(k), leading(v)};
+  if (mask) {
+    const size_t r = mask->size();
+    const int64_t rows = r >= 2 ? (*mask)[r - 2] : 1, cols = r >= 1 ? (*mask)[r - 1] : 1;
+    if ((rows != 1 && !same_dim(rows, m.sq)) || (cols != 1 && !same_dim(cols, m.skv)))
+      return node.error(StatusCode::kInvalidModel, "mask " + dims_to_string(*mask) + " does not broadcast to [" +
+                                                       std::to_string(m.sq) + ", " + std::to_string(m.skv) + "]");
+    leads.push_back(leading(*mask));
+  }
+  auto lead = broadcast_all(leads);
+  if (!lead.ok()) return node.error(StatusCode::kInvalidModel, "leading dims: " + lead.status().message());
+  Dims out = *lead;
+  out.push_back(m.sq);
+  out.push_back(m.dv);
+  return out;
+}
+
+Result<AttentionGeometry> attention_geometry(const KernelContext& ctx, const AttentionAttrs& attrs) {
+  const TensorRef &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
+  const bool has_mask = ctx.has_input(3);
+  if (!is_float(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype)
+    return ctx.error("Q, K and V must share one float type");
+  AttentionGeometry g;
+  if (has_mask) {
+    const DataType mt = ctx.input(3).dtype;
+    if (mt != q.dtype && mt != DataType::kBool) return ctx.error("mask must be bool or Q's type");
+    g.mask = mt == DataType::kBool ? AttentionMask::kBool : AttentionMask::kAdditive;
+  }
+  SRT_ASSIGN_OR_RETURN(Dims out, attention_output_dims(ctx.node(), q.dims, k.dims, v.dims,
+                                                       has_mask ? &ctx.input(3).dims : nullptr, attrs.k_transposed));
+  SRT_ASSIGN_OR_RETURN(MatrixDims m, matrix_dims(ctx.node(), q.dims, k.dims, v.dims, attrs.k_transposed));
+  g.sq = m.sq, g.skv = m.skv, g.d = m.d, g.dv = m.dv;
+  const Dims lead(out.begin(), out.end() - 2);
+  if (lead.size() > static_cast<size_t>(kAttentionMaxLead))
+    return ctx.unsupported("more than " + std::to_string(kAttentionMaxLead) + " leading dims");
+  g.batch = dims_numel(lead);
+  g.map.rank = static_cast<int>(lead.size());
+  // Strides of each input's leading dims seen from the output's, scaled by its matrix size.
+  auto fill = [&](int64_t* dst, const Dims& dims, int64_t matrix) {
+    std::vector<int64_t> s = broadcast_strides(leading(dims), lead);
+    for (size_t i = 0; i < lead.size(); ++i) dst[i] = s[i] * matrix;
+  };
+  std::copy(lead.begin(), lead.end(), g.map.dims);
+  fill(g.map.q, q.dims, g.sq * g.d);
+  fill(g.map.k, k.dims, g.skv * g.d);
+  fill(g.map.v, v.dims, g.skv * g.dv);
+  g.k_key = attrs.k_transposed ? 1 : g.d;
+  g.k_dim = attrs.k_transposed ? g.skv : 1;
+  if (has_mask) {
+    Dims full = lead;
+    full.push_back(g.sq);
+    full.push_back(g.skv);
+    std::vector<int64_t> s = broadcast_strides(ctx.input(3).dims, full);
+    std::copy(s.begin(), s.end() - 2, g.map.mask);
+    g.mask_row = s[s.size() - 2];
+    g.mask_col = s.back();
+  }
+  return g;
+}
+
+namespace {
+
+Status infer(InferContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) SRT_RETURN_IF_ERROR(require_input(ctx, i, kFloats));
+  const DataType t = ctx.input_dtype(0);
+  if (ctx.input_dtype(1) != t || ctx.input_dtype(2) != t) return ctx.error("Q, K and V must share one float type");
+  if (ctx.num_inputs() > 4 || ctx.num_outputs() > 1)
+    return ctx.unsupported("past key/value inputs and extra outputs are not supported");
+  const bool has_mask = ctx.has_input(3);
+  if (has_mask && ctx.input_dtype(3) != t && ctx.input_dtype(3) != DataType::kBool)
+    return ctx.error(std::string("mask must be bool or ") + dtype_name(t) + ", got " + dtype_name(ctx.input_dtype(3)));
+  const bool ranked = ctx.input(0).has_shape && ctx.input(1).has_shape && ctx.input(2).has_shape &&
+                      (!has_mask || ctx.input(3).has_shape);
+  const int64_t d = ctx.input(0).has_shape && !ctx.input_dims(0).empty() ? ctx.input_dims(0).back() : -1;
+  SRT_ASSIGN_OR_RETURN(AttentionAttrs a, attention_attrs(ctx.node(), d));
+  if (!ranked) {
+    ctx.set_output_unranked(0, t);
+    return ok_status();
+  }
+  SRT_ASSIGN_OR_RETURN(Dims out, attention_output_dims(ctx.node(), ctx.input_dims(0), ctx.input_dims(1),
+                                                       ctx.input_dims(2), has_mask ? &ctx.input_dims(3) : nullptr,
+                                                       a.k_transposed));
+  ctx.set_output(0, t, std::move(out));
+  return ok_status();
+}
+
+// One (batch, head) slice at a time: K and V converted to float once, then per query row the
+// scores, their max, exp and the weighted sum of V rows, all in float.
+template <typename T>
+void attend(const KernelContext& ctx, const AttentionGeometry& g, const AttentionAttrs& a) {
+  const T* q = ctx.input(0).as<const T>();
+  const T* k = ctx.input(1).as<const T>();
+  const T* v = ctx.input(2).as<const T>();
+  const T* mask_add = g.mask == AttentionMask::kAdditive ? ctx.input(3).as<const T>() : nullptr;
+  const uint8_t* mask_bool = g.mask == AttentionMask::kBool ? ctx.input(3).as<const uint8_t>() : nullptr;
+  T* y = ctx.output(0).as<T>();
+  const int64_t sq = g.sq, skv = g.skv, d = g.d, dv = g.dv;
+  std::vector<float> kf(static_cast<size_t>(skv * d)), vf(static_cast<size_t>(skv * dv)), qf(static_cast<size_t>(d));
+  std::vector<float> s(static_cast<size_t>(skv)), acc(static_cast<size_t>(dv));
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int64_t b = 0; b < g.batch; ++b) {
+    const AttentionBatchMap::Offsets o = g.map.offsets(b);
+    for (int64_t j = 0; j < skv; ++j) {
+      for (int64_t c = 0; c < d; ++c) kf[j * d + c] = load(k[o.k + j * g.k_key + c * g.k_dim]);
+      for (int64_t c = 0; c < dv; ++c) vf[j * dv + c] = load(v[o.v + j * dv + c]);
+    }
+    for (int64_t i = 0; i < sq; ++i) {
+      for (int64_t c = 0; c < d; ++c) qf[c] = load(q[o.q + i * d + c]);
+      // Keys past the causal limit are masked: leave them out entirely.
+      const int64_t limit = a.causal ? std::clamp<int64_t>(i + g.causal_offset() + 1, 0, skv) : skv;
+      float mx = kNegInf;
+      for (int64_t j = 0; j < limit; ++j) {
+        float dot = 0.f;
+        for (int64_t c = 0; c < d; ++c) dot += qf[c] * kf[j * d + c];
+        float sc = dot * a.scale;
+        const int64_t mo = o.mask + i * g.mask_row + j * g.mask_col;
+        if (mask_add) sc += static_cast<float>(load(mask_add[mo]));
+        if (mask_bool && !mask_bool[mo]) sc = a.mask_fill;
+        s[j] = sc;
+        mx = std::max(mx, sc);
+      }
+      float sum = 0.f;
+      std::fill(acc.begin(), acc.end(), 0.f);
+      for (int64_t j = 0; j < limit; ++j) {
+        const float p = std::exp(s[j] - mx);  // NaN for a row of -inf, as Softmax gives
+        sum += p;
+        for (int64_t c = 0; c < dv; ++c) acc[c] += p * vf[j * dv + c];
+      }
+      T* yr = y + (b * sq + i) * dv;
+      for (int64_t c = 0; c < dv; ++c) yr[c] = store<T>(acc[c] / sum);
+    }
+  }
+}
+
+Status cpu(KernelContext& ctx) {
+  const int64_t d = ctx.input(0).dims.empty() ? 0 : ctx.input(0).dims.back();
+  SRT_ASSIGN_OR_RETURN(AttentionAttrs a, attention_attrs(ctx.node(), d));
+  SRT_ASSIGN_OR_RETURN(AttentionGeometry g, attention_geometry(ctx, a));
+  if (g.skv == 0) {  // no keys: the unfused P (empty) x V is all zeros
+    if (ctx.output(0).nbytes()) std::memset(ctx.output(0).data, 0, ctx.output(0).nbytes());
+    return ok_status();
+  }
+  return dispatch<kFloats>(ctx.input(0).dtype, ctx.node().describe(), [&]<typename T>() {
+    attend<T>(ctx, g, a);
+    return ok_status();
+  });
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_OP(Attention, {.op_type = "Attention", .infer = infer, .cpu = cpu});
+
+}  // namespace streamrt::ops

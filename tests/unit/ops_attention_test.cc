@@ -1,0 +1,285 @@
+// Attention (the fused op): CPU kernel against a naive loop written here, shape rule, errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "compute_test_util.h"
+#include "ops/common.h"
+
+namespace streamrt::testing {
+namespace {
+
+using ir::Attribute;
+
+// x (dims) expanded to `to` by numpy broadcasting, written out by index arithmetic.
+std::vector<double> expand(const std::vector<float>& x, const Dims& dims, const Dims& to) {
+  std::vector<double> out(static_cast<size_t>(numel(to)));
+  const size_t r = to.size(), off = r - dims.size();
+  for (int64_t e = 0; e < numel(to); ++e) {
+    int64_t rem = e, src = 0, mult = 1;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t idx = rem % to[d];
+      rem /= to[d];
+      if (d >= off) {
+        const int64_t n = dims[d - off];
+        src += (n == 1 ? 0 : idx) * mult;
+        mult *= n;
+      }
+    }
+    out[static_cast<size_t>(e)] = x[static_cast<size_t>(src)];
+  }
+  return out;
+}
+
+struct Case {
+  Dims q, k, v, mask;  // mask empty = none (set has_mask for a scalar mask)
+  bool has_mask = false, bool_mask = false, causal = false;
+  float scale = 0.5f;
+  float mask_fill = -std::numeric_limits<float>::infinity();
+};
+
+// softmax(scale * Q K^T + mask, causal) V in double, inputs broadcast to `lead` first.
+std::vector<double> reference(const Case& c, const Dims& lead, const std::vector<float>& q,
+                              const std::vector<float>& k, const std::vector<float>& v,
+                              const std::vector<float>& mask) {
+  const int64_t sq = c.q[c.q.size() - 2], d = c.q.back(), skv = c.k[c.k.size() - 2], dv = c.v.back();
+  auto full = [&](int64_t a, int64_t b) { Dims f = lead; f.push_back(a); f.push_back(b); return f; };
+  auto Q = expand(q, c.q, full(sq, d)), K = expand(k, c.k, full(skv, d)), V = expand(v, c.v, full(skv, dv));
+  std::vector<double> M;
+  if (c.has_mask) M = expand(mask, c.mask, full(sq, skv));
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> y;
+  for (int64_t b = 0; b < numel(lead); ++b)
+    for (int64_t i = 0; i < sq; ++i) {
+      std::vector<double> s(static_cast<size_t>(skv));
+      double mx = -inf;
+      for (int64_t j = 0; j < skv; ++j) {
+        double dot = 0;
+        for (int64_t x = 0; x < d; ++x) dot += Q[(b * sq + i) * d + x] * K[(b * skv + j) * d + x];
+        double sc = c.scale * dot;
+        if (c.has_mask) {
+          const double m = M[(b * sq + i) * skv + j];
+          sc = c.bool_mask ? (m != 0 ? sc : c.mask_fill) : sc + m;
+        }
+        if (c.causal && j > i + skv - sq) sc = -inf;
+        s[j] = sc;
+        mx = std::max(mx, sc);
+      }
+      double sum = 0;
+      for (auto& e : s) sum += (e = std::exp(e - mx));
+      for (int64_t x = 0; x < dv; ++x) {
+        double acc = 0;
+        for (int64_t j = 0; j < skv; ++j) acc += s[j] * V[(b * skv + j) * dv + x];
+        y.push_back(acc / sum);
+      }
+    }
+  return y;
+}
+
+ir::Node attention_node(const Case& c, bool k_transposed = false, bool with_scale = true) {
+  std::map<std::string, Attribute> attrs;
+  if (with_scale) attrs["scale"] = Attribute::make_float(c.scale);
+  if (c.causal) attrs["causal"] = Attribute::make_int(1);
+  if (k_transposed) attrs["k_transposed"] = Attribute::make_int(1);
+  if (!std::isinf(c.mask_fill)) attrs["mask_fill"] = Attribute::make_float(c.mask_fill);
+  return make_node("Attention", c.has_mask ? 4 : 3, 1, attrs);
+}
+
+// [.., S, D] -> [.., D, S] of a float vector.
+std::vector<float> swap_last_two(const std::vector<float>& x, const Dims& dims) {
+  const int64_t r = dims[dims.size() - 2], c = dims.back();
+  std::vector<float> out(x.size());
+  for (int64_t b = 0; b < numel(dims) / (r * c); ++b)
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) out[(b * c + j) * r + i] = x[(b * r + i) * c + j];
+  return out;
+}
+
+void check(const Case& c, DataType dtype = DataType::kFloat32, bool k_transposed = false, uint32_t seed = 1) {
+  auto q = rounded(dtype, random_values(numel(c.q), seed));
+  auto k = rounded(dtype, random_values(numel(c.k), seed + 1));
+  auto v = rounded(dtype, random_values(numel(c.v), seed + 2));
+  for (auto& x : q) x *= 3;  // scores of a few units: the softmax is far from uniform
+  q = rounded(dtype, q);
+  std::vector<float> mask;
+  if (c.has_mask) {
+    mask = random_values(numel(c.mask), seed + 3);
+    for (auto& m : mask) m = c.bool_mask ? (m > -0.6f ? 1.f : 0.f) : 2 * m;
+    if (!c.bool_mask) mask = rounded(dtype, mask);
+  }
+  Dims lead;
+  for (const Dims* x : {&c.q, &c.k, &c.v}) lead = ops::broadcast_dims(lead, Dims(x->begin(), x->end() - 2)).value();
+  if (c.mask.size() > 2) lead = ops::broadcast_dims(lead, Dims(c.mask.begin(), c.mask.end() - 2)).value();
+  auto want = reference(c, lead, q, k, v, mask);
+  Dims kdims = c.k;
+  if (k_transposed) std::swap(kdims[kdims.size() - 1], kdims[kdims.size() - 2]);
+  std::vector<Tensor> ins = {float_tensor(dtype, c.q, q),
+                             float_tensor(dtype, kdims, k_transposed ? swap_last_two(k, c.k) : k),
+                             float_tensor(dtype, c.v, v)};
+  if (c.has_mask) {
+    std::vector<uint8_t> bytes(mask.begin(), mask.end());
+    ins.push_back(c.bool_mask ? Tensor::from_vector(DataType::kBool, c.mask, bytes) : float_tensor(dtype, c.mask, mask));
+  }
+  auto out = run_ok(attention_node(c, k_transposed), ins);
+  ASSERT_EQ(out.size(), 1u);
+  Dims want_dims = lead;
+  want_dims.push_back(c.q[c.q.size() - 2]);
+  want_dims.push_back(c.v.back());
+  EXPECT_EQ(out[0].dims(), want_dims);
+  EXPECT_EQ(out[0].dtype(), dtype);
+  expect_close(values_f32(out[0]), std::vector<float>(want.begin(), want.end()), dtype);
+}
+
+TEST(Attention, MatchesNaiveLoop) { check({.q = {2, 3, 5, 4}, .k = {2, 3, 7, 4}, .v = {2, 3, 7, 6}}); }
+
+TEST(Attention, SingleQueryAgainstLongCache) { check({.q = {1, 2, 1, 8}, .k = {1, 2, 77, 8}, .v = {1, 2, 77, 8}}); }
+
+TEST(Attention, CausalSquareAndBottomRightAligned) {
+  check({.q = {2, 2, 6, 4}, .k = {2, 2, 6, 4}, .v = {2, 2, 6, 3}, .causal = true});
+  check({.q = {1, 2, 3, 4}, .k = {1, 2, 7, 4}, .v = {1, 2, 7, 5}, .causal = true});  // offset 4
+}
+
+TEST(Attention, AdditiveMaskBroadcasts) {
+  check({.q = {2, 3, 5, 4}, .k = {2, 3, 7, 4}, .v = {2, 3, 7, 4}, .mask = {1, 1, 5, 7}, .has_mask = true});
+  check({.q = {2, 3, 5, 4}, .k = {2, 3, 7, 4}, .v = {2, 3, 7, 4}, .mask = {2, 1, 1, 7}, .has_mask = true});
+  check({.q = {2, 3, 5, 4}, .k = {2, 3, 7, 4}, .v = {2, 3, 7, 4}, .mask = {7}, .has_mask = true});
+  // A mask with more leading dims than Q widens the output, as Add would.
+  check({.q = {3, 5, 4}, .k = {3, 7, 4}, .v = {3, 7, 4}, .mask = {2, 1, 5, 7}, .has_mask = true});
+}
+
+TEST(Attention, AdditiveMaskWithCausal) {
+  check({.q = {1, 2, 6, 4}, .k = {1, 2, 6, 4}, .v = {1, 2, 6, 4}, .mask = {6, 6}, .has_mask = true, .causal = true});
+}
+
+TEST(Attention, BoolMaskKeepsTrueEntries) {
+  check({.q = {2, 2, 5, 4}, .k = {2, 2, 7, 4}, .v = {2, 2, 7, 3}, .mask = {5, 7}, .has_mask = true, .bool_mask = true});
+}
+
+TEST(Attention, MaskFillReplacesMaskedScoresAsWhereDoes) {
+  // Row 1 is masked entirely: with a finite fill its weights are uniform, so it is V's mean.
+  Case c{.q = {1, 3, 2}, .k = {1, 4, 2}, .v = {1, 4, 2}, .mask = {3, 4}, .has_mask = true, .bool_mask = true,
+         .mask_fill = -1e4f};
+  std::vector<float> keep = {1, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0};
+  std::vector<float> v = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto q = random_values(6, 1), k = random_values(8, 2);
+  auto want = reference(c, {1}, q, k, v, keep);
+  std::vector<uint8_t> kb(keep.begin(), keep.end());
+  auto out = run_ok(attention_node(c), {f32(c.q, q), f32(c.k, k), f32(c.v, v), Tensor::from_vector(DataType::kBool, c.mask, kb)});
+  ASSERT_EQ(out.size(), 1u);
+  auto y = values_f32(out[0]);
+  EXPECT_NEAR(y[2], 4.f, 1e-5f);  // (1 + 3 + 5 + 7) / 4
+  EXPECT_NEAR(y[3], 5.f, 1e-5f);
+  EXPECT_NEAR(y[4], 3.f, 1e-6f);  // row 2 keeps key 1 only
+  EXPECT_NEAR(y[5], 4.f, 1e-6f);
+  expect_close(y, std::vector<float>(want.begin(), want.end()));
+}
+
+TEST(Attention, LeadingDimsBroadcast) {
+  check({.q = {2, 3, 4, 8}, .k = {1, 3, 6, 8}, .v = {3, 6, 5}});  // K and V shared across the batch
+  check({.q = {4, 8}, .k = {2, 6, 8}, .v = {6, 8}});              // only K has a batch
+}
+
+TEST(Attention, TransposedKGivesTheSameResult) {
+  check({.q = {2, 3, 5, 4}, .k = {2, 3, 7, 4}, .v = {2, 3, 7, 6}}, DataType::kFloat32, true);
+  check({.q = {1, 2, 4, 8}, .k = {1, 2, 4, 8}, .v = {1, 2, 4, 8}, .causal = true}, DataType::kFloat32, true);
+}
+
+TEST(Attention, HalfTypesComputeInFloat) {
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16}) {
+    check({.q = {2, 2, 9, 16}, .k = {2, 2, 13, 16}, .v = {2, 2, 13, 16}, .causal = true}, t);
+    check({.q = {1, 2, 9, 16}, .k = {1, 2, 13, 16}, .v = {1, 2, 13, 8}, .mask = {1, 1, 9, 13}, .has_mask = true}, t);
+  }
+}
+
+TEST(Attention, ScaleDefaultsToInverseSqrtOfHeadDim) {
+  Case c{.q = {1, 1, 3, 16}, .k = {1, 1, 5, 16}, .v = {1, 1, 5, 2}, .scale = 0.25f};
+  auto q = random_values(48, 7), k = random_values(80, 8), v = random_values(10, 9);
+  auto want = reference(c, {1, 1}, q, k, v, {});
+  auto out = run_ok(attention_node(c, false, false), {f32(c.q, q), f32(c.k, k), f32(c.v, v)});
+  ASSERT_EQ(out.size(), 1u);
+  expect_close(values_f32(out[0]), std::vector<float>(want.begin(), want.end()));
+}
+
+TEST(Attention, RowWithoutKeysIsNaNAsSoftmaxGives) {
+  // Causal with Sq > Skv: the first Sq - Skv queries see no key.
+  Case c{.q = {1, 4, 2}, .k = {1, 2, 2}, .v = {1, 2, 3}, .causal = true};
+  auto out = run_ok(attention_node(c), {f32(c.q, random_values(8, 1)), f32(c.k, random_values(4, 2)),
+                                        f32(c.v, {1, 2, 3, 4, 5, 6})});
+  auto y = values_f32(out[0]);
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(std::isnan(y[i])) << i;
+  EXPECT_FLOAT_EQ(y[6], 1.f);  // query 2 sees key 0 only
+  EXPECT_FLOAT_EQ(y[8], 3.f);
+  for (int i = 9; i < 12; ++i) EXPECT_FALSE(std::isnan(y[i]));
+}
+
+TEST(Attention, NoKeysGivesZeros) {
+  Case c{.q = {1, 2, 4}, .k = {1, 0, 4}, .v = {1, 0, 3}};
+  auto out = run_ok(attention_node(c), {f32(c.q, random_values(8, 1)), f32(c.k, {}), f32(c.v, {})});
+  EXPECT_EQ(values_f32(out[0]), std::vector<float>(6, 0.f));
+}
+
+TEST(Attention, ShapeRuleKeepsDynamicDims) {
+  ir::Node n = make_node("Attention", 4, 1, {{"k_transposed", Attribute::make_int(1)}});
+  auto outs = infer_only(n, {{DataType::kFloat16, {-1, 4, -1, 64}},
+                             {DataType::kFloat16, {-1, 4, 64, -1}},
+                             {DataType::kFloat16, {-1, 4, -1, 64}},
+                             {DataType::kBool, {1, 1, -1, -1}}});
+  ASSERT_TRUE(outs.ok()) << outs.status().to_string();
+  EXPECT_EQ((*outs)[0].dtype, DataType::kFloat16);
+  EXPECT_EQ((*outs)[0].dims, (Dims{-1, 4, -1, 64}));
+  auto unranked = infer_only(make_node("Attention", 3), {{DataType::kFloat32, {2, 3, 4}},
+                                                         {DataType::kFloat32, {}, false},
+                                                         {DataType::kFloat32, {2, 5, 4}}});
+  ASSERT_TRUE(unranked.ok());
+  EXPECT_FALSE((*unranked)[0].has_shape);
+}
+
+TEST(Attention, BadShapesAndTypesAreErrors) {
+  auto err = [](ir::Node n, std::vector<InInfo> ins) {
+    auto r = infer_only(n, std::move(ins));
+    return r.ok() ? StatusCode::kOk : r.status().code();
+  };
+  const DataType f = DataType::kFloat32;
+  ir::Node n3 = make_node("Attention", 3), n4 = make_node("Attention", 4);
+  EXPECT_EQ(err(n3, {{f, {2, 5, 4}}, {f, {2, 7, 3}}, {f, {2, 7, 4}}}), StatusCode::kInvalidModel);  // D differs
+  EXPECT_EQ(err(n3, {{f, {2, 5, 4}}, {f, {2, 7, 4}}, {f, {2, 6, 4}}}), StatusCode::kInvalidModel);  // Skv differs
+  EXPECT_EQ(err(n3, {{f, {2, 5, 4}}, {f, {3, 7, 4}}, {f, {2, 7, 4}}}), StatusCode::kInvalidModel);  // batch
+  EXPECT_EQ(err(n3, {{f, {4}}, {f, {7, 4}}, {f, {7, 4}}}), StatusCode::kInvalidModel);              // rank 1
+  EXPECT_EQ(err(n4, {{f, {2, 5, 4}}, {f, {2, 7, 4}}, {f, {2, 7, 4}}, {f, {5, 6}}}), StatusCode::kInvalidModel);
+  EXPECT_EQ(err(n4, {{f, {2, 5, 4}}, {f, {2, 7, 4}}, {f, {2, 7, 4}}, {DataType::kInt64, {5, 7}}}),
+            StatusCode::kInvalidModel);
+  EXPECT_EQ(err(n3, {{f, {2, 5, 4}}, {DataType::kFloat16, {2, 7, 4}}, {f, {2, 7, 4}}}), StatusCode::kInvalidModel);
+  EXPECT_EQ(err(n3, {{DataType::kInt32, {2, 5, 4}}, {DataType::kInt32, {2, 7, 4}}, {DataType::kInt32, {2, 7, 4}}}),
+            StatusCode::kUnsupported);
+  ir::Node bad = n3;
+  bad.attrs["causal"] = Attribute::make_int(2);
+  EXPECT_EQ(err(bad, {{f, {2, 5, 4}}, {f, {2, 7, 4}}, {f, {2, 7, 4}}}), StatusCode::kInvalidModel);
+  // The kernel itself checks too (a plan can be edited by hand).
+  auto r = ops::evaluate_on_host(n3, {f32({1, 2, 2}, {1, 2, 3, 4}), f32({1, 3, 3}, std::vector<float>(9, 1.f)),
+                                      f32({1, 3, 2}, std::vector<float>(6, 1.f))});
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(Attention, OnnxAttentionFeaturesAreRefusedNotMisread) {
+  const DataType f = DataType::kFloat32;
+  std::vector<InInfo> ins = {{f, {1, 2, 5, 4}}, {f, {1, 2, 7, 4}}, {f, {1, 2, 7, 4}}};
+  for (auto [key, attr] : std::vector<std::pair<std::string, Attribute>>{
+           {"is_causal", Attribute::make_int(1)}, {"q_num_heads", Attribute::make_int(2)},
+           {"kv_num_heads", Attribute::make_int(2)}, {"softcap", Attribute::make_float(30.f)},
+           {"qk_matmul_output_mode", Attribute::make_int(1)}}) {
+    ir::Node n = make_node("Attention", 3, 1, {{key, attr}});
+    auto r = infer_only(n, ins);
+    ASSERT_FALSE(r.ok()) << key;
+    EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << key;
+    EXPECT_NE(r.status().message().find(key), std::string::npos) << r.status().message();
+  }
+  // past_key / past_value inputs and the present_* outputs.
+  auto past = infer_only(make_node("Attention", 6), {ins[0], ins[1], ins[2], {}, {f, {1, 2, 3, 4}}, {f, {1, 2, 3, 4}}});
+  EXPECT_EQ(past.status().code(), StatusCode::kUnsupported);
+  auto present = infer_only(make_node("Attention", 3, 3), ins);
+  EXPECT_EQ(present.status().code(), StatusCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace streamrt::testing
