@@ -6,7 +6,11 @@
 #include <filesystem>
 
 #include "cache_test_util.h"
+#include "builder/build_steps.h"
+#include "builder/tactics.h"
+#include "onnx/importer.h"
 #include "plan/plan.h"
+#include "runtime/refit_core.h"
 #include "streamrt/cache.h"
 
 namespace streamrt {
@@ -211,6 +215,31 @@ TEST(CachedBuild, EntryLargerThanTheCacheIsBuiltButNotKept) {
   EXPECT_FALSE(info.saved);
   EXPECT_EQ(info.save_error, "the cache did not keep the entry");
   EXPECT_TRUE((*cache)->list()->empty());
+}
+
+// Build stages may record choices as step attributes the model does not have (a GEMM tactic):
+// a cached plan carrying them still has the model's structure; a changed model attribute does not.
+TEST(CachedBuild, StepAttributesOnlyThePlanHasAreNotStructure) {
+  TempDir dir;
+  GemmModel m;
+  m.write(dir.file("m.onnx"));
+  const BuilderConfig config = testing::batch_config(m.in);
+  auto prepare = [&]() {
+    auto g = onnx_import::import_onnx_file(dir.file("m.onnx"));
+    EXPECT_TRUE(g.ok());
+    auto p = builder::prepare_graph(std::move(g).value(), "m.onnx", config, nullptr);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return std::move(p).value();
+  };
+  builder::PreparedGraph prep = prepare();
+  auto plan = builder::finish_plan(prep, config, nullptr);
+  ASSERT_TRUE(plan.ok());
+  plan->steps[0].attrs[builder::kLtAlgoAttr] = ir::Attribute::make_ints(std::vector<int64_t>(19, 7));
+  builder::PreparedGraph again = prepare();
+  EXPECT_TRUE(refit::check_structure(*plan, again.graph, "m.onnx").ok());
+  plan->steps[0].attrs["alpha"] = ir::Attribute::make_float(0.5f);
+  Status st = refit::check_structure(*plan, again.graph, "m.onnx");
+  EXPECT_NE(st.message().find("step 0 node 'gemm' (Gemm): attribute 'alpha' differs"), std::string::npos) << st.message();
 }
 
 }  // namespace
