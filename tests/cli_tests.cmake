@@ -191,6 +191,69 @@ streamrt_cli_test(run_missing_pte fail "IoError: .*no_such\\.pte"
 streamrt_cli_test(inspect_garbage_pte fail "InvalidProgram: program '.*corrupt_read_before_write\\.pte'.*before any instruction writes it"
   ARGS inspect ${STREAMRT_CLI_CORPUS}/program/corrupt_read_before_write.pte)
 
+# --- refit and weight-stripped plans (tiny models from tests/fixtures/refit) ----------------
+set(STREAMRT_CLI_REFIT ${CMAKE_SOURCE_DIR}/tests/fixtures/refit)
+set(STREAMRT_CLI_TINY --device cpu --profile x:1x4:2x4:4x4)  # tiny_*.onnx: x f32[batch,4]
+streamrt_cli_test(build_stripped pass "built .*tiny_stripped\\.plan"
+  FILE ${STREAMRT_CLI_TMP}/tiny_stripped.plan FIXTURES_SETUP cli_tiny_stripped
+  ARGS build ${STREAMRT_CLI_REFIT}/tiny_a.onnx -o ${STREAMRT_CLI_TMP}/tiny_stripped.plan ${STREAMRT_CLI_TINY} --strip-weights)
+streamrt_cli_test(run_stripped_plan fail "InvalidState: engine 'tiny' was built without weights; refit it"
+  FIXTURES_REQUIRED cli_tiny_stripped ARGS run ${STREAMRT_CLI_TMP}/tiny_stripped.plan --iterations 1 --warmup 0)
+streamrt_cli_test(refit_stripped pass "refitted 2 weights \\(60 B\\) of .*tiny_stripped\\.plan from .*tiny_b\\.onnx"
+  FILE ${STREAMRT_CLI_TMP}/tiny_refitted.plan FIXTURES_REQUIRED cli_tiny_stripped FIXTURES_SETUP cli_tiny_refitted
+  ARGS refit ${STREAMRT_CLI_TMP}/tiny_stripped.plan --from ${STREAMRT_CLI_REFIT}/tiny_b.onnx -o ${STREAMRT_CLI_TMP}/tiny_refitted.plan)
+streamrt_cli_test(run_refitted_plan pass "y: float32 2x3"
+  FIXTURES_REQUIRED cli_tiny_refitted ARGS run ${STREAMRT_CLI_TMP}/tiny_refitted.plan --iterations 1 --warmup 0)
+streamrt_cli_test(refit_missing_from_file fail "IoError: .*cannot open ONNX model '.*no_such_weights\\.onnx'"
+  FIXTURES_REQUIRED cli_tiny_stripped
+  ARGS refit ${STREAMRT_CLI_TMP}/tiny_stripped.plan --from ${STREAMRT_CLI_TMP}/no_such_weights.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(refit_without_from fail "--from is required"
+  ARGS refit ${STREAMRT_CLI_TMP}/tiny_stripped.plan -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(refit_missing_plan fail "IoError: cannot open '.*no_such\\.plan'"
+  ARGS refit ${STREAMRT_CLI_TMP}/no_such.plan --from ${STREAMRT_CLI_REFIT}/tiny_b.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(refit_garbage_plan fail "InvalidPlan: .*corrupt_bad_magic\\.plan.*bad magic"
+  ARGS refit ${STREAMRT_CLI_CORPUS}/plan/corrupt_bad_magic.plan --from ${STREAMRT_CLI_REFIT}/tiny_b.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(refit_name_mismatch fail "InvalidArgument: .*plan weight 'B' \\(float32 3\\) is not a weight of '.*tiny_renamed\\.onnx'"
+  FIXTURES_REQUIRED cli_tiny_stripped
+  ARGS refit ${STREAMRT_CLI_TMP}/tiny_stripped.plan --from ${STREAMRT_CLI_REFIT}/tiny_renamed.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(refit_other_architecture fail "InvalidArgument: .*plan weight 'W' is float32 3x4, in '.*tiny_wide\\.onnx' it is float32 5x4"
+  FIXTURES_REQUIRED cli_tiny_stripped
+  ARGS refit ${STREAMRT_CLI_TMP}/tiny_stripped.plan --from ${STREAMRT_CLI_REFIT}/tiny_wide.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+
+# --- engine cache: miss, hit, a changed option, list / prune / clear, bad input -------------
+set(STREAMRT_CLI_CACHE ${STREAMRT_CLI_TMP}/engine_cache)
+add_test(NAME cli_cache_reset COMMAND ${CMAKE_COMMAND} -E rm -rf ${STREAMRT_CLI_CACHE})
+set_tests_properties(cli_cache_reset PROPERTIES LABELS cli FIXTURES_SETUP cli_cache_reset)
+streamrt_cli_test(cache_build_miss pass "cache: miss [0-9a-f]+ \\(first build of this model\\); stored in"
+  FIXTURES_REQUIRED cli_cache_reset FIXTURES_SETUP cli_cache_miss
+  ARGS build ${STREAMRT_CLI_REFIT}/tiny_a.onnx -o ${STREAMRT_CLI_TMP}/cached_a.plan ${STREAMRT_CLI_TINY} --cache-dir ${STREAMRT_CLI_CACHE})
+streamrt_cli_test(cache_build_hit pass "cache: hit [0-9a-f]+ in .*weights refitted from the model"
+  FIXTURES_REQUIRED cli_cache_miss FIXTURES_SETUP cli_cache_hit
+  ARGS build ${STREAMRT_CLI_REFIT}/tiny_b.onnx -o ${STREAMRT_CLI_TMP}/cached_b.plan ${STREAMRT_CLI_TINY} --cache-dir ${STREAMRT_CLI_CACHE})
+streamrt_cli_test(cache_build_option_changed pass "cache: miss [0-9a-f]+ \\(builder option changed: float_precision\\)"
+  FIXTURES_REQUIRED cli_cache_hit FIXTURES_SETUP cli_cache_fp16
+  ARGS build ${STREAMRT_CLI_REFIT}/tiny_b.onnx -o ${STREAMRT_CLI_TMP}/cached_b16.plan ${STREAMRT_CLI_TINY} --fp16 --cache-dir ${STREAMRT_CLI_CACHE})
+streamrt_cli_test(cache_list pass "engine cache .*: 2 entries.*key +size +created +last use +engine\n[0-9a-f]+ .* tiny"
+  FIXTURES_REQUIRED cli_cache_fp16 FIXTURES_SETUP cli_cache_listed ARGS cache list --cache-dir ${STREAMRT_CLI_CACHE})
+streamrt_cli_test(cache_prune pass "prune: 2 entries removed"
+  FIXTURES_REQUIRED cli_cache_listed FIXTURES_SETUP cli_cache_pruned
+  ARGS cache prune --cache-dir ${STREAMRT_CLI_CACHE} --cache-max-size 1)
+streamrt_cli_test(cache_clear pass "clear: 0 entries removed"
+  FIXTURES_REQUIRED cli_cache_pruned ARGS cache clear --cache-dir ${STREAMRT_CLI_CACHE})
+streamrt_cli_test(cache_bad_max_size fail "InvalidArgument: --cache-max-size '10GB': expected a size in bytes"
+  ARGS build ${STREAMRT_CLI_REFIT}/tiny_a.onnx -o ${STREAMRT_CLI_TMP}/never.plan ${STREAMRT_CLI_TINY}
+       --cache-dir ${STREAMRT_CLI_TMP}/never_cache --cache-max-size 10GB)
+streamrt_cli_test(cache_max_size_percent fail "InvalidArgument: --cache-max-size '50%'"
+  ARGS cache prune --cache-dir ${STREAMRT_CLI_CACHE} --cache-max-size 50%)
+streamrt_cli_test(cache_dir_is_a_file fail "IoError: cannot create directory '.*tiny_a\\.onnx/entries'"
+  ARGS build ${STREAMRT_CLI_REFIT}/tiny_a.onnx -o ${STREAMRT_CLI_TMP}/never.plan ${STREAMRT_CLI_TINY}
+       --cache-dir ${STREAMRT_CLI_REFIT}/tiny_a.onnx)
+streamrt_cli_test(cache_unknown_subcommand fail "unknown cache subcommand 'frob' \\(expected list, prune or clear\\)"
+  ARGS cache frob)
+streamrt_cli_test(cache_no_subcommand fail "cache needs a subcommand: list, prune or clear" ARGS cache)
+streamrt_cli_test(cache_list_missing_dir fail "NotFound: no engine cache at '.*no_such_cache'"
+  ARGS cache list --cache-dir ${STREAMRT_CLI_TMP}/no_such_cache)
+streamrt_cli_test(cache_list_bad_option fail "not expected: --bogus" ARGS cache list --bogus)
 # --- weight streaming: build with --weight-streaming, --budget on run and inspect ------------
 streamrt_cli_test(build_mlp_weight_streaming pass "weight streaming: [1-9][0-9]* weights streamable"
   FILE ${STREAMRT_CLI_TMP}/mlp_ws.plan FIXTURES_SETUP cli_mlp_ws_plan

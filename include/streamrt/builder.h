@@ -45,6 +45,10 @@ struct BuilderConfig {
   bool allow_tf32 = false;
   // Name recorded in the plan (defaults to the ONNX graph name).
   std::string engine_name;
+  // Write the plan without its weights (TensorRT's kSTRIP_PLAN): a small plan that must be
+  // refitted from the model (streamrt/refit.h) before it runs.
+  bool strip_weights = false;
+  // Adding a field? Add it to the engine-cache key too: src/cache/key.cc, append_builder_config().
 };
 
 // What the builder did, for logs and the CLI.

@@ -46,7 +46,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   uint64_t device_memory_size() const;
   // Total bytes of weights held by the plan.
   uint64_t weights_size() const;
-  // True when the plan was built without weights (it must be refitted before it runs).
+  // True when the plan was built without weights and not yet refitted with every one of them
+  // (streamrt/refit.h); such an engine cannot create execution contexts (kInvalidState).
   bool weights_stripped() const;
   // A new, independent execution context.
   Result<std::unique_ptr<ExecutionContext>> create_execution_context();

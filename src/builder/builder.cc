@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "builder/build_graph.h"
+#include "builder/build_steps.h"
 #include "builder/streamable.h"
 #include "builder/lowering.h"
 #include "builder/fusion.h"
@@ -86,10 +87,12 @@ Result<std::unordered_map<ir::ValueId, builder::InputProfile>> apply_shapes(
 
 }  // namespace
 
-namespace {
+namespace builder {
 
-// The device backend to build for, once the configuration is known to be buildable.
-Result<DeviceBackend*> builder_backend(const BuilderConfig& config) {
+Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, const BuilderConfig& config,
+                                    BuildReport* report) {
+  BuildReport local;
+  BuildReport& rep = report ? *report : local;
   DeviceBackend* backend = find_device_backend(config.device);
   if (!backend)
     return unsupported(std::string("this build of streamrt has no ") + device_type_name(config.device) + " backend");
@@ -100,13 +103,10 @@ Result<DeviceBackend*> builder_backend(const BuilderConfig& config) {
                             (config.float_precision == DataType::kFloat16 ? "fp16" : "bf16") +
                             " lets the builder change layer types; build without it (export the model in the "
                             "precision it should run in)");
-  return backend;
-}
-
-// Every builder pass from an imported graph to plan data; `source` names the graph in errors.
-Result<plan::PlanData> build_graph_data(ir::Graph g, const BuilderConfig& config, BuildReport& rep,
-                                        DeviceBackend* backend, const std::string& source) {
-  SRT_ASSIGN_OR_RETURN(auto profiles, apply_shapes(g, config));
+  PreparedGraph out;
+  out.device = backend->info();
+  rep.nodes_imported = g.nodes.size();
+  SRT_ASSIGN_OR_RETURN(out.profiles, apply_shapes(g, config));
   auto st = ir::infer_shapes(g);
   if (!st.ok()) return st.status().with_context(source);
   SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
@@ -118,25 +118,48 @@ Result<plan::PlanData> build_graph_data(ir::Graph g, const BuilderConfig& config
     auto again = ir::infer_shapes(g);
     if (!again.ok()) return again.status().with_context(std::string("in ") + dtype_name(config.float_precision));
   }
-  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(g, profiles, config, &rep));
-  plan.device = backend->info();
-  SRT_RETURN_IF_ERROR(builder::choose_tactics(plan, config, &rep));
-  if (config.weight_streaming) builder::mark_streamable_weights(plan, config.min_streamable_bytes, &rep);
+  if (config.engine_name.empty() && g.name.empty()) {
+    size_t slash = source.find_last_of('/');
+    g.name = source.substr(slash == std::string::npos ? 0 : slash + 1);
+  }
+  // From here on the graph's constants are the plan's weights, name for name.
+  SRT_RETURN_IF_ERROR(builder::materialize_outputs(g));
+  out.graph = std::move(g);
+  return out;
+}
+
+Result<plan::PlanData> finish_plan(PreparedGraph& prepared, const BuilderConfig& config, BuildReport* report) {
+  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(prepared.graph, prepared.profiles, config, report));
+  plan.device = prepared.device;
+  SRT_RETURN_IF_ERROR(builder::choose_tactics(plan, config, report));
+  if (config.weight_streaming) builder::mark_streamable_weights(plan, config.min_streamable_bytes, report);
+  if (config.strip_weights) {
+    plan.weights_stripped = true;
+    plan.weight_data.clear();
+  }
   return plan;
 }
 
+Result<std::unordered_map<ir::ValueId, InputProfile>> apply_input_shapes(ir::Graph& g, const BuilderConfig& config) {
+  return apply_shapes(g, config);
+}
+
+Result<std::vector<uint8_t>> build_plan_from_graph(ir::Graph g, const BuilderConfig& config, BuildReport* report) {
+  const std::string source = "graph '" + (config.engine_name.empty() ? g.name : config.engine_name) + "'";
+  SRT_ASSIGN_OR_RETURN(PreparedGraph prepared, prepare_graph(std::move(g), source, config, report));
+  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, finish_plan(prepared, config, report));
+  return plan::serialize_plan(plan);
+}
+
+}  // namespace builder
+
+namespace {
+
 Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const BuilderConfig& config,
                                        BuildReport* report) {
-  BuildReport local;
-  BuildReport& rep = report ? *report : local;
-  SRT_ASSIGN_OR_RETURN(DeviceBackend * backend, builder_backend(config));
   SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
-  rep.nodes_imported = g.nodes.size();
-  if (config.engine_name.empty() && g.name.empty()) {
-    size_t slash = onnx_path.find_last_of('/');
-    g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);
-  }
-  return build_graph_data(std::move(g), config, rep, backend, onnx_path);
+  SRT_ASSIGN_OR_RETURN(builder::PreparedGraph prepared, builder::prepare_graph(std::move(g), onnx_path, config, report));
+  return builder::finish_plan(prepared, config, report);
 }
 
 }  // namespace
@@ -154,21 +177,4 @@ Status build_plan_file(const std::string& onnx_path, const BuilderConfig& config
   return plan::write_plan(plan, plan_path);
 }
 
-namespace builder {
-
-Result<std::unordered_map<ir::ValueId, InputProfile>> apply_input_shapes(ir::Graph& g, const BuilderConfig& config) {
-  return apply_shapes(g, config);
-}
-
-Result<std::vector<uint8_t>> build_plan_from_graph(ir::Graph g, const BuilderConfig& config, BuildReport* report) {
-  BuildReport local;
-  BuildReport& rep = report ? *report : local;
-  SRT_ASSIGN_OR_RETURN(DeviceBackend * backend, builder_backend(config));
-  rep.nodes_imported = g.nodes.size();
-  const std::string source = "graph '" + (config.engine_name.empty() ? g.name : config.engine_name) + "'";
-  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, build_graph_data(std::move(g), config, rep, backend, source));
-  return plan::serialize_plan(plan);
-}
-
-}  // namespace builder
 }  // namespace streamrt

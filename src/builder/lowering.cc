@@ -6,12 +6,9 @@
 #include "ir/shape_inference.h"
 
 namespace streamrt::builder {
-namespace {
 
 using plan::ValueEntry;
 
-// Graph outputs that no node produces (constants after folding, or outputs listed twice)
-// get an Identity step so every output is written by a step.
 Status materialize_outputs(ir::Graph& g) {
   std::unordered_set<ir::ValueId> produced, seen;
   for (const auto& n : g.nodes)
@@ -44,8 +41,6 @@ Status materialize_outputs(ir::Graph& g) {
   }
   return ok_status();
 }
-
-}  // namespace
 
 Result<plan::PlanData> lower_to_plan(ir::Graph& g,
                                      const std::unordered_map<ir::ValueId, InputProfile>& profiles,

@@ -14,6 +14,10 @@ struct InputProfile {
   Dims min, opt, max;
 };
 
+// Graph outputs that no node produces (constants after folding, or outputs listed twice) get an
+// Identity step so every output is written by a step. Idempotent; lower_to_plan runs it.
+Status materialize_outputs(ir::Graph& g);
+
 Result<plan::PlanData> lower_to_plan(ir::Graph& g,
                                      const std::unordered_map<ir::ValueId, InputProfile>& profiles,
                                      const BuilderConfig& config, BuildReport* report);

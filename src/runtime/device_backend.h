@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "plan/plan.h"
 #include "runtime/engine_state.h"
@@ -46,6 +47,11 @@ class DeviceBackend {
   virtual Status apply_weight_budget(EngineState&) { return ok_status(); }
   // Device bytes each context needs for streamed weights at es.budget.
   virtual uint64_t weight_scratch_size(const EngineState&) const { return 0; }
+  // Refit: es.plan.data.weight_data[i] (and es.graph's constants) hold new values for every i in
+  // `changed`; refresh whatever the backend keeps of them (device copies, streamed copies).
+  // Called with no context alive; a stripped engine may still miss weights
+  // (es.plan.data.weights_stripped). The CPU reads weight_data at each run: nothing to do.
+  virtual Status refit_weights(EngineState&, const std::vector<int32_t>& /*changed*/) { return ok_status(); }
   // Which streamable weights stay resident at es.budget (for inspect and reports).
   virtual ResidencyPlan residency(const EngineState&) const { return {}; }
   // Bytes of device memory free now (for the automatic budget).

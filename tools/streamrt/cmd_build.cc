@@ -49,17 +49,23 @@ Command add_build_command(CLI::App& app) {
   struct State {
     std::string model, output;
     BuildOptions opts;
+    CacheOptions cache;
+    bool strip_weights = false;
   };
   auto s = std::make_shared<State>();
   app.add_option("model", s->model, "ONNX model")->required();
   app.add_option("-o,--output", s->output, "plan file to write")->required();
   add_build_options(app, s->opts);
+  app.add_flag("--strip-weights", s->strip_weights, "write the plan without weights (refit it before running: streamrt refit)");
+  add_cache_options(app, s->cache);
   return [s]() {
     auto config = make_builder_config(s->opts);
     if (!config.ok()) return report_error(config.status());
+    config->strip_weights = s->strip_weights;
     BuildReport rep;
     auto t0 = std::chrono::steady_clock::now();
-    Status st = build_plan_file(s->model, *config, s->output, &rep);
+    Status st = s->cache.enabled() ? build_with_cache(s->model, *config, s->output, s->cache, &rep)
+                                   : build_plan_file(s->model, *config, s->output, &rep);
     if (!st.ok()) return report_error(st);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("built %s -> %s in %.1f ms\n", s->model.c_str(), s->output.c_str(), ms);
@@ -70,6 +76,7 @@ Command add_build_command(CLI::App& app) {
     if (config->device == DeviceType::kCuda)
       std::printf("  tactics: %zu steps tuned in %.1f ms%s%s\n", rep.steps_tuned, rep.tactic_ms,
                   config->tactics ? "" : " (--no-tactics)", config->allow_tf32 ? "; tf32 allowed" : "");
+    if (s->strip_weights) std::printf("  weights stripped: refit the plan before running it (streamrt refit)\n");
     if (s->opts.weight_streaming)
       std::printf("  weight streaming: %zu weights streamable, %.2f MiB\n", rep.streamable_weights,
                   rep.streamable_bytes / 1048576.0);

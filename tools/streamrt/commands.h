@@ -33,6 +33,8 @@ int run_program_command(const RunProgramArgs& args);
 int inspect_program_command(const std::string& path, bool json);
 // True when `path` names a program file (ends in .pte).
 bool is_program_path(const std::string& path);
+Command add_refit_command(CLI::App& app);
+Command add_cache_command(CLI::App& app);
 
 // Options shared by `build`, `run model.onnx` and `onnx-test`.
 struct BuildOptions {
@@ -47,6 +49,16 @@ Result<DeviceType> resolve_device(const std::string& name);
 void add_build_options(CLI::App& app, BuildOptions& o);
 Result<BuilderConfig> make_builder_config(const BuildOptions& o);
 
+// Engine cache options of `build` (cmd_cache.cc): --cache, --cache-dir, --cache-max-size.
+struct CacheOptions {
+  bool use_default = false;
+  std::string dir, max_size;
+  bool enabled() const { return use_default || !dir.empty() || !max_size.empty(); }
+};
+void add_cache_options(CLI::App& app, CacheOptions& o);
+// Builds through the cache and prints whether it hit or missed (and why).
+Status build_with_cache(const std::string& model, const BuilderConfig& config, const std::string& output,
+                        const CacheOptions& o, BuildReport* report);
 // inspect --budget: resident / streamed split of a weight-streaming plan at a budget value.
 Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::string& budget_text);
 void print_streaming_split(const nlohmann::json& split);

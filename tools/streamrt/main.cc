@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   add(add_onnx_test_command, "onnx-test", "run ONNX backend-test cases (model.onnx + test_data_set_*)");
   add(add_ops_command, "ops", "list the supported ops and the devices that run them");
   add(add_compile_command, "compile", "compile an ONNX model into a program (.pte): engines + portable kernels");
+  add(add_refit_command, "refit", "put new weights (from an ONNX model) into a plan");
+  add(add_cache_command, "cache", "list, prune or clear the engine cache");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

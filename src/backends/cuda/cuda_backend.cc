@@ -1,6 +1,7 @@
 // The CUDA device backend: registered when streamrt is built with CUDA, available when a GPU
 // answers.
 #include "backends/cuda/cuda_context.h"
+#include "backends/cuda/cuda_refit.h"
 #include "core/logging.h"
 
 namespace streamrt::cuda {
@@ -52,6 +53,9 @@ class CudaBackend final : public DeviceBackend {
 
   Status apply_weight_budget(EngineState& es) override {
     return apply_budget(es, *static_cast<CudaEngineState*>(es.device_state.get()));
+  }
+  Status refit_weights(EngineState& es, const std::vector<int32_t>& changed) override {
+    return cuda::refit_weights(es, changed);
   }
   ResidencyPlan residency(const EngineState& es) const override {
     return plan_cuda_residency(es, *static_cast<const CudaEngineState*>(es.device_state.get()));

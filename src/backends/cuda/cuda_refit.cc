@@ -1,0 +1,41 @@
+#include "backends/cuda/cuda_refit.h"
+
+#include <cstring>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_engine.h"
+
+namespace streamrt::cuda {
+
+Status refit_weights(EngineState& es, const std::vector<int32_t>& changed) {
+  auto* ces = static_cast<CudaEngineState*>(es.device_state.get());
+  if (!ces) return internal_error("refit: engine '" + es.plan.data.name + "' has no CUDA state");
+  const plan::PlanData& p = es.plan.data;
+  if (p.weights_stripped) return ok_status();  // weights still missing: nothing is placed yet
+  SRT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(ces->device), "cudaSetDevice"));
+  if (!ces->fixed && !ces->pinned && !ces->resident) {
+    // Loaded stripped (upload_weights and apply_budget placed nothing): place every weight now.
+    // (An engine with no weight on the device at all comes here too; placing nothing again is
+    // harmless.)
+    SRT_RETURN_IF_ERROR(upload_weights(es, *ces));
+    return es.streamable_bytes ? apply_budget(es, *ces) : ok_status();
+  }
+  for (int32_t i : changed) {
+    if (i < 0 || static_cast<size_t>(i) >= p.weights.size() || static_cast<size_t>(i) >= p.weight_data.size())
+      return internal_error("refit: weight index " + std::to_string(i) + " out of range");
+    const plan::WeightEntry& w = p.weights[i];
+    const Tensor& t = p.weight_data[i];
+    if (!w.size) continue;
+    if (t.nbytes() != w.size || !t.data())
+      return internal_error("refit: weight '" + w.name + "' has " + std::to_string(t.nbytes()) + " bytes, expected " +
+                            std::to_string(w.size));
+    if (static_cast<size_t>(i) < ces->host_src.size() && ces->host_src[i])  // the streamer's source
+      std::memcpy(const_cast<void*>(ces->host_src[i]), t.data(), w.size);
+    if (static_cast<size_t>(i) < ces->weight_dev.size() && ces->weight_dev[i])  // fixed or resident copy
+      SRT_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ces->weight_dev[i], t.data(), w.size, cudaMemcpyHostToDevice),
+                                      "cudaMemcpy (refit)"));
+  }
+  return ok_status();
+}
+
+}  // namespace streamrt::cuda
