@@ -134,6 +134,11 @@ std::optional<int64_t> int_attr(const ir::Node& n, const char* key, int64_t def)
   return a.ok() ? std::optional(*a) : std::nullopt;
 }
 
+// False when optional input `i` is given but not a constant (const_ints would read it as absent).
+bool constant_or_absent(const ir::Graph& g, const ir::Node& n, size_t i) {
+  return n.opset < 10 || i >= n.inputs.size() || n.inputs[i] == ir::kNoValue || g.is_constant(n.inputs[i]);
+}
+
 int64_t rank_or_zero(const ir::Graph& g, ir::ValueId v) { return static_cast<int64_t>(rank_of(g, v)); }
 
 class DimTracer {
@@ -264,7 +269,7 @@ class DimTracer {
   // Slice [0, E) with step 1 of an axis of static size N >= 1 is min(E, N); unsliced axes pass.
   std::optional<SymDim> slice(const ir::Node& n, int64_t r, int64_t axis) {
     auto starts = const_ints(g_, n, 1, "starts");
-    if (!starts) return std::nullopt;
+    if (!starts || !constant_or_absent(g_, n, 3) || !constant_or_absent(g_, n, 4)) return std::nullopt;
     auto axes = const_ints(g_, n, 3, "axes").value_or(std::vector<int64_t>{});
     if (axes.empty())
       for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
@@ -318,7 +323,7 @@ bool is_sliced_causal(const ir::Graph& g, const GraphIndex& idx, ir::ValueId con
     const ir::Node& n = g.nodes[s];
     auto starts = const_ints(g, n, 1, "starts");
     auto steps = const_ints(g, n, 4, "steps");  // sizes (axes) are the DimTracer's part below
-    if (!starts || (steps && steps->size() != starts->size())) return false;
+    if (!starts || !constant_or_absent(g, n, 4) || (steps && steps->size() != starts->size())) return false;
     for (size_t i = 0; i < starts->size(); ++i)
       if ((*starts)[i] != 0 || (steps && (*steps)[i] != 1)) return false;
   }
