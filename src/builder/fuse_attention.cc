@@ -9,11 +9,14 @@
 // Masks: an additive mask stays an input; Where(cond, fill, .) with a scalar fill becomes a bool
 // mask (true = attend) with mask_fill = fill, exactly what Where computes; a constant mask equal to
 // the bottom-right causal triangle (fill or additive values <= kLargeNegative) becomes causal = 1 and
-// disappears. Every absorbed intermediate must have no other consumer.
+// disappears. So does a Slice [0, t) x [0, t) of a constant square causal triangle (Llama's
+// ~causal[:t, :t] with a dynamic t) once DimTracer proves Sq == Skv == the slice size at every
+// length. Every absorbed intermediate must have no other consumer.
 #include <cmath>
 #include <map>
 
 #include "builder/fusion.h"
+#include "builder/passes.h"
 #include "ops/attention.h"
 #include "ops/softmax.h"
 
@@ -98,14 +101,245 @@ bool is_causal(const std::vector<uint8_t>& masked, const Dims& dims, int64_t sq,
   return true;
 }
 
+// ---- Dims proven equal without knowing them ----------------------------------------------------
+// With a dynamic sequence length, Sq == Skv (and the size of a sliced causal mask) cannot be read
+// off the inferred shapes (-1). DimTracer follows a dim back through ops that provably keep it
+// (given the graph runs at all) to a canonical form; equal forms are equal sizes at every shape.
+
+// A static size (root == kNoValue, n = the size), or min(dim n of value `root`, cap) where cap = 0
+// means no cap (cap comes from Slice(x, 0, E) on an axis of static size cap).
+struct SymDim {
+  ir::ValueId root = ir::kNoValue;
+  int64_t n = -1;
+  int64_t cap = 0;
+  bool is_static() const { return root == ir::kNoValue; }
+  bool operator==(const SymDim&) const = default;
+};
+
+// Constant int64 list of input `i` (opset >= 10 Slice inputs) or attribute `attr` (older opsets).
+std::optional<std::vector<int64_t>> const_ints(const ir::Graph& g, const ir::Node& n, size_t i, const char* attr) {
+  if (n.opset < 10) {
+    auto a = n.attr_ints(attr, std::vector<int64_t>{});
+    return a.ok() && n.has_attr(attr) ? std::optional(*a) : std::nullopt;
+  }
+  const Tensor* t = i < n.inputs.size() ? g.constant(n.inputs[i]) : nullptr;
+  if (!t) return std::nullopt;
+  auto v = t->to_int64_vector();
+  return v.ok() ? std::optional(*v) : std::nullopt;
+}
+
+// An int attribute (`def` when absent), nullopt when it has the wrong kind.
+std::optional<int64_t> int_attr(const ir::Node& n, const char* key, int64_t def) {
+  auto a = n.attr_int(key, def);
+  return a.ok() ? std::optional(*a) : std::nullopt;
+}
+
+// False when optional input `i` is given but not a constant (const_ints would read it as absent).
+bool constant_or_absent(const ir::Graph& g, const ir::Node& n, size_t i) {
+  return n.opset < 10 || i >= n.inputs.size() || n.inputs[i] == ir::kNoValue || g.is_constant(n.inputs[i]);
+}
+
+int64_t rank_or_zero(const ir::Graph& g, ir::ValueId v) { return static_cast<int64_t>(rank_of(g, v)); }
+
+class DimTracer {
+ public:
+  DimTracer(const ir::Graph& g, const GraphIndex& idx) : g_(g), idx_(idx) {}
+
+  // Dim `axis` (may be negative) of v; nullopt when v's rank is unknown or axis out of range.
+  std::optional<SymDim> dim(ir::ValueId v, int64_t axis) {
+    const ir::Value& val = g_.value(v);
+    const int64_t r = static_cast<int64_t>(val.dims.size());
+    if (!val.has_shape || axis < -r || axis >= r) return std::nullopt;
+    if (axis < 0) axis += r;
+    if (val.dims[axis] >= 0) return SymDim{ir::kNoValue, val.dims[axis]};
+    auto key = std::make_pair(v, axis);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    SymDim d = trace(v, axis).value_or(SymDim{v, axis});
+    memo_[key] = d;
+    return d;
+  }
+
+  // Element k of a 1-D int tensor (k = 0 for a scalar), as a size: from constants, Shape, Gather,
+  // Concat, Unsqueeze, ... Nullopt when unknown.
+  std::optional<SymDim> element(ir::ValueId v, int64_t k) {
+    if (const Tensor* t = g_.constant(v)) {
+      auto x = t->to_int64_vector();
+      if (!x.ok() || k < 0 || k >= static_cast<int64_t>(x->size())) return std::nullopt;
+      return SymDim{ir::kNoValue, (*x)[k]};
+    }
+    const int p = idx_.producer(v);
+    if (p < 0) return std::nullopt;
+    const ir::Node& n = g_.nodes[p];
+    const std::string& op = n.op_type;
+    if (op == "Shape") {
+      const int64_t r = rank_or_zero(g_, n.inputs[0]);
+      auto start = int_attr(n, "start", 0);
+      if (!start) return std::nullopt;
+      return dim(n.inputs[0], (*start < 0 ? *start + r : *start) + k);
+    }
+    if (op == "Gather" && int_attr(n, "axis", 0) == 0) {
+      const Tensor* ind = g_.constant(n.inputs[1]);
+      if (!ind) return std::nullopt;
+      auto i = ind->to_int64_vector();
+      if (!i.ok() || k < 0 || k >= static_cast<int64_t>(i->size())) return std::nullopt;
+      int64_t at = (*i)[k];
+      if (at < 0) {
+        const ir::Value& data = g_.value(n.inputs[0]);
+        if (!data.has_shape || data.dims.size() != 1 || data.dims[0] < 0) return std::nullopt;
+        at += data.dims[0];
+      }
+      return element(n.inputs[0], at);
+    }
+    if (op == "Unsqueeze" || op == "Squeeze" || op == "Cast" || op == "Identity" || op == "Reshape")
+      return element(n.inputs[0], k);
+    if (op == "Concat") {
+      for (ir::ValueId in : n.inputs) {
+        const ir::Value& piece = g_.value(in);
+        if (!piece.has_shape || piece.dims.size() != 1 || piece.dims[0] < 0) return std::nullopt;
+        if (k < piece.dims[0]) return element(in, k);
+        k -= piece.dims[0];
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<SymDim> trace(ir::ValueId v, int64_t axis) {
+    const int p = idx_.producer(v);
+    if (p < 0) return std::nullopt;
+    const ir::Node& n = g_.nodes[p];
+    if (!n.domain.empty() || n.inputs.empty() || n.outputs[0] != v) return std::nullopt;
+    const std::string& op = n.op_type;
+    const int64_t r = rank_or_zero(g_, v);
+    static const char* const kSameShape[] = {"Cast", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt",
+                                             "Reciprocal", "Erf", "Abs", "Not", "Identity", "Softmax",
+                                             "RMSNormalization", "LayerNormalization"};
+    for (const char* s : kSameShape)
+      if (op == s) return dim(n.inputs[0], axis);
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Where")
+      return broadcast(n, r, axis);
+    if (op == "Transpose") {
+      auto perm = n.attr_ints("perm", std::vector<int64_t>{});
+      if (!perm.ok() || perm->empty()) return dim(n.inputs[0], r - 1 - axis);
+      return perm->size() == static_cast<size_t>(r) ? dim(n.inputs[0], (*perm)[axis]) : std::nullopt;
+    }
+    if (op == "MatMul" || op == "Attention") {  // rows come from the first operand (Q)
+      const bool matrices = rank_or_zero(g_, n.inputs[0]) >= 2 && n.inputs.size() > 1 && rank_or_zero(g_, n.inputs[1]) >= 2;
+      return matrices && axis == r - 2 ? dim(n.inputs[0], -2) : std::nullopt;
+    }
+    if (op == "Reshape" && n.inputs.size() == 2) {
+      auto e = element(n.inputs[1], axis);
+      if (!e || (e->is_static() && e->n < 0)) return std::nullopt;  // -1: inferred from the others
+      if (e->is_static() && e->n == 0)
+        return int_attr(n, "allowzero", 0) == 0 ? dim(n.inputs[0], axis) : std::nullopt;
+      return e;
+    }
+    if (op == "Concat") {
+      auto a = n.attr_int("axis");
+      if (!a.ok()) return std::nullopt;
+      return (*a < 0 ? *a + r : *a) != axis ? dim(n.inputs[0], axis) : std::nullopt;
+    }
+    if (op == "Slice") return slice(n, r, axis);
+    return std::nullopt;
+  }
+
+  // Output dim of an element-wise op with numpy broadcasting, if the op succeeds.
+  std::optional<SymDim> broadcast(const ir::Node& n, int64_t r, int64_t axis) {
+    std::vector<SymDim> ds;
+    for (ir::ValueId in : n.inputs) {
+      const int64_t ri = rank_or_zero(g_, in), a = axis - (r - ri);
+      if (!g_.value(in).has_shape) return std::nullopt;
+      if (a < 0) continue;  // the operand broadcasts along this axis
+      auto d = dim(in, a);
+      if (!d) return std::nullopt;
+      if (!(d->is_static() && d->n == 1)) ds.push_back(*d);
+    }
+    if (ds.empty()) return SymDim{ir::kNoValue, 1};
+    for (const SymDim& d : ds)  // a static size other than 1 is the result
+      if (d.is_static()) return d;
+    // min(R, N) broadcast with R: R (equal, or N == 1; otherwise the op fails).
+    std::optional<SymDim> out;
+    for (const SymDim& d : ds) {
+      if (out && (out->root != d.root || out->n != d.n || (out->cap != d.cap && out->cap && d.cap))) return std::nullopt;
+      if (!out || d.cap == 0) out = d;
+    }
+    return out;
+  }
+
+  // Slice [0, E) with step 1 of an axis of static size N >= 1 is min(E, N); unsliced axes pass.
+  std::optional<SymDim> slice(const ir::Node& n, int64_t r, int64_t axis) {
+    auto starts = const_ints(g_, n, 1, "starts");
+    if (!starts || !constant_or_absent(g_, n, 3) || !constant_or_absent(g_, n, 4)) return std::nullopt;
+    auto axes = const_ints(g_, n, 3, "axes").value_or(std::vector<int64_t>{});
+    if (axes.empty())
+      for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (axes.size() != starts->size()) return std::nullopt;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      if ((axes[i] < 0 ? axes[i] + r : axes[i]) != axis) continue;
+      auto steps = const_ints(g_, n, 4, "steps");
+      if ((*starts)[i] != 0 || (steps && (steps->size() != axes.size() || (*steps)[i] != 1))) return std::nullopt;
+      auto in = dim(n.inputs[0], axis);
+      std::optional<SymDim> end;
+      if (n.opset < 10) {
+        auto ends = const_ints(g_, n, 2, "ends");
+        if (ends && ends->size() == axes.size()) end = SymDim{ir::kNoValue, (*ends)[i]};
+      } else if (n.inputs.size() > 2) {
+        end = element(n.inputs[2], static_cast<int64_t>(i));
+      }
+      if (!in || !in->is_static() || in->n < 1 || !end || end->cap != 0) return std::nullopt;
+      if (end->is_static()) return end->n < 0 ? std::nullopt : std::optional(SymDim{ir::kNoValue, std::min(end->n, in->n)});
+      return SymDim{end->root, end->n, in->n};
+    }
+    return dim(n.inputs[0], axis);
+  }
+
+  const ir::Graph& g_;
+  const GraphIndex& idx_;
+  std::map<std::pair<ir::ValueId, int64_t>, SymDim> memo_;
+};
+
 struct Match {
   std::vector<int> chain;  // nodes absorbed besides the root
   ir::ValueId q = ir::kNoValue, k = ir::kNoValue, v = ir::kNoValue, mask = ir::kNoValue;
   float scale = 1.f;
   bool k_transposed = true, causal = false;
+  bool sliced_mask = false;  // causal from a sliced constant: its Slice / Not nodes may be left dead
   bool invert_mask = false;  // the mask input must be the negation of the constant `mask`
   std::optional<float> mask_fill;  // of a bool mask from Where
 };
+
+// Slice(s) [0, E) with step 1 on the last two axes of a constant square bool causal triangle
+// (`masked_when` marks masked entries: strictly above the diagonal), whose sizes are provably the
+// scores' Sq == Skv: then the mask is the causal mask of the scores at every sequence length.
+bool is_sliced_causal(const ir::Graph& g, const GraphIndex& idx, ir::ValueId cond, bool masked_when,
+                      const Match& m, size_t scores_rank) {
+  const ir::Value& cv = g.value(cond);
+  const int64_t r = static_cast<int64_t>(cv.dims.size());
+  if (!cv.has_shape || r < 2 || r > static_cast<int64_t>(scores_rank)) return false;
+  for (int64_t i = 0; i + 2 < r; ++i)
+    if (cv.dims[i] != 1) return false;
+  ir::ValueId c = cond;
+  for (int s; (s = idx.producer_if(c, "Slice")) >= 0; c = g.nodes[s].inputs[0]) {
+    const ir::Node& n = g.nodes[s];
+    auto starts = const_ints(g, n, 1, "starts");
+    auto steps = const_ints(g, n, 4, "steps");  // sizes (axes) are the DimTracer's part below
+    if (!starts || !constant_or_absent(g, n, 4) || (steps && steps->size() != starts->size())) return false;
+    for (size_t i = 0; i < starts->size(); ++i)
+      if ((*starts)[i] != 0 || (steps && (*steps)[i] != 1)) return false;
+  }
+  const Tensor* t = g.constant(c);
+  if (c == cond || !t || t->dtype() != DataType::kBool || t->dims().size() != static_cast<size_t>(r)) return false;
+  const int64_t n = t->dims()[r - 1];
+  auto masked = masked_entries(*t, false, masked_when);
+  if (n < 2 || !masked || !is_causal(*masked, t->dims(), n, n)) return false;
+  DimTracer tr(g, idx);
+  auto sq = tr.dim(m.q, -2), skv = tr.dim(m.k, m.k_transposed ? -1 : -2);
+  auto mi = tr.dim(cond, -2), mj = tr.dim(cond, -1);
+  if (!sq || !skv || !mi || !mj || !(*sq == *skv) || sq->cap != 0 || !(*mi == *mj)) return false;
+  // The mask is min(E, n) x min(E, n) with E == S; wherever Where succeeds that is S x S (n >= 2:
+  // a 1 x 1 triangle would broadcast as "attend to every key").
+  return sq->is_static() ? *mi == *sq : mi->root == sq->root && mi->n == sq->n;
+}
 
 // Scores side: [scalars] -> MatMul(Q', K'). Fills q, k, scale, k_transposed.
 bool match_scores(const ir::Graph& g, const GraphIndex& idx, ir::ValueId s, Match* m) {
@@ -155,6 +389,7 @@ bool match_where(const ir::Graph& g, const GraphIndex& idx, int w, const Dims& s
     m->invert_mask = masked_when_true;
     return true;
   }
+  bool keep = !masked_when_true;  // cond is true where a key is attended
   if (masked_when_true) {
     // Exporters write masked_fill(~keep): use `keep` (through a bool -> bool Cast, if any).
     int cast = absorbable(idx, cond, "Cast");
@@ -162,11 +397,19 @@ bool match_where(const ir::Graph& g, const GraphIndex& idx, int w, const Dims& s
       m->chain.push_back(cast);
       cond = g.nodes[cast].inputs[0];
     }
-    int n = idx.producer_if(cond, "Not");
-    if (n < 0) return false;
-    if (idx.single_consumer(cond) >= 0) m->chain.push_back(n);
-    cond = g.nodes[n].inputs[0];
+    if (int n = idx.producer_if(cond, "Not"); n >= 0) {
+      if (idx.single_consumer(cond) >= 0) m->chain.push_back(n);
+      cond = g.nodes[n].inputs[0];
+      keep = true;
+    }
   }
+  // Llama with a dynamic length: ~causal[:t, :t] of a constant triangle (Sq == Skv == t).
+  if (*fill <= kLargeNegative && is_sliced_causal(g, idx, cond, !keep, *m, rank)) {
+    m->causal = m->sliced_mask = true;
+    m->mask_fill.reset();
+    return true;
+  }
+  if (!keep) return false;  // a run-time "masked" condition: no bool mask input says that
   m->mask = cond;
   return true;
 }
@@ -225,6 +468,7 @@ bool fits(const ir::Graph& g, const Match& m, const ir::Node& root) {
 
 size_t fuse_attention(ir::Graph& g) {
   size_t fused = 0;
+  bool left_dead = false;
   std::vector<std::pair<ir::ValueId, ir::ValueId>> to_invert;  // (fused output, constant mask)
   {
     GraphIndex idx(g);
@@ -244,6 +488,7 @@ size_t fuse_attention(ir::Graph& g) {
       if (m->causal) n.attrs["causal"] = ir::Attribute::make_int(1);
       n.attrs["k_transposed"] = ir::Attribute::make_int(m->k_transposed ? 1 : 0);
       if (m->mask_fill) n.attrs["mask_fill"] = ir::Attribute::make_float(*m->mask_fill);
+      left_dead |= m->sliced_mask;
       if (m->invert_mask) to_invert.emplace_back(n.outputs[0], m->mask);
       for (int c : m->chain) idx.remove(c);
       root = std::move(n);
@@ -265,6 +510,8 @@ size_t fuse_attention(ir::Graph& g) {
     for (auto& n : g.nodes)
       if (!n.outputs.empty() && n.outputs[0] == out) n.inputs[3] = it->second;
   }
+  // The sliced mask (shared by every layer, so no chain absorbed it) and its end computation.
+  if (left_dead) remove_dead_code(g);
   return fused;
 }
 

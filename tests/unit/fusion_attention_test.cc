@@ -358,6 +358,38 @@ TEST(AttentionFusion, MaskedConditionIsNegatedOnceForSeveralLayers) {
   EXPECT_EQ(g.nodes[0].inputs[3], g.nodes[1].inputs[3]);
 }
 
+// A plan loaded on a CPU runtime (members in the order they must outlive each other).
+struct CpuRun {
+  std::unique_ptr<Runtime> rt;
+  std::shared_ptr<Engine> engine;
+  std::unique_ptr<ExecutionContext> ctx;  // null (and the test failed) on an error
+};
+
+CpuRun load_on_cpu(std::vector<uint8_t> bytes) {
+  CpuRun r;
+  RuntimeOptions cpu;
+  cpu.device = DeviceType::kCpu;
+  auto rt = Runtime::create(cpu);
+  if (!rt.ok()) {
+    ADD_FAILURE() << rt.status().to_string();
+    return r;
+  }
+  r.rt = std::move(rt).value();
+  auto engine = r.rt->load_engine_bytes(std::move(bytes));
+  if (!engine.ok()) {
+    ADD_FAILURE() << engine.status().to_string();
+    return r;
+  }
+  r.engine = *engine;
+  auto ctx = r.engine->create_execution_context();
+  if (!ctx.ok()) {
+    ADD_FAILURE() << ctx.status().to_string();
+    return r;
+  }
+  r.ctx = std::move(ctx).value();
+  return r;
+}
+
 // The ONNX model of the MatMul-Mul-Where-Softmax-MatMul chain GPT-2 exports, with a causal
 // constant mask, built and run by the CPU runtime: one Attention step, the naive result.
 TEST(AttentionFusion, EndToEndThroughBuilderAndCpuRuntime) {
@@ -399,24 +431,19 @@ TEST(AttentionFusion, EndToEndThroughBuilderAndCpuRuntime) {
   EXPECT_EQ(plan->data.steps[0].op_type, "Attention");
   EXPECT_EQ(plan->data.steps[0].attr_int("causal", 0).value(), 1);
 
-  RuntimeOptions cpu;
-  cpu.device = DeviceType::kCpu;
-  auto rt = Runtime::create(cpu);
-  ASSERT_TRUE(rt.ok());
-  auto engine = (*rt)->load_engine_bytes(std::move(bytes).value());
-  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
-  auto ctx = (*engine)->create_execution_context();
-  ASSERT_TRUE(ctx.ok());
+  CpuRun run = load_on_cpu(std::move(bytes).value());
+  ASSERT_NE(run.ctx, nullptr);
+  auto& ctx = run.ctx;
   std::vector<std::vector<float>> in = {random_values(2 * s * d, 1), random_values(2 * s * d, 2),
                                         random_values(2 * s * d, 3)};
   const char* names[] = {"q", "k", "v"};
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE((*ctx)->set_input_shape(names[i], {1, 2, s, d}).ok());
-    ASSERT_TRUE((*ctx)->set_tensor_address(names[i], in[i].data(), in[i].size() * 4).ok());
+    ASSERT_TRUE(ctx->set_input_shape(names[i], {1, 2, s, d}).ok());
+    ASSERT_TRUE(ctx->set_tensor_address(names[i], in[i].data(), in[i].size() * 4).ok());
   }
   std::vector<float> y(2 * s * d);
-  ASSERT_TRUE((*ctx)->set_tensor_address("y", y.data(), y.size() * 4).ok());
-  Status st = (*ctx)->execute();
+  ASSERT_TRUE(ctx->set_tensor_address("y", y.data(), y.size() * 4).ok());
+  Status st = ctx->execute();
   ASSERT_TRUE(st.ok()) << st.to_string();
   // Naive causal attention per head.
   std::vector<float> want;
@@ -438,6 +465,186 @@ TEST(AttentionFusion, EndToEndThroughBuilderAndCpuRuntime) {
       }
     }
   expect_close(y, want);
+}
+
+// ---- Llama with a dynamic sequence length: ~causal[:t, :t] of a constant [N, N] triangle --------
+
+struct Sliced {
+  bool two_slices = false;  // one Slice per axis instead of one over both
+  bool triangle = true;     // the constant is tril (else triu: not causal)
+  int64_t start = 0;        // slice start on both axes
+  bool other_keys = false;  // K and V from a second input with its own length (Sq != Skv)
+};
+
+const int64_t kN = 8, kModel = 6, kHeads = 2;  // constant triangle [kN, kN]; x is [1, t, kModel]
+
+// x [1, t, kModel] -> per-head Q, K, V via MatMul + Reshape([1, t, kHeads, -]) + Transpose (t from
+// Shape(x)), the mask Not(Slice(C, [s, s], [t, t])), Where(mask, -1e4, Q K^T / 2), Softmax, @ V.
+Built build_sliced(const Sliced& o) {
+  Built b;
+  ir::Graph& g = b.g;
+  auto constant = [&](const std::string& name, Tensor t) {
+    ir::ValueId id = g.add_value(name);
+    g.set_constant(id, std::move(t));
+    return id;
+  };
+  auto val = [&](const std::string& name) { return g.add_value(name); };
+  auto add = [&](const std::string& op, std::vector<ir::ValueId> in, const std::string& out,
+                 std::map<std::string, Attribute> attrs = {}) {
+    ir::ValueId v = val(out);
+    g.nodes.push_back(node(op, std::move(in), v, std::move(attrs)));
+    return v;
+  };
+  auto input = [&](const std::string& name) {
+    ir::ValueId id = g.add_value(name, DataType::kFloat32, {1, -1, kModel}, true);
+    g.inputs.push_back(id);
+    b.inputs.push_back(id);
+    return id;
+  };
+  auto length = [&](ir::ValueId x, const std::string& p) {  // Unsqueeze(Gather(Shape(x), 1)): [t]
+    ir::ValueId t = add("Gather", {add("Shape", {x}, p + "shape"), constant(p + "one", i64({}, {1}))}, p + "t");
+    return add("Unsqueeze", {t, constant(p + "axis0", i64({1}, {0}))}, p + "t1");
+  };
+  auto heads = [&](ir::ValueId x, ir::ValueId t1, const std::string& name, uint32_t seed) {
+    ir::ValueId w = constant(name + "_w", f32({kModel, kModel}, random_values(kModel * kModel, seed)));
+    ir::ValueId shape = add("Concat", {constant(name + "_b", i64({1}, {1})), t1, constant(name + "_hd", i64({2}, {kHeads, -1}))},
+                            name + "_shape", {{"axis", Attribute::make_int(0)}});
+    ir::ValueId r = add("Reshape", {add("MatMul", {x, w}, name + "_proj"), shape}, name + "_heads");
+    return add("Transpose", {r}, name, {{"perm", Attribute::make_ints({0, 2, 1, 3})}});
+  };
+  ir::ValueId x = input("x"), t1 = length(x, "x");
+  ir::ValueId kx = o.other_keys ? input("kx") : x, kt1 = o.other_keys ? length(kx, "kx") : t1;
+  ir::ValueId q = heads(x, t1, "q", 11), k = heads(kx, kt1, "k", 12), v = heads(kx, kt1, "v", 13);
+  std::vector<uint8_t> tri;
+  for (int64_t i = 0; i < kN; ++i)
+    for (int64_t j = 0; j < kN; ++j) tri.push_back(o.triangle ? j <= i : j >= i);
+  ir::ValueId c = constant("causal", Tensor::from_vector(DataType::kBool, {kN, kN}, tri));
+  ir::ValueId sliced;
+  if (o.two_slices) {
+    ir::ValueId starts = constant("starts", i64({1}, {o.start}));
+    ir::ValueId rows = add("Slice", {c, starts, t1, constant("ax0", i64({1}, {0}))}, "rows");
+    sliced = add("Slice", {rows, starts, t1, constant("ax1", i64({1}, {1})), constant("step", i64({1}, {1}))}, "sliced");
+  } else {
+    ir::ValueId ends = add("Concat", {t1, t1}, "ends", {{"axis", Attribute::make_int(0)}});
+    sliced = add("Slice", {c, constant("starts", i64({2}, {o.start, o.start})), ends, constant("axes", i64({2}, {0, 1}))},
+                 "sliced");
+  }
+  ir::ValueId mask = add("Not", {sliced}, "mask");
+  ir::ValueId kt = add("Transpose", {k}, "kt", {{"perm", Attribute::make_ints({0, 1, 3, 2})}});
+  ir::ValueId s = add("Mul", {add("MatMul", {q, kt}, "scores"), constant("scale", f32({}, {0.5f}))}, "scaled");
+  ir::ValueId w = add("Where", {mask, constant("fill", f32({}, {-1e4f})), s}, "masked");
+  ir::ValueId y = add("MatMul", {add("Softmax", {w}, "probs", {{"axis", Attribute::make_int(-1)}}), v}, "y");
+  g.outputs = {y};
+  EXPECT_TRUE(ir::infer_shapes(g).ok());
+  return b;
+}
+
+void set_length(Built& b, int64_t t) {
+  b.values.clear();
+  for (size_t i = 0; i < b.inputs.size(); ++i)
+    b.values.push_back(f32({1, t, kModel}, random_values(t * kModel, static_cast<uint32_t>(20 + i))));
+}
+
+TEST(AttentionFusionSlicedCausal, SliceOfTriangleBecomesCausalAtEveryLength) {
+  for (bool two : {false, true}) {
+    SCOPED_TRACE(two ? "two slices" : "one slice");
+    Built b = build_sliced({.two_slices = two});
+    std::vector<std::vector<float>> want;
+    for (int64_t t : {3, 7}) {
+      set_length(b, t);
+      want.push_back(values_f32(interpret(b)));
+    }
+    ASSERT_EQ(fuse_attention(b.g), 1u);
+    const ir::Node* a = find_op(b.g, "Attention");
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->attr_int("causal", 0).value(), 1);
+    EXPECT_EQ(a->inputs.size(), 3u);  // no mask
+    EXPECT_FALSE(a->has_attr("mask_fill"));
+    for (const char* gone : {"Where", "Not", "Slice"}) EXPECT_EQ(find_op(b.g, gone), nullptr) << gone;
+    ASSERT_TRUE(ir::infer_shapes(b.g).ok());
+    for (size_t i = 0; i < 2; ++i) {
+      set_length(b, i == 0 ? 3 : 7);
+      expect_close(values_f32(interpret(b)), want[i]);
+    }
+  }
+}
+
+TEST(AttentionFusionSlicedCausal, OtherMasksStayRunTimeMasks) {
+  auto not_causal = [](Sliced o, const char* why) {
+    Built b = build_sliced(o);
+    ASSERT_EQ(fuse_attention(b.g), 1u) << why;
+    const ir::Node* a = find_op(b.g, "Attention");
+    ASSERT_NE(a, nullptr) << why;
+    EXPECT_EQ(a->attr_int("causal", 0).value(), 0) << why;
+    EXPECT_EQ(a->inputs.size(), 4u) << why;
+  };
+  not_causal({.triangle = false}, "upper triangle");
+  not_causal({.two_slices = true, .triangle = false}, "upper triangle, two slices");
+  not_causal({.start = 1}, "slice starts at [1, 1]");
+  not_causal({.two_slices = true, .start = 1}, "slices start at 1");
+  not_causal({.other_keys = true}, "keys of another length");
+}
+
+// The same graph as an ONNX model (x: [1, "t", kModel]), built with a profile t in [1, kN] and run
+// by the CPU runtime at two lengths: one Attention step, the unfused graph's results.
+TEST(AttentionFusionSlicedCausal, EndToEndWithDynamicLength) {
+  Built b = build_sliced({.two_slices = true});
+  const ir::Graph& g = b.g;
+  onnx::ModelProto m = make_model();
+  auto* gp = m.mutable_graph();
+  add_input(gp, "x", onnx::TensorProto_DataType_FLOAT, {int64_t{1}, std::string("t"), kModel});
+  add_output(gp, "y", onnx::TensorProto_DataType_FLOAT, {int64_t{1}, kHeads, std::string("t"), int64_t{kModel / kHeads}});
+  for (const auto& [id, t] : g.constants) {
+    onnx::TensorProto* init = gp->add_initializer();
+    init->set_name(g.value(id).name);
+    init->set_data_type(t.dtype() == DataType::kFloat32 ? onnx::TensorProto_DataType_FLOAT
+                        : t.dtype() == DataType::kInt64 ? onnx::TensorProto_DataType_INT64
+                                                        : onnx::TensorProto_DataType_BOOL);
+    for (int64_t d : t.dims()) init->add_dims(d);
+    init->set_raw_data(t.data(), t.nbytes());
+  }
+  for (const ir::Node& n : g.nodes) {
+    std::vector<std::string> in;
+    for (ir::ValueId v : n.inputs) in.push_back(g.value(v).name);
+    auto* on = add_node(gp, n.op_type, n.name, in, {g.value(n.outputs[0]).name});
+    for (const auto& [key, a] : n.attrs) {
+      auto* oa = on->add_attribute();
+      oa->set_name(key);
+      if (a.kind == Attribute::Kind::kInt) oa->set_type(onnx::AttributeProto_AttributeType_INT), oa->set_i(a.i);
+      else oa->set_type(onnx::AttributeProto_AttributeType_INTS);
+      for (int64_t i : a.ints) oa->add_ints(i);
+    }
+  }
+  TempDir dir;
+  write_file(dir.path() / "model.onnx", serialize(m));
+  BuilderConfig config;
+  config.profiles["x"] = {{1, 1, kModel}, {1, 4, kModel}, {1, kN, kModel}};
+  auto bytes = build_plan_from_onnx(dir.file("model.onnx"), config);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto plan = plan::read_plan_bytes(bytes->data(), bytes->size(), nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  int attention = -1;
+  for (size_t i = 0; i < plan->data.steps.size(); ++i)
+    if (plan->data.steps[i].op_type == "Attention") attention = static_cast<int>(i);
+  ASSERT_GE(attention, 0);
+  EXPECT_EQ(plan->data.steps[attention].attr_int("causal", 0).value(), 1);
+  EXPECT_EQ(plan->data.steps[attention].inputs.size(), 3u);
+  for (const auto& step : plan->data.steps) EXPECT_NE(step.op_type, "Slice");  // the mask is gone
+
+  CpuRun run = load_on_cpu(std::move(bytes).value());
+  ASSERT_NE(run.ctx, nullptr);
+  auto& ctx = run.ctx;
+  for (int64_t t : {3, 7}) {
+    set_length(b, t);
+    const std::vector<float> want = values_f32(interpret(b)), x = values_f32(b.values[0]);
+    ASSERT_TRUE(ctx->set_input_shape("x", {1, t, kModel}).ok());
+    ASSERT_TRUE(ctx->set_tensor_address("x", const_cast<float*>(x.data()), x.size() * 4).ok());
+    std::vector<float> y(want.size());
+    ASSERT_TRUE(ctx->set_tensor_address("y", y.data(), y.size() * 4).ok());
+    Status st = ctx->execute();
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    expect_close(y, want);
+  }
 }
 
 }  // namespace
