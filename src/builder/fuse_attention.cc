@@ -15,6 +15,8 @@
 #include <cmath>
 #include <map>
 
+#include <cstdlib>
+
 #include "builder/fusion.h"
 #include "builder/passes.h"
 #include "ops/attention.h"
@@ -467,6 +469,8 @@ bool fits(const ir::Graph& g, const Match& m, const ir::Node& root) {
 }  // namespace
 
 size_t fuse_attention(ir::Graph& g) {
+  // Diagnostic switch for comparing the fused kernel with the unfused MatMul-Softmax-MatMul path.
+  if (const char* off = std::getenv("STREAMRT_NO_ATTENTION_FUSION"); off && *off && std::string(off) != "0") return 0;
   size_t fused = 0;
   bool left_dead = false;
   std::vector<std::pair<ir::ValueId, ir::ValueId>> to_invert;  // (fused output, constant mask)

@@ -143,6 +143,12 @@ Status CudaContext::run_host_step(size_t index) {
   for (size_t k = 0; k < step.inputs.size(); ++k) {
     int32_t v = step.inputs[k];
     if (v < 0) continue;
+    if (host_[v].empty() && dev_[v].present() && reads_dims_only(step, k)) {
+      // Shape / Size of a device tensor: its dims are enough, no copy (and no sync: capturable).
+      infos[k] = {dev_[v].dtype, dev_[v].dims, true, nullptr};
+      in_refs[k] = {dev_[v].dtype, dev_[v].dims, nullptr};
+      continue;
+    }
     SRT_RETURN_IF_ERROR(ensure_host(v));
     const Tensor& h = host_[v];
     infos[k] = {h.dtype(), h.dims(), true, &h};

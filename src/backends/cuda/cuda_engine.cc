@@ -13,11 +13,11 @@ CudaEngineState::~CudaEngineState() {
   if (pinned) cudaFreeHost(pinned);
 }
 
-namespace {
-// Shape and Size read only their input's dims, never its contents.
 bool reads_dims_only(const ir::Node& step, size_t input) {
   return input == 0 && step.domain.empty() && (step.op_type == "Shape" || step.op_type == "Size");
 }
+
+namespace {
 
 // Weights some device step reads.
 std::vector<uint8_t> device_weights(const EngineState& es, const CudaEngineState& ces) {

@@ -45,6 +45,9 @@ struct CudaEngineState {
   uint64_t scratch_bytes() const { return streamed_steps.empty() ? 0 : kStreamSlots * slot_bytes; }
 };
 
+// Shape and Size read only their input's dims, never its contents.
+bool reads_dims_only(const ir::Node& step, size_t input);
+
 // Decides host vs device placement of the steps (see host_step above).
 void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::string>* fallbacks);
 
