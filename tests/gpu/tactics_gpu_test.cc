@@ -14,7 +14,7 @@ namespace streamrt {
 namespace {
 
 using builder::LtAlgoRecord;
-using testing::GemmModel;
+using testing::TacticGemmModel;
 using testing::TempDir;
 
 // Largest |got - want| / (atol + rtol * |want|): at most 1 when every element is within tolerance.
@@ -96,7 +96,7 @@ class GpuTactics : public ::testing::Test {
   }
 
   TempDir dir;
-  GemmModel model{256, 384, 192};
+  TacticGemmModel model{256, 384, 192};
   std::string model_path = model.write(dir);
 };
 

@@ -12,7 +12,7 @@ namespace streamrt {
 namespace {
 
 using builder::LtAlgoRecord;
-using testing::GemmModel;
+using testing::TacticGemmModel;
 using testing::TempDir;
 
 LtAlgoRecord sample_record() {
@@ -137,7 +137,7 @@ TEST(TacticRecord, DescribeForInspect) {
 class TacticPlan : public ::testing::Test {
  protected:
   TempDir dir;
-  GemmModel model{16, 12, 8};
+  TacticGemmModel model{16, 12, 8};
 
   std::vector<uint8_t> build_cpu(BuilderConfig config = {}) {
     config.device = DeviceType::kCpu;

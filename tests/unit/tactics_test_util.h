@@ -23,12 +23,12 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed) {
 
 // Y = Gemm(MatMul(X, W1), W2, C, transB = 1): X f32[batch, k] (batch dynamic), W1 [k, h],
 // W2 [n, h], C [n]; weights random.
-struct GemmModel {
+struct TacticGemmModel {
   int64_t k = 0, h = 0, n = 0;
   std::vector<float> w1, w2, c;
 
   // Weights scaled by 1 / sqrt(fan-in), so outputs stay near 1 whatever the sizes.
-  GemmModel(int64_t k_, int64_t h_, int64_t n_) : k(k_), h(h_), n(n_) {
+  TacticGemmModel(int64_t k_, int64_t h_, int64_t n_) : k(k_), h(h_), n(n_) {
     w1 = random_floats(static_cast<size_t>(k * h), 1);
     w2 = random_floats(static_cast<size_t>(n * h), 2);
     c = random_floats(static_cast<size_t>(n), 3);
