@@ -16,7 +16,7 @@
 namespace streamrt {
 namespace {
 
-using testing::TacticGemmModel;
+using testing::GemmModel;
 using testing::TempDir;
 
 struct Case {
@@ -27,7 +27,7 @@ struct Case {
 };
 
 // y of a CUDA engine built from `a` and refitted with `b`'s weights, on x f32[2, in].
-std::vector<float> refitted_run(const Case& c, TacticGemmModel& a, TacticGemmModel& b, const std::vector<float>& x) {
+std::vector<float> refitted_run(const Case& c, GemmModel& a, GemmModel& b, const std::vector<float>& x) {
   TempDir dir;
   a.write(dir.file("a.onnx"));
   b.write(dir.file("b.onnx"));
@@ -70,7 +70,7 @@ std::vector<float> refitted_run(const Case& c, TacticGemmModel& a, TacticGemmMod
 }
 
 void expect_b(const Case& c) {
-  TacticGemmModel a, b;
+  GemmModel a, b;
   a.in = b.in = 256;
   a.out = b.out = 128;
   b.seed = 17;
