@@ -278,3 +278,5 @@ streamrt_cli_test(inspect_budget pass "resident: .* streamed per run: .* scratch
   FIXTURES_REQUIRED cli_mlp_ws_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget 50%)
 streamrt_cli_test(inspect_budget_not_streamable fail "InvalidArgument: plan .* has no streamable weights"
   FIXTURES_REQUIRED cli_mlp_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_profile.plan --budget 0)
+streamrt_cli_test(inspect_budget_malformed fail "InvalidArgument: invalid weight-streaming budget \"8 GiB\""
+  FIXTURES_REQUIRED cli_mlp_ws_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget "8 GiB")

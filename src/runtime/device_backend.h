@@ -45,15 +45,15 @@ class DeviceBackend {
   // Weight streaming: applies es.budget (resident set, device copies); kOutOfMemory when the
   // resident weights do not fit. Called with no context alive.
   virtual Status apply_weight_budget(EngineState&) { return ok_status(); }
-  // Device bytes each context needs for streamed weights at es.budget.
-  virtual uint64_t weight_scratch_size(const EngineState&) const { return 0; }
   // Refit: es.plan.data.weight_data[i] (and es.graph's constants) hold new values for every i in
   // `changed`; refresh whatever the backend keeps of them (device copies, streamed copies).
   // Called with no context alive; a stripped engine may still miss weights
   // (es.plan.data.weights_stripped). The CPU reads weight_data at each run: nothing to do.
   virtual Status refit_weights(EngineState&, const std::vector<int32_t>& /*changed*/) { return ok_status(); }
-  // Which streamable weights stay resident at es.budget (for inspect and reports).
-  virtual ResidencyPlan residency(const EngineState&) const { return {}; }
+  // Which streamable weights would stay resident at `budget`, with this device's step
+  // estimates; scratch per context = stream_slots() x slot_bytes when anything streams.
+  virtual ResidencyPlan residency(const EngineState&, uint64_t /*budget*/) const { return {}; }
+  virtual int stream_slots() const { return 0; }
   // Bytes of device memory free now (for the automatic budget).
   virtual uint64_t free_memory() const = 0;
   // Plain memory on the device, for DeviceBuffer (tools, tests, users without their own).

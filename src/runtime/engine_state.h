@@ -23,6 +23,7 @@ struct EngineState {
   // Weight streaming: bytes of streamable weights and the budget in force.
   uint64_t streamable_bytes = 0;
   uint64_t budget = 0;
+  uint64_t scratch_bytes = 0;  // per context, at `budget` (set when a budget is applied)
   std::atomic<size_t> live_contexts{0};
   std::mutex mutex;  // guards budget changes against context creation
 };

@@ -20,16 +20,26 @@ namespace {
 // Safety margin kept free by the automatic budget (allocator slack, library workspaces).
 constexpr uint64_t kAutoBudgetMargin = 256ull << 20;
 
+// Device bytes each context needs for streamed weights at `budget`.
+uint64_t scratch_at(const EngineState& es, uint64_t budget) {
+  const DeviceBackend* b = find_device_backend(es.device);
+  ResidencyPlan rp = b->residency(es, budget);
+  return rp.streamed_bytes > 0 ? static_cast<uint64_t>(b->stream_slots()) * rp.slot_bytes : 0;
+}
+
+// Applies es.budget on the device and records the scratch it implies.
+Status apply_budget(EngineState& es) {
+  SRT_RETURN_IF_ERROR(find_device_backend(es.device)->apply_weight_budget(es));
+  es.scratch_bytes = scratch_at(es, es.budget);
+  return ok_status();
+}
+
 uint64_t automatic_budget(const EngineState& es) {
   if (es.streamable_bytes == 0) return 0;
   const DeviceBackend* b = find_device_backend(es.device);
   // Non-streamable weights are in device memory once the engine is prepared, so what is free
   // now already excludes them. Scratch at budget 0 is the most any budget needs.
-  EngineState& mut = const_cast<EngineState&>(es);
-  uint64_t saved = mut.budget;
-  mut.budget = 0;
-  uint64_t scratch = b->weight_scratch_size(es);
-  mut.budget = saved;
+  uint64_t scratch = scratch_at(es, 0);
   uint64_t need = es.plan.data.arena_size + scratch + kAutoBudgetMargin;
   uint64_t free = b->free_memory();
   // Weights resident now count as available to the new budget.
@@ -42,14 +52,13 @@ uint64_t automatic_budget(const EngineState& es) {
 // retries with budget 0 before failing.
 Status apply_initial_budget(EngineState& es) {
   if (es.streamable_bytes == 0) return ok_status();
-  DeviceBackend* b = find_device_backend(es.device);
   es.budget = automatic_budget(es);
-  Status st = b->apply_weight_budget(es);
+  Status st = apply_budget(es);
   if (st.ok() || st.code() != StatusCode::kOutOfMemory || es.budget == 0) return st;
   log_warning("engine '" + es.plan.data.name + "': automatic weight-streaming budget " + std::to_string(es.budget) +
               " bytes did not fit (" + st.message() + "); streaming every streamable weight");
   es.budget = 0;
-  return b->apply_weight_budget(es);
+  return apply_budget(es);
 }
 
 Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceType device) {
@@ -118,10 +127,7 @@ uint64_t Engine::streamable_weights_size() const { return state_->streamable_byt
 uint64_t Engine::weight_streaming_budget() const { return state_->budget; }
 uint64_t Engine::weight_streaming_automatic_budget() const { return automatic_budget(*state_); }
 
-uint64_t Engine::weight_streaming_scratch_size() const {
-  if (state_->streamable_bytes == 0) return 0;
-  return find_device_backend(state_->device)->weight_scratch_size(*state_);
-}
+uint64_t Engine::weight_streaming_scratch_size() const { return state_->scratch_bytes; }
 
 Status Engine::set_weight_streaming_budget(uint64_t bytes) {
   EngineState& es = *state_;
@@ -133,10 +139,10 @@ Status Engine::set_weight_streaming_budget(uint64_t bytes) {
                          "context exists (" + std::to_string(es.live_contexts.load()) + " alive)");
   uint64_t previous = es.budget;
   es.budget = std::min(bytes, es.streamable_bytes);
-  Status st = find_device_backend(es.device)->apply_weight_budget(es);
+  Status st = apply_budget(es);
   if (!st.ok()) {
     es.budget = previous;
-    Status restore = find_device_backend(es.device)->apply_weight_budget(es);
+    Status restore = apply_budget(es);
     if (!restore.ok()) log_warning("engine '" + name() + "': restoring the previous budget failed: " + restore.message());
     return st.with_context("engine '" + name() + "': weight-streaming budget " + std::to_string(bytes));
   }

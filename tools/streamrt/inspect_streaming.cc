@@ -18,7 +18,7 @@ Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::
   uint64_t bytes = resolve_budget(spec, streamable, engine->weight_streaming_automatic_budget());
   SRT_RETURN_IF_ERROR(engine->set_weight_streaming_budget(bytes));
   const EngineState& es = engine->state();
-  ResidencyPlan rp = find_device_backend(device)->residency(es);
+  ResidencyPlan rp = find_device_backend(device)->residency(es, es.budget);
   nlohmann::json resident = nlohmann::json::array(), streamed = nlohmann::json::array();
   for (size_t w = 0; w < es.plan.data.weights.size(); ++w) {
     const auto& e = es.plan.data.weights[w];

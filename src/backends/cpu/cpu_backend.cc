@@ -108,8 +108,10 @@ class CpuBackend final : public DeviceBackend {
   plan::DeviceInfo info() const override { return {plan::DeviceKind::kCpu, 0, 0, "cpu"}; }
   Status prepare_engine(EngineState&) override { return ok_status(); }
   Status apply_weight_budget(EngineState& es) override { return cpu::apply_cpu_weight_budget(es); }
-  uint64_t weight_scratch_size(const EngineState& es) const override { return cpu::cpu_weight_scratch_size(es); }
-  ResidencyPlan residency(const EngineState& es) const override { return cpu::cpu_residency(es); }
+  ResidencyPlan residency(const EngineState& es, uint64_t budget) const override {
+    return cpu::cpu_residency(es, budget);
+  }
+  int stream_slots() const override { return 2; }
   Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) override {
     return std::unique_ptr<ContextImpl>(new CpuContext(std::move(engine)));
   }

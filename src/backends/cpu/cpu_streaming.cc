@@ -50,7 +50,8 @@ Status apply_cpu_weight_budget(EngineState& es) {
   auto st = std::make_shared<CpuEngineState>();
   const plan::PlanData& p = es.plan.data;
   ResidencyInput in = residency_input(p, cpu_profile());
-  st->residency = cpu_residency(es);
+  in.slots = 2;
+  st->residency = plan_residency(in, es.budget);
   st->step_streamed.resize(p.steps.size());
   for (size_t s = 0; s < p.steps.size(); ++s) {
     for (int32_t w : in.step_weights[s])
@@ -65,16 +66,10 @@ Status apply_cpu_weight_budget(EngineState& es) {
   return ok_status();
 }
 
-ResidencyPlan cpu_residency(const EngineState& es) {
+ResidencyPlan cpu_residency(const EngineState& es, uint64_t budget) {
   ResidencyInput in = residency_input(es.plan.data, cpu_profile());
   in.slots = 2;
-  return plan_residency(in, es.budget);
-}
-
-uint64_t cpu_weight_scratch_size(const EngineState& es) {
-  // The step that runs and the one read ahead. Computed from a fresh plan so it answers for
-  // the budget in force even before the engine applied it.
-  return 2 * cpu_residency(es).slot_bytes;
+  return plan_residency(in, budget);
 }
 
 CpuStreamer::CpuStreamer(const EngineState& es) : es_(es), ces_(engine_streaming(es)) {}

@@ -26,8 +26,8 @@ DeviceProfile cpu_profile();
 
 // Plans residency for es.budget and stores a CpuEngineState in es.device_state.
 Status apply_cpu_weight_budget(EngineState& es);
-uint64_t cpu_weight_scratch_size(const EngineState& es);
-ResidencyPlan cpu_residency(const EngineState& es);
+// The residency plan at `budget` (the step that runs and the one read ahead: 2 slots).
+ResidencyPlan cpu_residency(const EngineState& es, uint64_t budget);
 
 // Per-context streaming work around each step.
 class CpuStreamer {

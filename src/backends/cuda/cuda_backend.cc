@@ -57,13 +57,10 @@ class CudaBackend final : public DeviceBackend {
   Status refit_weights(EngineState& es, const std::vector<int32_t>& changed) override {
     return cuda::refit_weights(es, changed);
   }
-  ResidencyPlan residency(const EngineState& es) const override {
-    return plan_cuda_residency(es, *static_cast<const CudaEngineState*>(es.device_state.get()));
+  ResidencyPlan residency(const EngineState& es, uint64_t budget) const override {
+    return plan_cuda_residency(es, *static_cast<const CudaEngineState*>(es.device_state.get()), budget);
   }
-  uint64_t weight_scratch_size(const EngineState& es) const override {
-    ResidencyPlan rp = residency(es);
-    return rp.streamed_bytes > 0 ? kStreamSlots * rp.slot_bytes : 0;
-  }
+  int stream_slots() const override { return kStreamSlots; }
 
   Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) override {
     auto* ces = static_cast<const CudaEngineState*>(engine->state().device_state.get());

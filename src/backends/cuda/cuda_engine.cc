@@ -179,12 +179,12 @@ Status upload_weights(const EngineState& es, CudaEngineState& ces) {
   return pin_streamable(es, ces);
 }
 
-ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces) {
+ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces, uint64_t budget) {
   std::vector<uint8_t> device_step(ces.host_step.size());
   for (size_t s = 0; s < device_step.size(); ++s) device_step[s] = !ces.host_step[s];
   ResidencyInput in = residency_input(es.plan.data, cuda_profile(), device_step);
   in.slots = kStreamSlots;
-  return plan_residency(in, es.budget);
+  return plan_residency(in, budget);
 }
 
 Status apply_budget(const EngineState& es, CudaEngineState& ces) {
@@ -195,7 +195,7 @@ Status apply_budget(const EngineState& es, CudaEngineState& ces) {
   }
   for (size_t i = 0; i < p.weights.size(); ++i)
     if (p.weights[i].streamable) ces.weight_dev[i] = nullptr;
-  ces.residency = plan_cuda_residency(es, ces);
+  ces.residency = plan_cuda_residency(es, ces, es.budget);
   if (p.weights_stripped) return ok_status();  // no weights to place until refit
   SRT_RETURN_IF_ERROR(upload_block(es, ces, ces.residency.resident, &ces.resident, &ces.resident_bytes));
   ces.step_streamed.assign(p.steps.size(), {});

@@ -55,8 +55,8 @@ void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::s
 // reads streamable ones into pinned host memory.
 Status upload_weights(const EngineState& es, CudaEngineState& ces);
 
-// The residency plan for es.budget on this GPU.
-ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces);
+// The residency plan at `budget` on this GPU.
+ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces, uint64_t budget);
 // Applies es.budget: the resident set's device block and each step's streamed weights.
 Status apply_budget(const EngineState& es, CudaEngineState& ces);
 
