@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Engine cache: build time cold vs cache hit, on the CPU, for the real-model fixtures.
+"""Engine cache: build time cold vs cache hit, for the real-model fixtures (or given models).
 
 For each model in tests/fixtures/models it times `streamrt build` (median of --repeat runs):
   plain  no cache
@@ -10,7 +10,10 @@ or load+refit, write the plan; wall time, fsyncs included) and, after the slash,
 time (user + system) of the whole process. On a shared machine wall times vary with its load: the
 minimum and CPU times are the steadier measures.
 
-Usage: bench/cache_bench.py [--streamrt build/bin/streamrt] [--repeat 7]
+Usage: bench/cache_bench.py [--streamrt build/bin/streamrt] [--repeat 7] [--device cpu|cuda]
+                            [--model NAME=PATH[:build options]]...
+  --model replaces the fixture list (e.g. --model "llama=/tmp/llama.onnx:--fp16"; options are split on
+  spaces). On the GPU the build times include tactic timing, which a hit skips.
 """
 import argparse
 import os
@@ -32,8 +35,8 @@ MODELS = {  # name -> build options (inputs with dynamic dims get a profile)
 }
 
 
-def build(streamrt, model, opts, out, extra):
-    cmd = [streamrt, "build", model, "-o", out, "--device", "cpu", *opts, *extra]
+def build(streamrt, model, opts, out, extra, device):
+    cmd = [streamrt, "build", model, "-o", out, "--device", device, *opts, *extra]
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, capture_output=True, text=True)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -49,31 +52,42 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--streamrt", default=os.path.join(ROOT, "build", "bin", "streamrt"))
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--model", action="append", default=[], metavar="NAME=PATH[:OPTIONS]")
     args = ap.parse_args()
+    models = {}
+    for spec in args.model:
+        name, _, rest = spec.partition("=")
+        path, _, opts = rest.partition(":")
+        if not name or not os.path.isfile(path):
+            sys.exit(f"--model {spec!r}: expected NAME=PATH[:OPTIONS] with an existing PATH")
+        models[name] = (path, opts.split())
+    if not models:
+        models = {n: (os.path.join(ROOT, "tests", "fixtures", "models", n, "model.onnx"), o) for n, o in MODELS.items()}
     tmp = tempfile.mkdtemp(prefix="streamrt_cache_bench_")
     rows = []
     try:
-        for name, opts in MODELS.items():
-            model = os.path.join(ROOT, "tests", "fixtures", "models", name, "model.onnx")
+        for name, (model, opts) in models.items():
             out = os.path.join(tmp, name + ".plan")
             times = {"plain": [], "miss": [], "hit": []}
             for r in range(args.repeat):
-                times["plain"].append(build(args.streamrt, model, opts, out, [])[:2])
+                times["plain"].append(build(args.streamrt, model, opts, out, [], args.device)[:2])
                 cache = os.path.join(tmp, f"cache_{name}_{r}")
-                t, w, hit, _ = build(args.streamrt, model, opts, out, ["--cache-dir", cache])
+                t, w, hit, _ = build(args.streamrt, model, opts, out, ["--cache-dir", cache], args.device)
                 assert not hit, "a fresh cache hit"
                 times["miss"].append((t, w))
-                t, w, hit, log = build(args.streamrt, model, opts, out, ["--cache-dir", cache])
+                t, w, hit, log = build(args.streamrt, model, opts, out, ["--cache-dir", cache], args.device)
                 assert hit, "the warm cache missed:\n" + log
                 times["hit"].append((t, w))
                 shutil.rmtree(cache)
-            size = os.path.getsize(model) / 2**20
+            size = sum(os.path.getsize(os.path.join(os.path.dirname(model), f)) for f in os.listdir(os.path.dirname(model))
+                       if f == os.path.basename(model) or f.endswith(".data")) / 2**20
             med = {k: (min(a for a, _ in v), statistics.median(b for _, b in v)) for k, v in times.items()}
             rows.append((name, size, med))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"build on the CPU, {args.repeat} runs each: fastest CLI-reported build ms / median process CPU ms\n")
-    print("| model | ONNX MiB | plain build | cache miss (cold) | cache hit | hit / miss |")
+    print(f"build on {args.device}, {args.repeat} runs each: fastest CLI-reported build ms / median process CPU ms\n")
+    print("| model | ONNX (+data) MiB | plain build | cache miss (cold) | cache hit | hit / miss |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, size, med in rows:
         cell = lambda k: f"{med[k][0]:.1f} / {med[k][1]:.0f}"

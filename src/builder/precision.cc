@@ -12,8 +12,9 @@ Result<Tensor> convert_tensor(const Tensor& t, DataType target) {
   SRT_ASSIGN_OR_RETURN(Tensor out, Tensor::allocate(target, t.dims()));
   const float* src = t.data_as<float>();
   uint16_t* dst = out.mutable_data_as<uint16_t>();
-  for (int64_t i = 0, n = t.numel(); i < n; ++i)
-    dst[i] = target == DataType::kFloat16 ? Half::from_float(src[i]) : BFloat16::from_float(src[i]);
+  const size_t n = static_cast<size_t>(t.numel());
+  if (target == DataType::kFloat16) floats_to_half(src, dst, n);
+  else floats_to_bfloat16(src, dst, n);
   return out;
 }
 

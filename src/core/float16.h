@@ -1,6 +1,7 @@
 // IEEE half and bfloat16 storage types with float conversion (round to nearest even).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -83,5 +84,10 @@ struct BFloat16 {
 };
 
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2);
+
+// Bulk conversions, bit-identical to the per-value ones above (the builder converts whole
+// models: F16C instructions where the CPU has them).
+void floats_to_half(const float* src, uint16_t* dst, size_t n);
+void floats_to_bfloat16(const float* src, uint16_t* dst, size_t n);
 
 }  // namespace streamrt

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "core/float16.h"
 #include "core/tensor.h"
@@ -80,6 +82,25 @@ TEST(Float16, RoundTripsAndRounds) {
   EXPECT_EQ(BFloat16::to_float(BFloat16::from_float(1.f)), 1.f);
   EXPECT_EQ(BFloat16::to_float(BFloat16::from_float(3.140625f)), 3.140625f);
   EXPECT_TRUE(std::isnan(BFloat16::to_float(BFloat16::from_float(NAN))));
+}
+
+// The bulk conversions (F16C where the CPU has it) agree bit for bit with the per-value ones, over
+// every float16 boundary case and a sweep of bit patterns (NaNs, denormals, ties, overflow).
+TEST(Float16, BulkConversionMatchesScalar) {
+  std::vector<float> v = {0.f, -0.f, 1.f, 65504.f, 65520.f, 1e6f, -INFINITY, NAN, -NAN, 5.9604645e-08f,
+                          2.9802322e-08f, 1.f + 0.00048828125f, 1.f + 0.0014648438f};
+  for (uint32_t bits = 0; bits < 0xffffffffu - 65521u; bits += 65521u) {  // a prime stride over all patterns
+    float f;
+    std::memcpy(&f, &bits, 4);
+    v.push_back(f);
+  }
+  std::vector<uint16_t> h(v.size()), b(v.size());
+  floats_to_half(v.data(), h.data(), v.size());
+  floats_to_bfloat16(v.data(), b.data(), v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_EQ(h[i], Half::from_float(v[i])) << "value " << i << " = " << v[i];
+    ASSERT_EQ(b[i], BFloat16::from_float(v[i])) << "value " << i << " = " << v[i];
+  }
 }
 
 TEST(Tensor, AllocateViewReshape) {
