@@ -186,15 +186,16 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 // Four 8x8 16-bit matrices; lanes 8i..8i+7 give the row addresses of matrix i. Without .trans a
 // lane gets (row lane/4, columns 2(lane%4), +1) of each; with .trans (rows 2(lane%4), +1, column
 // lane/4), which is the B fragment of mma.m16n8k16 when the rows run along N.
+template <bool kTrans>
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
+  if constexpr (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
 }
 // 16 bytes global -> shared without passing through registers; `valid` false writes zeros.
 __device__ __forceinline__ void cp_async16(uint16_t* dst, const uint16_t* src, bool valid) {
@@ -284,8 +285,8 @@ __device__ __forceinline__ void scores_tile(float (&s)[kBc / 8][4], const uint32
       // then of block nb + 1.
       const int key = (nb + mi / 2) * 8, dim = kc * 16 + (mi % 2) * 8;
       uint32_t b[4];
-      if (trans) ldmatrix_x4_trans(b, ks + (dim + r) * Smem<kD>::kTransLd + key);
-      else ldmatrix_x4(b, ks + (key + r) * Smem<kD>::kRowLd + dim);
+      if (trans) ldmatrix_x4<true>(b, ks + (dim + r) * Smem<kD>::kTransLd + key);
+      else ldmatrix_x4<false>(b, ks + (key + r) * Smem<kD>::kRowLd + dim);
       mma_16816<T>(s[nb], qf[kc], b[0], b[1]);
       mma_16816<T>(s[nb + 1], qf[kc], b[2], b[3]);
     }
@@ -307,7 +308,7 @@ __device__ __forceinline__ void accumulate_tile(float (&acc)[kD / 8][4], const f
     for (int nb = 0; nb < kD / 8; nb += 2) {
       // Matrix mi: keys 16kc + 8(mi%2).., dims 8(nb + mi/2)..; transposed, rows run along N.
       uint32_t b[4];
-      ldmatrix_x4_trans(b, vs + (kc * 16 + (mi % 2) * 8 + r) * Smem<kD>::kRowLd + (nb + mi / 2) * 8);
+      ldmatrix_x4<true>(b, vs + (kc * 16 + (mi % 2) * 8 + r) * Smem<kD>::kRowLd + (nb + mi / 2) * 8);
       mma_16816<T>(acc[nb], pa, b[0], b[1]);
       mma_16816<T>(acc[nb + 1], pa, b[2], b[3]);
     }
