@@ -213,7 +213,25 @@ std::vector<uint8_t> interleaved_resident(const ResidencyInput& in, uint64_t bud
 
 }  // namespace
 
-ResidencyPlan plan_residency(const ResidencyInput& in, uint64_t budget) {
+namespace {
+
+bool is_zero_copy(const ResidencyInput& in, size_t w) { return w < in.zero_copy.size() && in.zero_copy[w]; }
+
+// The input without its zero-copy weights: they cost the simulated run nothing.
+ResidencyInput without_zero_copy(const ResidencyInput& in) {
+  ResidencyInput out = in;
+  for (auto& list : out.step_weights)
+    list.erase(std::remove_if(list.begin(), list.end(), [&](int32_t w) { return is_zero_copy(in, w); }), list.end());
+  out.zero_copy.clear();
+  return out;
+}
+
+}  // namespace
+
+ResidencyPlan plan_residency(const ResidencyInput& in_all, uint64_t budget) {
+  const bool any_zero_copy = std::any_of(in_all.zero_copy.begin(), in_all.zero_copy.end(), [](uint8_t z) { return z; });
+  const ResidencyInput stripped = any_zero_copy ? without_zero_copy(in_all) : ResidencyInput{};
+  const ResidencyInput& in = any_zero_copy ? stripped : in_all;
   const size_t nw = in.weight_bytes.size();
   std::vector<uint8_t> all(nw, 1);
   const double base_max = std::max(simulate_run(in, all), 1e-12);
@@ -222,12 +240,26 @@ ResidencyPlan plan_residency(const ResidencyInput& in, uint64_t budget) {
     return simulate_run(in, r) / base_max + simulate_run(in, r, true) / base_small;
   };
   std::vector<uint8_t> greedy = greedy_resident(in, budget), interleaved = interleaved_resident(in, budget);
-  const std::vector<uint8_t>& resident = score(interleaved) <= score(greedy) ? interleaved : greedy;
+  std::vector<uint8_t> resident = score(interleaved) <= score(greedy) ? interleaved : greedy;
 
   ResidencyPlan out;
-  out.resident = resident;
   for (size_t w = 0; w < nw; ++w)
     if (resident[w]) out.resident_bytes += in.weight_bytes[w];
+  if (any_zero_copy) {  // what the budget leaves, largest first
+    std::vector<int32_t> order;
+    for (size_t w = 0; w < nw; ++w)
+      if (is_zero_copy(in_all, w)) order.push_back(static_cast<int32_t>(w));
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return in.weight_bytes[a] > in.weight_bytes[b]; });
+    for (int32_t w : order) {
+      if (out.resident_bytes + in.weight_bytes[w] <= budget) {
+        resident[w] = 1;
+        out.resident_bytes += in.weight_bytes[w];
+      } else {
+        out.zero_copy_bytes += in.weight_bytes[w];
+      }
+    }
+  }
+  out.resident = resident;
   for (size_t s = 0; s < in.step_weights.size(); ++s) {
     out.streamed_bytes += step_stream_bytes(in, s, resident);
     out.slot_bytes = std::max(out.slot_bytes, step_stream_bytes(in, s, resident, true));

@@ -10,6 +10,10 @@
 //  - interleaved: streamed weights spread evenly along the run (every k-th byte streams), so the
 //    copy stream always has a free slot and resident compute in between to hide behind — what a
 //    copy-bound run (decode) needs, where per-byte gains are all equal and greedy cannot tell.
+// Zero-copy weights (a backend's choice: on CUDA, tables that only Gathers read) never stream:
+// outside the budget they are read in place from pinned host memory, so only the rows a run
+// needs cross the bus. They take no slot and no copy time, and get what budget is left once
+// the streamed weights are placed (largest first).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +48,7 @@ struct ResidencyInput {
   std::vector<double> step_seconds_small;         // per plan step, dynamic dims at 1 (may be empty)
   std::vector<std::vector<int32_t>> step_weights;  // per plan step: streamable weights it reads
   std::vector<uint64_t> weight_bytes;             // per plan weight (bytes, counted against the budget)
+  std::vector<uint8_t> zero_copy;                 // per plan weight: read in place when not resident (may be empty)
   DeviceProfile device;
   int slots = 3;
 };
@@ -57,6 +62,7 @@ struct ResidencyPlan {
   std::vector<uint8_t> resident;  // per plan weight: 1 = kept in device memory (streamable ones)
   uint64_t resident_bytes = 0;    // streamable bytes kept resident, <= budget
   uint64_t streamed_bytes = 0;    // bytes copied per run
+  uint64_t zero_copy_bytes = 0;   // streamable bytes read in place from host memory (not copied)
   uint64_t slot_bytes = 0;        // largest per-step streamed bytes, each weight aligned: one ring slot
   double estimated_seconds = 0;   // simulated run time
 };

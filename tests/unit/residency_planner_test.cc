@@ -71,5 +71,37 @@ TEST(ResidencyPlanner, ComputeBoundRunsHideCopiesBehindResidentCompute) {
   EXPECT_LT(simulate_run(in, p.resident), 30 * 400e-6 * 1.02);
 }
 
+// A gather table read in place (zero-copy) never streams: it costs no copy and no slot below the
+// full budget, the streamed weights are planned as if it were not there, and it takes what budget
+// they leave, largest first.
+TEST(ResidencyPlanner, ZeroCopyWeightsNeverStreamAndTakeTheLeftoverBudget) {
+  ResidencyInput in = chain(6, 1000, 1e-6, 1e-7);
+  in.step_weights[0].push_back(6);  // step 0 gathers from a 5000-byte table (weight 6)
+  in.weight_bytes.push_back(5000);
+  in.zero_copy.assign(7, 0);
+  in.zero_copy[6] = 1;
+  for (uint64_t budget : {0ull, 2000ull, 5999ull}) {
+    ResidencyPlan p = plan_residency(in, budget);
+    EXPECT_EQ(p.resident[6], 0) << budget;
+    EXPECT_EQ(p.zero_copy_bytes, 5000u) << budget;
+    EXPECT_EQ(p.resident_bytes, budget / 1000 * 1000) << budget;  // the budget goes to the copied weights
+    EXPECT_EQ(p.resident_bytes + p.streamed_bytes, 6000u) << budget;
+    EXPECT_EQ(p.slot_bytes, p.streamed_bytes ? stream_align(1000) : 0u) << budget;  // the table never takes a slot
+  }
+  ResidencyPlan p = plan_residency(in, 6000 + 4999);  // every copied weight resident, the table does not fit
+  EXPECT_EQ(p.resident_bytes, 6000u);
+  EXPECT_EQ(p.zero_copy_bytes, 5000u);
+  EXPECT_EQ(p.streamed_bytes, 0u);
+  p = plan_residency(in, 11000);  // all of it fits
+  EXPECT_EQ(p.resident[6], 1);
+  EXPECT_EQ(p.resident_bytes, 11000u);
+  EXPECT_EQ(p.zero_copy_bytes, 0u);
+  // Without the flag the same table is an ordinary streamed weight.
+  in.zero_copy.clear();
+  p = plan_residency(in, 0);
+  EXPECT_EQ(p.streamed_bytes, 11000u);
+  EXPECT_EQ(p.slot_bytes, stream_align(1000) + stream_align(5000));
+}
+
 }  // namespace
 }  // namespace streamrt

@@ -179,11 +179,30 @@ Status upload_weights(const EngineState& es, CudaEngineState& ces) {
   return pin_streamable(es, ces);
 }
 
+std::vector<uint8_t> zero_copy_weights(const EngineState& es, const CudaEngineState& ces) {
+  const plan::PlanData& p = es.plan.data;
+  std::vector<uint8_t> zc(p.weights.size(), 0), other(p.weights.size(), 0);
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    if (ces.host_step[s]) continue;
+    const ir::Node& step = p.steps[s];
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      const int32_t v = step.inputs[k];
+      if (v < 0 || p.values[v].kind != plan::ValueEntry::Kind::kWeight) continue;
+      const int32_t w = p.values[v].weight_index;
+      if (step.op_type == "Gather" && step.domain.empty() && k == 0) zc[w] = 1;
+      else other[w] = 1;
+    }
+  }
+  for (size_t w = 0; w < zc.size(); ++w) zc[w] = zc[w] && !other[w] && p.weights[w].streamable;
+  return zc;
+}
+
 ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces, uint64_t budget) {
   std::vector<uint8_t> device_step(ces.host_step.size());
   for (size_t s = 0; s < device_step.size(); ++s) device_step[s] = !ces.host_step[s];
   ResidencyInput in = residency_input(es.plan.data, cuda_profile(), device_step);
   in.slots = kStreamSlots;
+  in.zero_copy = zero_copy_weights(es, ces);
   return plan_residency(in, budget);
 }
 
@@ -202,7 +221,16 @@ Status apply_budget(const EngineState& es, CudaEngineState& ces) {
   ces.step_slot_offset.assign(p.steps.size(), {});
   ces.streamed_steps.clear();
   std::vector<uint8_t> streams(p.weights.size(), 0);
-  for (size_t i = 0; i < p.weights.size(); ++i) streams[i] = p.weights[i].streamable && !ces.residency.resident[i];
+  const std::vector<uint8_t> zero_copy = zero_copy_weights(es, ces);
+  for (size_t i = 0; i < p.weights.size(); ++i) {
+    if (!p.weights[i].streamable || ces.residency.resident[i]) continue;
+    if (zero_copy[i]) {  // the pinned copy as the device sees it (its own address under UVA)
+      if (!ces.host_src[i]) return internal_error("weight '" + p.weights[i].name + "' has no pinned copy to read in place");
+      SRT_CUDA(cudaHostGetDevicePointer(&ces.weight_dev[i], const_cast<void*>(ces.host_src[i]), 0));
+      continue;
+    }
+    streams[i] = 1;
+  }
   for (size_t s = 0; s < p.steps.size(); ++s) {
     if (ces.host_step[s]) continue;
     uint64_t off = 0;

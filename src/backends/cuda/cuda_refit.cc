@@ -31,7 +31,8 @@ Status refit_weights(EngineState& es, const std::vector<int32_t>& changed) {
                             std::to_string(w.size));
     if (static_cast<size_t>(i) < ces->host_src.size() && ces->host_src[i])  // the streamer's source
       std::memcpy(const_cast<void*>(ces->host_src[i]), t.data(), w.size);
-    if (static_cast<size_t>(i) < ces->weight_dev.size() && ces->weight_dev[i])  // fixed or resident copy
+    const bool in_place = static_cast<size_t>(i) < ces->host_src.size() && ces->weight_dev[i] == ces->host_src[i];
+    if (static_cast<size_t>(i) < ces->weight_dev.size() && ces->weight_dev[i] && !in_place)  // fixed or resident copy
       SRT_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ces->weight_dev[i], t.data(), w.size, cudaMemcpyHostToDevice),
                                       "cudaMemcpy (refit)"));
   }
