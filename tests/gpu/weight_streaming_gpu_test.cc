@@ -26,6 +26,19 @@ int64_t used_device_memory() {
   return static_cast<int64_t>(total - free);
 }
 
+// Builds `m` for CUDA (with weight streaming when asked) through a temporary ONNX file.
+std::vector<uint8_t> build_cuda_plan(const onnx::ModelProto& m, bool streaming, const std::string& tag) {
+  auto path = std::filesystem::temp_directory_path() / ("srt_gpu_" + tag + "_" + std::to_string(getpid()) + ".onnx");
+  write_file(path, serialize(m));
+  BuilderConfig c;
+  c.device = DeviceType::kCuda;
+  c.weight_streaming = streaming;
+  auto bytes = build_plan_from_onnx(path.string(), c);
+  std::filesystem::remove(path);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+  return bytes.ok() ? std::move(bytes).value() : std::vector<uint8_t>{};
+}
+
 // 16 MatMuls with [1024, 1024] float16 weights (2 MiB each, 32 MiB in all).
 std::vector<uint8_t> build_chain(bool streaming) {
   onnx::ModelProto m = make_model();
@@ -50,15 +63,7 @@ std::vector<uint8_t> build_chain(bool streaming) {
     add_node(g, "MatMul", "mm" + std::to_string(i), {prev, t.name()}, {out});
     prev = out;
   }
-  auto path = std::filesystem::temp_directory_path() / ("srt_gpu_chain_" + std::to_string(getpid()) + ".onnx");
-  write_file(path, serialize(m));
-  BuilderConfig c;
-  c.device = DeviceType::kCuda;
-  c.weight_streaming = streaming;
-  auto bytes = build_plan_from_onnx(path.string(), c);
-  std::filesystem::remove(path);
-  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
-  return bytes.ok() ? std::move(bytes).value() : std::vector<uint8_t>{};
+  return build_cuda_plan(m, streaming, "chain");
 }
 
 TEST(GpuWeightStreaming, DeviceMemoryStaysWithinBudgetPlusScratch) {
@@ -135,15 +140,7 @@ std::vector<uint8_t> build_embedding_model(bool streaming) {
   add_weight("w", {dim, dim});
   add_node(g, "Gather", "embed", {"table", "ids"}, {"h"});
   add_node(g, "MatMul", "proj", {"h", "w"}, {"y"});
-  auto path = std::filesystem::temp_directory_path() / ("srt_gpu_embed_" + std::to_string(getpid()) + ".onnx");
-  write_file(path, serialize(m));
-  BuilderConfig c;
-  c.device = DeviceType::kCuda;
-  c.weight_streaming = streaming;
-  auto bytes = build_plan_from_onnx(path.string(), c);
-  std::filesystem::remove(path);
-  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
-  return bytes.ok() ? std::move(bytes).value() : std::vector<uint8_t>{};
+  return build_cuda_plan(m, streaming, "embed");
 }
 
 // Below the full budget the table is read in place from pinned host memory: it is neither
