@@ -195,7 +195,9 @@ def markdown(rows, env, config, elapsed_s):
             f"warmup runs, one forward at a time (synchronous). streamrt builds from a float32 ONNX export "
             f"with --fp16 / --bf16 (graph inputs and outputs stay float32); PyTorch runs the same module "
             f"with weights and inputs in the precision. Speedup = torch median / best streamrt median "
-            f"(with or without CUDA graph); > 1 means streamrt is faster.", ""]
+            f"(with or without CUDA graph); > 1 means streamrt is faster."
+            + (" float32 points are built with --tf32 (TF32 tensor cores for convolutions and GEMMs), the "
+               "counterpart of PyTorch's default cuDNN TF32 convolutions." if config.get("tf32") else ""), ""]
     out.append("| model | batch | precision | streamrt build s | streamrt median ms | streamrt w/ CUDA graph ms "
                "| torch eager ms | torch.compile ms | speedup vs eager | speedup vs compile |")
     out.append("|---|---|---|---|---|---|---|---|---|---|")

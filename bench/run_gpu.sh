@@ -21,6 +21,8 @@
 #   BENCH_DEVICE      cuda (default) or cpu (tests on a machine without a GPU)
 #   BENCH_EXPORT_DEVICE  where models are traced for export: cuda (default with BENCH_DEVICE=cuda; falls
 #                     back to cpu) or cpu
+#   BENCH_TF32        1 (default): float32 points build with --tf32, as PyTorch runs its cuDNN convolutions
+#                     by default (torch.backends.cudnn.allow_tf32 = True); 0: strict float32
 #   BENCH_TINY=1      tiny GPT-2 / Llama configs (tests)
 #   BENCH_RUN_TIMEOUT_S  limit of one streamrt run (default 150)
 #   BENCH_KEEP_LOGS=1 keep OUTDIR/bench-logs/ unpacked too (default: only the .tgz)
@@ -44,6 +46,7 @@ EXPORT_DEVICE=${BENCH_EXPORT_DEVICE:-$DEVICE}
 ITERS=${BENCH_ITERS:-50}
 WARMUP=${BENCH_WARMUP:-10}
 TINY=${BENCH_TINY:-0}
+TF32=${BENCH_TF32:-1}
 NO_COMPILE=${BENCH_NO_COMPILE:-}
 POINTS=${BENCH_POINTS:-"resnet50:1:fp32 resnet50:1:fp16 resnet50:32:fp32 resnet50:32:fp16 gpt2:1:fp16 gpt2:1:bf16 llama:1:fp16 llama:1:bf16"}
 START=$(date +%s)
@@ -116,7 +119,7 @@ uniq_words() { awk 'NF && !seen[$0]++' | paste -sd, -; }  # lines -> "a,b" (firs
 cat "$LOGS/env.txt"
 printf '%s\n' $POINTS > "$LOGS/points.txt"
 cat > "$LOGS/config.json" <<EOF
-{"device": "$DEVICE", "iters": $ITERS, "warmup": $WARMUP, "tiny": $([ "$TINY" = 1 ] && echo true || echo false), "deadline_s": ${BENCH_DEADLINE_S:-450}, "no_compile": "$NO_COMPILE", "streamrt": "$STREAMRT", "cache": "$CACHE"}
+{"device": "$DEVICE", "iters": $ITERS, "warmup": $WARMUP, "tiny": $([ "$TINY" = 1 ] && echo true || echo false), "deadline_s": ${BENCH_DEADLINE_S:-450}, "tf32": $([ "$TF32" = 1 ] && echo true || echo false), "no_compile": "$NO_COMPILE", "streamrt": "$STREAMRT", "cache": "$CACHE"}
 EOF
 [ -x "$STREAMRT" ] || say "warning: streamrt binary '$STREAMRT' is not executable: streamrt steps will fail"
 
@@ -154,7 +157,7 @@ for model in $MODELS; do
       continue
     fi
     plan=$CACHE/plans/$pt.plan
-    flag=(); case $prec in fp16) flag=(--fp16) ;; bf16) flag=(--bf16) ;; esac
+    flag=(); case $prec in fp16) flag=(--fp16) ;; bf16) flag=(--bf16) ;; fp32) [ "$TF32" = 1 ] && flag=(--tf32) ;; esac
     rm -f "$plan"
     if step "build_$pt" 300 "$STREAMRT" build "$CACHE/$key/model.onnx" -o "$plan" --device "$DEVICE" "${flag[@]}"; then
       step "run_$pt" "$RUN_TIMEOUT" "$STREAMRT" run "$plan" --device "$DEVICE" --iterations "$ITERS" --warmup "$WARMUP"
