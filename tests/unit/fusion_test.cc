@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "builder/fusion.h"
@@ -163,6 +164,97 @@ TEST(ElementwiseFusion, MalformedProgramsAreRejected) {
   EXPECT_FALSE(r.ok());  // register 5 does not exist yet
   n.attrs["program"] = ir::Attribute::make_ints({99, 0, 0});
   EXPECT_FALSE(ops::evaluate_on_host(n, {f32({2}, {1, 2})}).ok());
+}
+
+// ------------------------------------------------------------------ rotary
+
+enum class RotaryVariant { kPlain, kSwappedOperands, kWrongHalf, kWrongOrder, kHalfUsedTwice };
+
+// Y = X * cos + rotate_half(X) * sin as exporters write it (opset-13 Slice with constant inputs).
+ir::Graph rotary_graph(RotaryVariant v) {
+  ir::Graph g;
+  auto x = g.add_value("x", DataType::kFloat32, {2, 3, 5, 8}, true);
+  auto cos = g.add_value("cos"), sin = g.add_value("sin");
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> cv(5 * 8), sv(5 * 8);
+  for (auto& f : cv) f = u(rng);
+  for (auto& f : sv) f = u(rng);
+  g.set_constant(cos, f32({1, 1, 5, 8}, cv));
+  g.set_constant(sin, f32({1, 1, 5, 8}, sv));
+  auto c = [&](const std::string& name, std::vector<int64_t> vals) {
+    auto id = g.add_value(name);
+    g.set_constant(id, i64({static_cast<int64_t>(vals.size())}, vals));
+    return id;
+  };
+  const int64_t split = v == RotaryVariant::kWrongHalf ? 3 : 4;
+  auto h = c("h", {split}), zero = c("zero", {0}), big = c("big", {std::numeric_limits<int64_t>::max()}),
+       last = c("last", {-1});
+  auto hi = g.add_value("hi"), neg = g.add_value("neg"), lo = g.add_value("lo"), rot = g.add_value("rot");
+  auto xc = g.add_value("xc"), rs = g.add_value("rs"), y = g.add_value("y");
+  auto slice = [&](ir::ValueId from, ir::ValueId to, ir::ValueId out) {
+    ir::Node n = node("Slice", {x, from, to, last}, {out});
+    n.opset = 13;
+    return n;
+  };
+  const bool swapped = v == RotaryVariant::kSwappedOperands;
+  g.inputs = {x};
+  g.nodes = {slice(h, big, hi), node("Neg", {hi}, {neg}), slice(zero, h, lo),
+             node("Concat", {v == RotaryVariant::kWrongOrder ? lo : neg, v == RotaryVariant::kWrongOrder ? neg : lo},
+                  {rot}, {{"axis", ir::Attribute::make_int(-1)}}),
+             node("Mul", swapped ? std::vector{cos, x} : std::vector{x, cos}, {xc}),
+             node("Mul", swapped ? std::vector{sin, rot} : std::vector{rot, sin}, {rs}),
+             node("Add", swapped ? std::vector{rs, xc} : std::vector{xc, rs}, {y})};
+  g.outputs = {y};
+  if (v == RotaryVariant::kHalfUsedTwice) g.outputs.push_back(lo);
+  EXPECT_TRUE(ir::infer_shapes(g).ok());
+  return g;
+}
+
+class RotaryFusion : public ::testing::TestWithParam<RotaryVariant> {};
+
+TEST_P(RotaryFusion, FusesOnlyTheRotateHalfFormAndKeepsTheResult) {
+  const RotaryVariant v = GetParam();
+  ir::Graph g = rotary_graph(v);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  std::vector<float> xv(2 * 3 * 5 * 8);
+  for (auto& f : xv) f = u(rng);
+  const Tensor x = f32({2, 3, 5, 8}, xv);
+  const Tensor want = interpret(g, x);
+  const bool fuses = v == RotaryVariant::kPlain || v == RotaryVariant::kSwappedOperands;
+  EXPECT_EQ(fuse_rotary(g), fuses ? 1u : 0u);
+  if (fuses) {
+    ASSERT_EQ(g.nodes.size(), 1u);
+    EXPECT_EQ(g.nodes[0].op_type, "Rotary");
+    // Independent check of the formula on a few elements: rotate_half by hand.
+    const Tensor got = interpret(g, x);
+    const auto cv = g.constant(g.nodes[0].inputs[1])->to_float_vector().value();
+    const auto sv = g.constant(g.nodes[0].inputs[2])->to_float_vector().value();
+    for (int64_t i : {0, 3, 4, 7, 100, 239}) {
+      const int64_t j = i % 8, pos = (i / 8) % 5;
+      const float r = j < 4 ? -xv[i + 4] : xv[i - 4];
+      EXPECT_NEAR(got.data_as<float>()[i], xv[i] * cv[pos * 8 + j] + r * sv[pos * 8 + j], 1e-5) << i;
+    }
+  }
+  const Tensor got = interpret(g, x);
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-5) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, RotaryFusion,
+                         ::testing::Values(RotaryVariant::kPlain, RotaryVariant::kSwappedOperands,
+                                           RotaryVariant::kWrongHalf, RotaryVariant::kWrongOrder,
+                                           RotaryVariant::kHalfUsedTwice));
+
+TEST(RotaryOp, RejectsOddLastAxisAndEnlargingBroadcasts) {
+  ir::Node n = node("Rotary", {0, 1, 2}, {3});
+  n.opset = 1;
+  EXPECT_FALSE(ops::evaluate_on_host(n, {f32({1, 3}, {1, 2, 3}), f32({3}, {1, 1, 1}), f32({3}, {0, 0, 0})}).ok());
+  EXPECT_FALSE(
+      ops::evaluate_on_host(n, {f32({1, 2}, {1, 2}), f32({2, 2}, {1, 1, 1, 1}), f32({2}, {0, 0})}).ok());
+  auto ok = ops::evaluate_on_host(n, {f32({1, 2}, {1, 2}), f32({2}, {1, 1}), f32({2}, {1, 1})});
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ((*ok)[0].to_float_vector().value(), (std::vector<float>{1 - 2, 2 + 1}));  // [x0 - x1, x1 + x0]
 }
 
 }  // namespace
