@@ -466,6 +466,48 @@ bool fits(const ir::Graph& g, const Match& m, const ir::Node& root) {
   return out.ok() && y.has_shape && *out == y.dims && y.dtype == q.dtype;
 }
 
+// Exporters move heads in front of the sequence with Transpose [0, 2, 1, 3] before attention
+// (K^T: [0, 2, 3, 1]) and back after it; the kernels read and write the [B, S, H, D] layout in
+// place instead (the op's bshd bits). A Transpose that other nodes read stays for them.
+void absorb_layout_transposes(ir::Graph& g) {
+  GraphIndex idx(g);
+  auto is_perm = [&](int t, const std::vector<int64_t>& want) {
+    auto p = g.nodes[t].attr_ints("perm");
+    return p.ok() && *p == want && g.value(g.nodes[t].inputs[0]).dims.size() == 4;
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (idx.removed(i) || g.nodes[i].op_type != "Attention" || !g.nodes[i].domain.empty()) continue;
+    ir::Node& n = g.nodes[i];
+    auto bits_attr = n.attr_int("bshd", 0);
+    auto kt_attr = n.attr_int("k_transposed", 0);
+    if (!bits_attr.ok() || !kt_attr.ok()) continue;
+    int64_t bits = *bits_attr;
+    bool k_transposed = *kt_attr == 1;
+    auto take = [&](size_t input, const std::vector<int64_t>& perm) {
+      const int t = idx.producer_if(n.inputs[input], "Transpose");
+      if (t < 0 || !is_perm(t, perm)) return false;
+      if (idx.single_consumer(n.inputs[input]) == static_cast<int>(i)) idx.remove(t);
+      n.inputs[input] = g.nodes[t].inputs[0];
+      return true;
+    };
+    if (take(0, {0, 2, 1, 3})) bits |= ops::kBshdQ;
+    if (k_transposed ? take(1, {0, 2, 3, 1}) : take(1, {0, 2, 1, 3})) {
+      bits |= ops::kBshdK;
+      k_transposed = false;
+    }
+    if (take(2, {0, 2, 1, 3})) bits |= ops::kBshdV;
+    const int c = idx.single_consumer(n.outputs[0]);
+    if (c >= 0 && g.nodes[c].op_type == "Transpose" && is_perm(c, {0, 2, 1, 3})) {
+      n.outputs = g.nodes[c].outputs;
+      idx.remove(c);
+      bits |= ops::kBshdY;
+    }
+    n.attrs["k_transposed"] = ir::Attribute::make_int(k_transposed ? 1 : 0);
+    if (bits) n.attrs["bshd"] = ir::Attribute::make_int(bits);
+  }
+  idx.compact();
+}
+
 }  // namespace
 
 size_t fuse_attention(ir::Graph& g) {
@@ -516,6 +558,7 @@ size_t fuse_attention(ir::Graph& g) {
   }
   // The sliced mask (shared by every layer, so no chain absorbed it) and its end computation.
   if (left_dead) remove_dead_code(g);
+  if (fused) absorb_layout_transposes(g);
   return fused;
 }
 

@@ -16,6 +16,39 @@ bool same_dim(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
 
 Dims leading(const Dims& d) { return d.size() > 2 ? Dims(d.begin(), d.end() - 2) : Dims{}; }
 
+// A [B, S, H, D] tensor as the [B, H, S, D] the kernels compute on.
+Dims logical(const Dims& d, bool bshd) { return bshd && d.size() == 4 ? Dims{d[0], d[2], d[1], d[3]} : d; }
+
+Status check_bshd(const ir::Node& node, const Dims& q, const Dims& k, const Dims& v, bool k_transposed, int bshd) {
+  const std::pair<int, const Dims*> ins[] = {{kBshdQ, &q}, {kBshdK, &k}, {kBshdV, &v}};
+  for (auto [bit, d] : ins)
+    if ((bshd & bit) && d->size() != 4)
+      return node.error(StatusCode::kInvalidModel, "an input laid out [B, S, H, D] (bshd) must have rank 4, got " +
+                                                       dims_to_string(*d));
+  if ((bshd & kBshdK) && k_transposed)
+    return node.error(StatusCode::kInvalidModel, "K cannot be both transposed and laid out [B, S, H, D]");
+  return ok_status();
+}
+
+// Strides of an input's leading dims `in` (natural strides `natural`, one per dim) seen from
+// the output's leading dims `out`, right-aligned: 0 where the input broadcasts.
+void lead_strides(const Dims& in, const std::vector<int64_t>& natural, const Dims& out, int64_t* dst) {
+  const size_t off = out.size() - in.size();
+  for (size_t i = 0; i < out.size(); ++i)
+    dst[i] = i < off || in[i - off] == 1 ? 0 : natural[i - off];
+}
+
+// Natural strides of the leading dims of a logical [.., S, D'] tensor: contiguous, or for a
+// [B, S, H, D'] one seen as [B, H, S, D'], those of B and H.
+std::vector<int64_t> natural_lead(const Dims& logical_dims, bool bshd) {
+  const size_t r = logical_dims.size();
+  const int64_t rows = logical_dims[r - 2], cols = logical_dims[r - 1];
+  if (bshd) return {rows * logical_dims[1] * cols, cols};
+  std::vector<int64_t> s(r - 2);
+  int64_t acc = rows * cols;
+  for (size_t i = r - 2; i-- > 0;) s[i] = acc, acc *= logical_dims[i];
+  return s;
+}
 struct MatrixDims {
   int64_t sq, d, skv, dk, skv_v, dv;
 };
@@ -52,6 +85,9 @@ Result<AttentionAttrs> attention_attrs(const ir::Node& node, int64_t d) {
   SRT_ASSIGN_OR_RETURN(int64_t kt, node.attr_int("k_transposed", 0));
   if ((causal != 0 && causal != 1) || (kt != 0 && kt != 1))
     return node.error(StatusCode::kInvalidModel, "causal and k_transposed must be 0 or 1");
+  SRT_ASSIGN_OR_RETURN(int64_t bshd, node.attr_int("bshd", 0));
+  if (bshd < 0 || bshd > 15) return node.error(StatusCode::kInvalidModel, "bshd must be a mask of the bits 1, 2, 4, 8");
+  a.bshd = static_cast<int>(bshd);
   a.causal = causal == 1;
   a.k_transposed = kt == 1;
   const float def = d > 0 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))) : 1.f;
@@ -60,8 +96,10 @@ Result<AttentionAttrs> attention_attrs(const ir::Node& node, int64_t d) {
   return a;
 }
 
-Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q, const Dims& k, const Dims& v,
-                                   const Dims* mask, bool k_transposed) {
+Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q_in, const Dims& k_in, const Dims& v_in,
+                                   const Dims* mask, bool k_transposed, int bshd) {
+  SRT_RETURN_IF_ERROR(check_bshd(node, q_in, k_in, v_in, k_transposed, bshd));
+  const Dims q = logical(q_in, bshd & kBshdQ), k = logical(k_in, bshd & kBshdK), v = logical(v_in, bshd & kBshdV);
   SRT_ASSIGN_OR_RETURN(MatrixDims m, matrix_dims(node, q, k, v, k_transposed));
   std::vector<Dims> leads = {leading(q), leading(k), leading(v)};
   if (mask) {
@@ -77,6 +115,12 @@ Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q, const Di
   Dims out = *lead;
   out.push_back(m.sq);
   out.push_back(m.dv);
+  if (bshd & kBshdY) {
+    if (out.size() != 4)
+      return node.error(StatusCode::kInvalidModel, "an output laid out [B, S, H, D] (bshd) must have rank 4, got " +
+                                                       dims_to_string(out));
+    return logical(out, true);
+  }
   return out;
 }
 
@@ -91,25 +135,29 @@ Result<AttentionGeometry> attention_geometry(const KernelContext& ctx, const Att
     if (mt != q.dtype && mt != DataType::kBool) return ctx.error("mask must be bool or Q's type");
     g.mask = mt == DataType::kBool ? AttentionMask::kBool : AttentionMask::kAdditive;
   }
-  SRT_ASSIGN_OR_RETURN(Dims out, attention_output_dims(ctx.node(), q.dims, k.dims, v.dims,
-                                                       has_mask ? &ctx.input(3).dims : nullptr, attrs.k_transposed));
-  SRT_ASSIGN_OR_RETURN(MatrixDims m, matrix_dims(ctx.node(), q.dims, k.dims, v.dims, attrs.k_transposed));
+  SRT_ASSIGN_OR_RETURN(Dims out_dims, attention_output_dims(ctx.node(), q.dims, k.dims, v.dims,
+                                                            has_mask ? &ctx.input(3).dims : nullptr, attrs.k_transposed,
+                                                            attrs.bshd));
+  const int bits = attrs.bshd;
+  const Dims ql = logical(q.dims, bits & kBshdQ), kl = logical(k.dims, bits & kBshdK), vl = logical(v.dims, bits & kBshdV);
+  const Dims out = logical(out_dims, bits & kBshdY);
+  SRT_ASSIGN_OR_RETURN(MatrixDims m, matrix_dims(ctx.node(), ql, kl, vl, attrs.k_transposed));
   g.sq = m.sq, g.skv = m.skv, g.d = m.d, g.dv = m.dv;
   const Dims lead(out.begin(), out.end() - 2);
   if (lead.size() > static_cast<size_t>(kAttentionMaxLead))
     return ctx.unsupported("more than " + std::to_string(kAttentionMaxLead) + " leading dims");
   g.batch = dims_numel(lead);
   g.map.rank = static_cast<int>(lead.size());
-  // Strides of each input's leading dims seen from the output's, scaled by its matrix size.
-  auto fill = [&](int64_t* dst, const Dims& dims, int64_t matrix) {
-    std::vector<int64_t> s = broadcast_strides(leading(dims), lead);
-    for (size_t i = 0; i < lead.size(); ++i) dst[i] = s[i] * matrix;
-  };
   std::copy(lead.begin(), lead.end(), g.map.dims);
-  fill(g.map.q, q.dims, g.sq * g.d);
-  fill(g.map.k, k.dims, g.skv * g.d);
-  fill(g.map.v, v.dims, g.skv * g.dv);
-  g.k_key = attrs.k_transposed ? 1 : g.d;
+  lead_strides(leading(ql), natural_lead(ql, bits & kBshdQ), lead, g.map.q);
+  lead_strides(leading(kl), natural_lead(kl, bits & kBshdK), lead, g.map.k);
+  lead_strides(leading(vl), natural_lead(vl, bits & kBshdV), lead, g.map.v);
+  lead_strides(lead, natural_lead(out, bits & kBshdY), lead, g.map.y);
+  // Rows: a [B, S, H, D] tensor's rows are H * D apart.
+  g.q_row = bits & kBshdQ ? ql[1] * g.d : g.d;
+  g.v_row = bits & kBshdV ? vl[1] * g.dv : g.dv;
+  g.y_row = bits & kBshdY ? out[1] * g.dv : g.dv;
+  g.k_key = bits & kBshdK ? kl[1] * g.d : attrs.k_transposed ? 1 : g.d;
   g.k_dim = attrs.k_transposed ? g.skv : 1;
   if (has_mask) {
     Dims full = lead;
@@ -144,7 +192,7 @@ Status infer(InferContext& ctx) {
   }
   SRT_ASSIGN_OR_RETURN(Dims out, attention_output_dims(ctx.node(), ctx.input_dims(0), ctx.input_dims(1),
                                                        ctx.input_dims(2), has_mask ? &ctx.input_dims(3) : nullptr,
-                                                       a.k_transposed));
+                                                       a.k_transposed, a.bshd));
   ctx.set_output(0, t, std::move(out));
   return ok_status();
 }
@@ -167,10 +215,10 @@ void attend(const KernelContext& ctx, const AttentionGeometry& g, const Attentio
     const AttentionBatchMap::Offsets o = g.map.offsets(b);
     for (int64_t j = 0; j < skv; ++j) {
       for (int64_t c = 0; c < d; ++c) kf[j * d + c] = load(k[o.k + j * g.k_key + c * g.k_dim]);
-      for (int64_t c = 0; c < dv; ++c) vf[j * dv + c] = load(v[o.v + j * dv + c]);
+      for (int64_t c = 0; c < dv; ++c) vf[j * dv + c] = load(v[o.v + j * g.v_row + c]);
     }
     for (int64_t i = 0; i < sq; ++i) {
-      for (int64_t c = 0; c < d; ++c) qf[c] = load(q[o.q + i * d + c]);
+      for (int64_t c = 0; c < d; ++c) qf[c] = load(q[o.q + i * g.q_row + c]);
       // Keys past the causal limit are masked: leave them out entirely.
       const int64_t limit = a.causal ? std::clamp<int64_t>(i + g.causal_offset() + 1, 0, skv) : skv;
       float mx = kNegInf;
@@ -191,7 +239,7 @@ void attend(const KernelContext& ctx, const AttentionGeometry& g, const Attentio
         sum += p;
         for (int64_t c = 0; c < dv; ++c) acc[c] += p * vf[j * dv + c];
       }
-      T* yr = y + (b * sq + i) * dv;
+      T* yr = y + o.y + i * g.y_row;
       for (int64_t c = 0; c < dv; ++c) yr[c] = store<T>(acc[c] / sum);
     }
   }

@@ -13,6 +13,10 @@
 //          cache; k_transposed (int); mask_fill (float, default -inf): exporters' fills are -inf,
 //          -1e4 or the type's lowest; a finite one makes a fully masked row average V as the
 //          unfused Where-Softmax does.
+// Layout:  attribute bshd (int, bits): an input or the output with its bit set is laid out
+//          [B, S, H, D] (sequence before heads, as projections produce it) instead of [B, H, S, D]:
+//          1 = Q, 2 = K, 4 = V, 8 = Y. Such tensors have rank 4; K with its bit is never transposed.
+//          The builder sets the bits where it absorbs the exporters' Transpose [0, 2, 1, 3] nodes.
 // Output:  Y [..., Sq, Dv] in Q's type. Scores, softmax (max-subtracted) and sums are float32. A
 //          query with no unmasked key gets NaN, as Softmax over a row of -inf does; Skv = 0 gives 0.
 //
@@ -33,8 +37,11 @@ namespace streamrt::ops {
 
 enum class AttentionMask : uint8_t { kNone, kAdditive, kBool };
 
+inline constexpr int kBshdQ = 1, kBshdK = 2, kBshdV = 4, kBshdY = 8;
+
 struct AttentionAttrs {
   float scale = 1.f;
+  int bshd = 0;  // kBshd* bits
   bool causal = false;
   bool k_transposed = false;
   float mask_fill = -std::numeric_limits<float>::infinity();  // score of a false bool-mask entry
@@ -46,7 +53,7 @@ Result<AttentionAttrs> attention_attrs(const ir::Node& node, int64_t d);
 
 // The output dims for input dims that may hold -1 (mask may be null); errors name the node.
 Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q, const Dims& k, const Dims& v,
-                                   const Dims* mask, bool k_transposed);
+                                   const Dims* mask, bool k_transposed, int bshd = 0);
 
 #if defined(__CUDACC__)
 #define SRT_ATTENTION_HD __host__ __device__
@@ -60,15 +67,15 @@ inline constexpr int kAttentionMaxLead = 8;  // leading (batch, head, ...) dims 
 // leading dims of idx_i(b) * stride (0 on broadcast dims). Plain data, passed by value to CUDA.
 struct AttentionBatchMap {
   struct Offsets {
-    int64_t q, k, v, mask;
+    int64_t q, k, v, mask, y;
   };
   int rank = 0;
   int64_t dims[kAttentionMaxLead] = {};
   int64_t q[kAttentionMaxLead] = {}, k[kAttentionMaxLead] = {}, v[kAttentionMaxLead] = {},
-          mask[kAttentionMaxLead] = {};
+          mask[kAttentionMaxLead] = {}, y[kAttentionMaxLead] = {};
 
   SRT_ATTENTION_HD Offsets offsets(int64_t b) const {
-    Offsets o{0, 0, 0, 0};
+    Offsets o{0, 0, 0, 0, 0};
     for (int i = rank - 1; i >= 0; --i) {
       const int64_t idx = b % dims[i];
       b /= dims[i];
@@ -76,6 +83,7 @@ struct AttentionBatchMap {
       o.k += idx * k[i];
       o.v += idx * v[i];
       o.mask += idx * mask[i];
+      o.y += idx * y[i];
     }
     return o;
   }
@@ -87,6 +95,7 @@ struct AttentionGeometry {
   int64_t batch = 1;                    // product of the output's leading dims
   AttentionBatchMap map;
   int64_t k_key = 0, k_dim = 0;        // K element (key j, dim c) at j * k_key + c * k_dim
+  int64_t q_row = 0, v_row = 0, y_row = 0;  // elements between consecutive rows of Q, V and Y
   int64_t mask_row = 0, mask_col = 0;  // mask strides along Sq and Skv (0 = broadcast)
   AttentionMask mask = AttentionMask::kNone;
   int64_t causal_offset() const { return skv - sq; }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "builder/fusion.h"
+#include "ops/attention.h"
 #include "compute_test_util.h"
 #include "ir/shape_inference.h"
 #include "onnx_model_util.h"
@@ -560,6 +561,11 @@ TEST(AttentionFusionSlicedCausal, SliceOfTriangleBecomesCausalAtEveryLength) {
     EXPECT_EQ(a->attr_int("causal", 0).value(), 1);
     EXPECT_EQ(a->inputs.size(), 3u);  // no mask
     EXPECT_FALSE(a->has_attr("mask_fill"));
+    // The heads' Transpose [0, 2, 1, 3] of Q, K and V are read in place (K^T's own Transpose
+    // went with the match), and nothing transposes the output.
+    EXPECT_EQ(a->attr_int("bshd", 0).value(), ops::kBshdQ | ops::kBshdK | ops::kBshdV);
+    EXPECT_EQ(a->attr_int("k_transposed", 0).value(), 0);
+    EXPECT_EQ(find_op(b.g, "Transpose"), nullptr);
     for (const char* gone : {"Where", "Not", "Slice"}) EXPECT_EQ(find_op(b.g, gone), nullptr) << gone;
     ASSERT_TRUE(ir::infer_shapes(b.g).ok());
     for (size_t i = 0; i < 2; ++i) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "compute_test_util.h"
+#include "ops/attention.h"
 #include "ops/common.h"
 
 namespace streamrt::testing {
@@ -282,4 +283,56 @@ TEST(Attention, OnnxAttentionFeaturesAreRefusedNotMisread) {
 }
 
 }  // namespace
+// [B, X, Y, D] -> [B, Y, X, D] of a float vector.
+std::vector<float> swap_middle(const std::vector<float>& x, const Dims& d) {
+  std::vector<float> out(x.size());
+  for (int64_t b = 0; b < d[0]; ++b)
+    for (int64_t i = 0; i < d[1]; ++i)
+      for (int64_t j = 0; j < d[2]; ++j)
+        for (int64_t c = 0; c < d[3]; ++c)
+          out[((b * d[2] + j) * d[1] + i) * d[3] + c] = x[((b * d[1] + i) * d[2] + j) * d[3] + c];
+  return out;
+}
+
+// Every combination of [B, S, H, D] inputs and output gives exactly the [B, H, S, D] result
+// (the same arithmetic, other addresses), with and without K^T, causal and an additive mask.
+TEST(Attention, BshdLayoutsReadAndWriteInPlace) {
+  const Dims q = {2, 3, 5, 8}, k = {2, 3, 7, 8}, v = {2, 3, 7, 6}, mask = {2, 1, 5, 7};
+  auto qv = random_values(numel(q), 21), kv = random_values(numel(k), 22), vv = random_values(numel(v), 23);
+  auto mv = random_values(numel(mask), 24);
+  auto bshd = [](const Dims& d) { return Dims{d[0], d[2], d[1], d[3]}; };
+  for (bool kt : {false, true}) {
+    Case c{.q = q, .k = k, .v = v, .causal = true};
+    c.has_mask = true;
+    c.mask = mask;
+    const Dims kdims = kt ? Dims{2, 3, 8, 7} : k;
+    const std::vector<float> kin = kt ? swap_last_two(kv, k) : kv;
+    auto base = run_ok(attention_node(c, kt), {f32(q, qv), f32(kdims, kin), f32(v, vv), f32(mask, mv)});
+    const std::vector<float> want = values_f32(base[0]);
+    for (int bits = 1; bits < 16; ++bits) {
+      if (kt && (bits & ops::kBshdK)) continue;
+      SCOPED_TRACE("k_transposed " + std::to_string(kt) + ", bshd " + std::to_string(bits));
+      ir::Node n = attention_node(c, kt);
+      n.attrs["bshd"] = Attribute::make_int(bits);
+      std::vector<Tensor> ins = {
+          bits & ops::kBshdQ ? f32(bshd(q), swap_middle(qv, q)) : f32(q, qv),
+          bits & ops::kBshdK ? f32(bshd(k), swap_middle(kv, k)) : f32(kdims, kin),
+          bits & ops::kBshdV ? f32(bshd(v), swap_middle(vv, v)) : f32(v, vv), f32(mask, mv)};
+      auto out = run_ok(n, ins);
+      const Dims ylogical = {2, 3, 5, 6};
+      EXPECT_EQ(out[0].dims(), bits & ops::kBshdY ? bshd(ylogical) : ylogical);
+      const std::vector<float> got =
+          bits & ops::kBshdY ? swap_middle(values_f32(out[0]), bshd(ylogical)) : values_f32(out[0]);
+      EXPECT_EQ(got, want);
+    }
+  }
+  ir::Node bad = make_node("Attention", 3, 1, {{"bshd", Attribute::make_int(16)}});
+  EXPECT_FALSE(ops::evaluate_on_host(bad, {f32(q, qv), f32(k, kv), f32(v, vv)}).ok());
+  bad.attrs["bshd"] = Attribute::make_int(ops::kBshdK);
+  bad.attrs["k_transposed"] = Attribute::make_int(1);
+  EXPECT_FALSE(ops::evaluate_on_host(bad, {f32(q, qv), f32({2, 3, 8, 7}, kv), f32(v, vv)}).ok());
+  bad = make_node("Attention", 3, 1, {{"bshd", Attribute::make_int(ops::kBshdQ)}});
+  EXPECT_FALSE(ops::evaluate_on_host(bad, {f32({3, 5, 8}, qv), f32({3, 7, 8}, kv), f32({3, 7, 6}, vv)}).ok());
+}
+
 }  // namespace streamrt::testing

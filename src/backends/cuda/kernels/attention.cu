@@ -40,6 +40,7 @@ struct Params {
   void* y;
   int64_t batch, sq, skv, d, dv;
   int64_t k_key, k_dim;        // K element (key j, dim c) at j * k_key + c * k_dim
+  int64_t q_row, v_row, y_row;  // elements between consecutive rows of Q, V and Y
   int64_t mask_row, mask_col;  // mask strides along Sq and Skv
   int64_t causal_offset;       // Skv - Sq
   float scale;
@@ -86,7 +87,7 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Para
   for (int64_t row = blockIdx.x * int64_t(kSimpleWarps) + threadIdx.x / 32; row < rows; row += warps) {
     const int64_t b = row / p.sq, i = row - b * p.sq;
     const Offsets o = p.map.offsets(b);
-    const T* qr = q + o.q + i * p.d;
+    const T* qr = q + o.q + i * p.q_row;
     const int64_t limit = key_limit(p, i);
     for (int64_t c0 = 0; c0 < p.dv; c0 += 32 * kSimpleCols) {
       float m = -INFINITY, l = 0.f, acc[kSimpleCols];
@@ -117,7 +118,7 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Para
         const int n = static_cast<int>(limit - j0 < 32 ? limit - j0 : 32);
         for (int jj = 0; jj < n; ++jj) {
           const float pj = __shfl_sync(0xffffffffu, e, jj);
-          const T* vr = v + o.v + (j0 + jj) * p.dv;
+          const T* vr = v + o.v + (j0 + jj) * p.v_row;
 #pragma unroll
           for (int t = 0; t < kSimpleCols; ++t) {
             const int64_t c = c0 + lane + 32 * t;
@@ -126,7 +127,7 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Para
         }
         m = m_new;
       }
-      T* yr = y + row * p.dv;
+      T* yr = y + o.y + i * p.y_row;
 #pragma unroll
       for (int t = 0; t < kSimpleCols; ++t) {
         const int64_t c = c0 + lane + 32 * t;
@@ -337,10 +338,10 @@ __global__ void __launch_bounds__(kMmaThreads) attention_mma(const Params p, int
 #pragma unroll
   for (int kc = 0; kc < kD / 16; ++kc) {
     const int c = kc * 16 + 2 * t;
-    qf[kc][0] = r0 < p.sq ? load_pair(q + r0 * kD + c) : 0u;
-    qf[kc][1] = r1 < p.sq ? load_pair(q + r1 * kD + c) : 0u;
-    qf[kc][2] = r0 < p.sq ? load_pair(q + r0 * kD + c + 8) : 0u;
-    qf[kc][3] = r1 < p.sq ? load_pair(q + r1 * kD + c + 8) : 0u;
+    qf[kc][0] = r0 < p.sq ? load_pair(q + r0 * p.q_row + c) : 0u;
+    qf[kc][1] = r1 < p.sq ? load_pair(q + r1 * p.q_row + c) : 0u;
+    qf[kc][2] = r0 < p.sq ? load_pair(q + r0 * p.q_row + c + 8) : 0u;
+    qf[kc][3] = r1 < p.sq ? load_pair(q + r1 * p.q_row + c + 8) : 0u;
   }
   float acc[kD / 8][4];
 #pragma unroll
@@ -358,8 +359,8 @@ __global__ void __launch_bounds__(kMmaThreads) attention_mma(const Params p, int
     if (k_staging == kKRows) stage_rows<kD>(ks, k, k0, p.skv, p.k_key);
     else if (k_staging == kKTrans) stage_trans<kD>(ks, k, k0, p.skv, p.k_dim);
     else stage_scalar<kD>(ks, k, k0, p.skv, p.k_key, p.k_dim);
-    if (v_vec) stage_rows<kD>(vs, v, k0, p.skv, kD);
-    else stage_scalar<kD>(vs, v, k0, p.skv, kD, 1);
+    if (v_vec) stage_rows<kD>(vs, v, k0, p.skv, p.v_row);
+    else stage_scalar<kD>(vs, v, k0, p.skv, p.v_row, 1);
     cp_async_commit();
   };
   if (n_tiles > 0) stage(0, 0);
@@ -436,12 +437,12 @@ __global__ void __launch_bounds__(kMmaThreads) attention_mma(const Params p, int
   }
   // Column pairs (2t, 2t + 1) of a row are adjacent: one 4-byte store each (kD is even and Y's
   // rows start 4-byte aligned, as the launcher checks).
-  uint16_t* y = static_cast<uint16_t*>(p.y) + b * p.sq * kD;
+  uint16_t* y = static_cast<uint16_t*>(p.y) + o.y;
 #pragma unroll
   for (int nb = 0; nb < kD / 8; ++nb) {
     const int c = nb * 8 + 2 * t;
-    if (r0 < p.sq) *reinterpret_cast<uint32_t*>(y + r0 * kD + c) = pack_pair<T>(acc[nb][0] / l0, acc[nb][1] / l0);
-    if (r1 < p.sq) *reinterpret_cast<uint32_t*>(y + r1 * kD + c) = pack_pair<T>(acc[nb][2] / l1, acc[nb][3] / l1);
+    if (r0 < p.sq) *reinterpret_cast<uint32_t*>(y + r0 * p.y_row + c) = pack_pair<T>(acc[nb][0] / l0, acc[nb][1] / l0);
+    if (r1 < p.sq) *reinterpret_cast<uint32_t*>(y + r1 * p.y_row + c) = pack_pair<T>(acc[nb][2] / l1, acc[nb][3] / l1);
   }
 }
 
@@ -469,6 +470,7 @@ Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g
   p.batch = g.batch;
   p.sq = g.sq, p.skv = g.skv, p.d = g.d, p.dv = g.dv;
   p.k_key = g.k_key, p.k_dim = g.k_dim;
+  p.q_row = g.q_row, p.v_row = g.v_row, p.y_row = g.y_row;
   p.mask_row = g.mask_row, p.mask_col = g.mask_col;
   p.causal_offset = g.causal_offset();
   p.scale = a.scale;
@@ -502,7 +504,7 @@ Status launch_mma(CudaKernelContext& ctx, const Params& p, int64_t q_tiles) {
   const int staging = p.k_dim == 1 && p.k_key % 8 == 0 && aligned(p.k, 16)   ? kKRows
                       : p.k_key == 1 && p.k_dim % 8 == 0 && aligned(p.k, 16) ? kKTrans
                                                                              : kKScalar;
-  const bool v_vec = aligned(p.v, 16);
+  const bool v_vec = aligned(p.v, 16) && p.v_row % 8 == 0;
   attention_mma<T, kD><<<static_cast<unsigned>(p.batch * q_tiles), kMmaThreads, Smem<kD>::kBytes, ctx.stream()>>>(
       p, q_tiles, staging, v_vec);
   SRT_CUDA_LAUNCH("attention_mma");
