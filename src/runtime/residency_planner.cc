@@ -61,6 +61,15 @@ double estimate_step_seconds(const plan::PlanData& plan, size_t index, const Dev
       double per_out = 1;
       for (size_t i = 1; i < w.size(); ++i) per_out *= static_cast<double>(std::max<int64_t>(w[i], 1));
       flops = 2.0 * numel(*out) * per_out;
+    } else if (step.op_type == "Attention" && in_dims(1) && in_dims(1)->size() >= 2) {
+      // Q K^T and P V: 4 Sq Skv D per (batch, head), half of it under a causal mask. The softmax
+      // between them keeps the tensor cores at about half their GEMM rate.
+      const Dims& k = *in_dims(1);
+      const int64_t bits = step.attr_int("bshd", 0).ok() ? *step.attr_int("bshd", 0) : 0;
+      const bool kt = step.attr_int("k_transposed", 0).ok() && *step.attr_int("k_transposed", 0) == 1;
+      const int64_t skv = (bits & 2) && k.size() == 4 ? k[1] : kt ? k.back() : k[k.size() - 2];
+      const bool causal = step.attr_int("causal", 0).ok() && *step.attr_int("causal", 0) == 1;
+      flops = 2.0 * 4.0 * numel(*out) * static_cast<double>(std::max<int64_t>(skv, 1)) * (causal ? 0.5 : 1.0);
     }
   }
   double t_flops = flops / (half ? device.flops_half : device.flops_fp32);
