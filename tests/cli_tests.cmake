@@ -280,3 +280,34 @@ streamrt_cli_test(inspect_budget_not_streamable fail "InvalidArgument: plan .* h
   FIXTURES_REQUIRED cli_mlp_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_profile.plan --budget 0)
 streamrt_cli_test(inspect_budget_malformed fail "InvalidArgument: invalid weight-streaming budget \"8 GiB\""
   FIXTURES_REQUIRED cli_mlp_ws_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget "8 GiB")
+
+# --- compile through the engine cache: every engine misses, then hits; list; bad input -------
+# (A regex must not hold a ';': the argument list would split there and the rest be lost.)
+set(STREAMRT_CLI_COMPILE_CACHE ${STREAMRT_CLI_TMP}/compile_cache)
+set(STREAMRT_CLI_COMPILE_CACHED --device cpu --fallback-ops Softmax --cache-dir ${STREAMRT_CLI_COMPILE_CACHE})
+add_test(NAME cli_compile_cache_reset
+         COMMAND ${CMAKE_COMMAND} -E rm -rf ${STREAMRT_CLI_COMPILE_CACHE} ${STREAMRT_CLI_TMP}/xdg_cache)
+set_tests_properties(cli_compile_cache_reset PROPERTIES LABELS cli FIXTURES_SETUP cli_compile_cache_reset)
+streamrt_cli_test(compile_cache_miss pass "engine brk_engine0: 3 nodes[^\n]*\n    cache: miss [0-9a-f]+ \\(first build of this model\\). stored in [^\n]*compile_cache\n  engine brk_engine1: 4 nodes[^\n]*\n    cache: miss [0-9a-f]+ \\(first build of this model\\). stored in"
+  FILE ${STREAMRT_CLI_TMP}/cached_miss.pte FIXTURES_SETUP cli_compile_cache_miss
+  ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/cached_miss.pte ${STREAMRT_CLI_COMPILE_CACHED})
+set_tests_properties(cli_compile_cache_miss PROPERTIES FIXTURES_REQUIRED "cli_break_model;cli_compile_cache_reset")
+streamrt_cli_test(compile_cache_hit pass "engine brk_engine0: 3 nodes[^\n]*\n    cache: hit [0-9a-f]+ in [^\n]*compile_cache \\(weights refitted from the model\\)\n  engine brk_engine1: 4 nodes[^\n]*\n    cache: hit "
+  FILE ${STREAMRT_CLI_TMP}/cached_hit.pte FIXTURES_REQUIRED cli_compile_cache_miss FIXTURES_SETUP cli_compile_cache_hit
+  ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/cached_hit.pte ${STREAMRT_CLI_COMPILE_CACHED})
+streamrt_cli_test(compile_cache_list pass "engine cache .*compile_cache: 2 entries.*[0-9a-f]+ .* brk_engine[01]\n[0-9a-f]+ .* brk_engine[01]\n$"
+  FIXTURES_REQUIRED cli_compile_cache_hit ARGS cache list --cache-dir ${STREAMRT_CLI_COMPILE_CACHE})
+streamrt_cli_test(compile_cache_run_hit pass "y: float32 1x256"
+  FIXTURES_REQUIRED cli_compile_cache_hit ARGS run ${STREAMRT_CLI_TMP}/cached_hit.pte --iterations 1 --warmup 0)
+# --cache uses the default directory, as `build --cache` does.
+streamrt_cli_test(compile_cache_default_dir pass "cache: miss [0-9a-f]+ \\(first build of this model\\). stored in [^\n]*xdg_cache/streamrt/engines\n"
+  FIXTURES_REQUIRED cli_compile_cache_reset
+  ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/cached_default.pte --device cpu --cache)
+set_tests_properties(cli_compile_cache_default_dir PROPERTIES ENVIRONMENT XDG_CACHE_HOME=${STREAMRT_CLI_TMP}/xdg_cache
+                     FIXTURES_REQUIRED "cli_break_model;cli_compile_cache_reset")
+streamrt_cli_test(compile_cache_bad_max_size fail "InvalidArgument: --cache-max-size '10GB': expected a size in bytes"
+  FIXTURES_REQUIRED cli_break_model
+  ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/never.pte ${STREAMRT_CLI_COMPILE_CACHED} --cache-max-size 10GB)
+streamrt_cli_test(compile_cache_dir_is_a_file fail "IoError: cannot create directory '.*graph_break\\.onnx/entries'"
+  FIXTURES_REQUIRED cli_break_model
+  ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/never.pte --device cpu --cache-dir ${STREAMRT_CLI_BREAK})

@@ -2,6 +2,7 @@
 // the method (values, delegate calls, portable kernel calls). See compile.h.
 #include "delegate/compile.h"
 
+#include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -101,6 +102,7 @@ Result<CompiledProgram> compile_graph(ir::Graph g, const CompileOptions& options
   std::unordered_set<ir::ValueId> read(g.outputs.begin(), g.outputs.end());
   for (const ir::Node& n : g.nodes) read.insert(n.inputs.begin(), n.inputs.end());
   const std::string model = g.name.empty() ? "model" : g.name;
+  const std::string cache_model = options.cache_model_id.empty() ? model : options.cache_model_id;
   const uint32_t engines = static_cast<uint32_t>(parts.partitions.size());
   uint64_t streamable = 0;
   for (const Partitioning::Unit& unit : parts.schedule) {
@@ -123,10 +125,12 @@ Result<CompiledProgram> compile_graph(ir::Graph g, const CompileOptions& options
     config.engine_name = name;
     config.shapes.clear();
     config.profiles.clear();
-    auto pre = preprocess(std::move(sub.graph), config);
+    std::optional<PreprocessCache> cache;
+    if (options.cache) cache.emplace(PreprocessCache{*options.cache, cache_model + "#" + name});
+    auto pre = preprocess(std::move(sub.graph), config, cache ? &*cache : nullptr);
     if (!pre.ok()) return pre.status().with_context("building engine '" + name + "'");
     streamable += pre->streamable_size;
-    out.report.engines.push_back({name, nodes.size(), pre->report.steps, pre->streamable_size});
+    out.report.engines.push_back({name, nodes.size(), pre->report.steps, pre->streamable_size, std::move(pre->cache)});
     program::DelegateData d;
     d.backend = kStreamRtBackendName;
     d.segment = static_cast<int32_t>(out.segments.size());
@@ -163,7 +167,13 @@ Result<CompiledProgram> compile_onnx(const std::string& onnx_path, const Compile
     const size_t slash = onnx_path.find_last_of('/');
     g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);
   }
-  auto r = compile_graph(std::move(g), options);
+  CompileOptions o = options;
+  if (o.cache && o.cache_model_id.empty()) {  // one record per model file, whatever the working directory
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(onnx_path, ec);
+    o.cache_model_id = ec ? onnx_path : abs.lexically_normal().string();
+  }
+  auto r = compile_graph(std::move(g), o);
   if (!r.ok()) return r.status().with_context(onnx_path);
   return r;
 }

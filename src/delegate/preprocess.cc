@@ -5,7 +5,9 @@
 #include <unordered_set>
 
 #include "builder/build_graph.h"
+#include "cache/cached_build.h"
 #include "delegate/engine_record.h"
+#include "plan/plan.h"
 #include "runtime/device_backend.h"
 
 namespace streamrt::delegate {
@@ -53,14 +55,31 @@ Subgraph extract_subgraph(const ir::Graph& g, std::span<const size_t> nodes, con
   return s;
 }
 
-Result<PreprocessResult> preprocess(ir::Graph sub, const BuilderConfig& config) {
+namespace {
+
+// The partition's plan: built directly, or through the cache. Both name the subgraph the same
+// way in messages, so an error reads alike with and without a cache.
+Result<std::vector<uint8_t>> build_plan(ir::Graph sub, const BuilderConfig& config, const PreprocessCache* cache,
+                                        PreprocessResult& out) {
+  if (!cache) return builder::build_plan_from_graph(std::move(sub), config, &out.report);
+  const std::string source = "graph '" + (config.engine_name.empty() ? sub.name : config.engine_name) + "'";
+  CachedBuildInfo info;
+  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, cache::build_plan_data_cached(std::move(sub), source, cache->model_id,
+                                                                          config, cache->cache, &info, &out.report));
+  out.cache = std::move(info);
+  return plan::serialize_plan(plan);
+}
+
+}  // namespace
+
+Result<PreprocessResult> preprocess(ir::Graph sub, const BuilderConfig& config, const PreprocessCache* cache) {
   PreprocessResult out;
   EngineRecord rec;
   rec.engine_name = config.engine_name.empty() ? sub.name : config.engine_name;
   rec.streamrt_version = STREAMRT_VERSION;
   for (ir::ValueId v : sub.inputs) rec.inputs.push_back(sub.value(v).name);
   for (ir::ValueId v : sub.outputs) rec.outputs.push_back(sub.value(v).name);
-  SRT_ASSIGN_OR_RETURN(std::vector<uint8_t> plan, builder::build_plan_from_graph(std::move(sub), config, &out.report));
+  SRT_ASSIGN_OR_RETURN(std::vector<uint8_t> plan, build_plan(std::move(sub), config, cache, out));
   if (DeviceBackend* b = find_device_backend(config.device)) rec.device = b->info();
   rec.streamable_size = out.report.streamable_bytes;
   out.streamable_size = rec.streamable_size;

@@ -1,4 +1,4 @@
-// Engine cache in the CLI: `build --cache-dir D [--cache-max-size 10GiB]` and
+// Engine cache in the CLI: `build|compile --cache-dir D [--cache-max-size 10GiB]` and
 // `cache list|prune|clear [--cache-dir D]`.
 #include <unistd.h>
 
@@ -59,24 +59,27 @@ void print_report(const char* what, const PruneReport& r) {
 }  // namespace
 
 void add_cache_options(CLI::App& app, CacheOptions& o) {
-  app.add_flag("--cache", o.use_default, "build through the engine cache in the default directory "
+  app.add_flag("--cache", o.use_default, "build engines through the engine cache in the default directory "
                                          "($XDG_CACHE_HOME/streamrt/engines or ~/.cache/streamrt/engines)");
-  app.add_option("--cache-dir", o.dir, "build through the engine cache in this directory");
+  app.add_option("--cache-dir", o.dir, "build engines through the engine cache in this directory");
   app.add_option("--cache-max-size", o.max_size, "engine cache size limit (least recently used entries go first; "
                                                  "default 10GiB)");
 }
 
+Result<std::unique_ptr<DiskEngineCache>> open_cache(const CacheOptions& o) { return open_cache(o.dir, o.max_size); }
+
+std::string describe_cache_result(const CachedBuildInfo& info, const std::string& dir) {
+  if (info.hit) return "hit " + info.key.hex() + " in " + dir + " (weights refitted from the model)";
+  return "miss " + info.key.hex() + " (" + info.miss_reason + "); " +
+         (info.saved ? "stored in " + dir : "not stored: " + info.save_error);
+}
+
 Status build_with_cache(const std::string& model, const BuilderConfig& config, const std::string& output,
                         const CacheOptions& o, BuildReport* report) {
-  SRT_ASSIGN_OR_RETURN(auto cache, open_cache(o.dir, o.max_size));
+  SRT_ASSIGN_OR_RETURN(auto cache, open_cache(o));
   CachedBuildInfo info;
   SRT_RETURN_IF_ERROR(build_plan_file_cached(model, config, *cache, output, &info, report));
-  if (info.hit) {
-    std::printf("cache: hit %s in %s (weights refitted from the model)\n", info.key.hex().c_str(), cache->dir().c_str());
-  } else {
-    std::printf("cache: miss %s (%s); %s\n", info.key.hex().c_str(), info.miss_reason.c_str(),
-                info.saved ? ("stored in " + cache->dir()).c_str() : ("not stored: " + info.save_error).c_str());
-  }
+  std::printf("cache: %s\n", describe_cache_result(info, cache->dir()).c_str());
   return ok_status();
 }
 

@@ -5,9 +5,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "streamrt/builder.h"
+#include "streamrt/cache.h"
 #include "streamrt/status.h"
 
 namespace streamrt::cli {
@@ -49,13 +51,18 @@ Result<DeviceType> resolve_device(const std::string& name);
 void add_build_options(CLI::App& app, BuildOptions& o);
 Result<BuilderConfig> make_builder_config(const BuildOptions& o);
 
-// Engine cache options of `build` (cmd_cache.cc): --cache, --cache-dir, --cache-max-size.
+// Engine cache options of `build` and `compile` (cmd_cache.cc): --cache, --cache-dir,
+// --cache-max-size. Any of them turns the cache on; without --cache-dir it is the default directory.
 struct CacheOptions {
   bool use_default = false;
   std::string dir, max_size;
   bool enabled() const { return use_default || !dir.empty() || !max_size.empty(); }
 };
 void add_cache_options(CLI::App& app, CacheOptions& o);
+// The DiskEngineCache `o` names (kInvalidArgument for a bad --cache-max-size).
+Result<std::unique_ptr<DiskEngineCache>> open_cache(const CacheOptions& o);
+// "hit <key> in <dir> (weights refitted from the model)" or "miss <key> (<reason>); stored in <dir>".
+std::string describe_cache_result(const CachedBuildInfo& info, const std::string& dir);
 // Builds through the cache and prints whether it hit or missed (and why).
 Status build_with_cache(const std::string& model, const BuilderConfig& config, const std::string& output,
                         const CacheOptions& o, BuildReport* report);
