@@ -224,7 +224,7 @@ streamrt_cli_test(refit_other_architecture fail "InvalidArgument: .*plan weight 
 set(STREAMRT_CLI_CACHE ${STREAMRT_CLI_TMP}/engine_cache)
 add_test(NAME cli_cache_reset COMMAND ${CMAKE_COMMAND} -E rm -rf ${STREAMRT_CLI_CACHE})
 set_tests_properties(cli_cache_reset PROPERTIES LABELS cli FIXTURES_SETUP cli_cache_reset)
-streamrt_cli_test(cache_build_miss pass "cache: miss [0-9a-f]+ \\(first build of this model\\); stored in"
+streamrt_cli_test(cache_build_miss pass "cache: miss [0-9a-f]+ \\(first build of this model\\). stored in"
   FIXTURES_REQUIRED cli_cache_reset FIXTURES_SETUP cli_cache_miss
   ARGS build ${STREAMRT_CLI_REFIT}/tiny_a.onnx -o ${STREAMRT_CLI_TMP}/cached_a.plan ${STREAMRT_CLI_TINY} --cache-dir ${STREAMRT_CLI_CACHE})
 streamrt_cli_test(cache_build_hit pass "cache: hit [0-9a-f]+ in .*weights refitted from the model"
