@@ -41,6 +41,9 @@ size_t fuse_rms_norm(ir::Graph& g);
 // MatMul-(scale)-(mask)-Softmax-MatMul -> Attention (fuse_attention.cc). Returns the number fused.
 size_t fuse_attention(ir::Graph& g);
 
+// Add(MatMul(A, W), b) -> MatMul(A, W, b) with the fused bias (fuse_matmul_bias.cc).
+size_t fuse_matmul_bias(ir::Graph& g);
+
 // Trees of float element-wise ops (each inner result read once) -> FusedElementwise.
 size_t fuse_elementwise(ir::Graph& g);
 
