@@ -52,7 +52,8 @@ size_t run_fusions(ir::Graph& g) {
   const size_t before = g.nodes.size();
   fuse_rms_norm(g);
   fuse_attention(g);  // before element-wise fusion, which would take its scale and mask ops
-  fuse_rotary(g);     // before element-wise fusion, which would take its Mul / Add
+  fuse_rotary(g);       // before element-wise fusion, which would take its Mul / Add
+  fuse_matmul_bias(g);  // before element-wise fusion too, which would take the bias Add
   fuse_elementwise(g);
   return before - g.nodes.size();
 }

@@ -44,6 +44,9 @@ size_t fuse_attention(ir::Graph& g);
 // X * cos + rotate_half(X) * sin -> Rotary (fuse_rotary.cc). Returns the number fused.
 size_t fuse_rotary(ir::Graph& g);
 
+// Add(MatMul(A, W), b) -> MatMul(A, W, b) with the fused bias (fuse_matmul_bias.cc).
+size_t fuse_matmul_bias(ir::Graph& g);
+
 // Trees of float element-wise ops (each inner result read once) -> FusedElementwise.
 size_t fuse_elementwise(ir::Graph& g);
 

@@ -1,13 +1,47 @@
 #include "builder/lowering.h"
 
+#include <cstdlib>
+#include <string>
 #include <unordered_set>
 
 #include "builder/memory_planner.h"
+#include "core/logging.h"
 #include "ir/shape_inference.h"
 
 namespace streamrt::builder {
 
 using plan::ValueEntry;
+
+namespace {
+
+// Ops whose output is input 0's bytes under other dims.
+bool is_view_op(const ir::Node& n) {
+  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1) return false;
+  const std::string& op = n.op_type;
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
+}
+
+// Makes the output of each view step whose input and output are both arena activations of the
+// same planned size share the input's bytes (BufferRequest::alias); the kernels skip the copy
+// when input and output are one buffer. Graph inputs and outputs, weights and activations of
+// data-dependent size (no arena slot) keep their copy. Returns the number of views.
+size_t alias_views(const plan::PlanData& plan, const std::vector<int32_t>& req_value, std::vector<BufferRequest>& req) {
+  // Diagnostic switch: every view copies, as before.
+  if (const char* off = std::getenv("STREAMRT_NO_VIEW_ALIASING"); off && *off && std::string(off) != "0") return 0;
+  std::vector<int32_t> req_of(plan.values.size(), -1);
+  for (size_t i = 0; i < req_value.size(); ++i) req_of[req_value[i]] = static_cast<int32_t>(i);
+  size_t views = 0;
+  for (const ir::Node& step : plan.steps) {
+    if (!is_view_op(step) || step.inputs[0] < 0 || step.outputs[0] < 0) continue;
+    const int32_t in = req_of[step.inputs[0]], out = req_of[step.outputs[0]];
+    if (in < 0 || out <= in || req[in].size == 0 || req[out].size != req[in].size) continue;
+    req[out].alias = in;
+    ++views;
+  }
+  return views;
+}
+
+}  // namespace
 
 Status materialize_outputs(ir::Graph& g) {
   std::unordered_set<ir::ValueId> produced, seen;
@@ -119,6 +153,8 @@ Result<plan::PlanData> lower_to_plan(ir::Graph& g,
     req_value.push_back(v);
     if (report) report->naive_arena_bytes += bytes;
   }
+  const size_t views = alias_views(plan, req_value, req);
+  if (views) log_verbose("memory plan: " + std::to_string(views) + " view steps share their input's bytes");
   MemoryPlan mp = plan_memory(req);
   for (size_t i = 0; i < req.size(); ++i) plan.values[req_value[i]].arena_offset = mp.offsets[i];
   plan.arena_size = mp.arena_size;

@@ -10,6 +10,11 @@ struct BufferRequest {
   uint64_t size = 0;   // bytes
   int32_t first = 0;   // step that produces it
   int32_t last = 0;    // last step that reads it (>= first)
+  // Index of an earlier request (< this one's) whose bytes this one shares: a view such as a
+  // Reshape's output. A view gets its target's offset, and the target's bytes stay reserved
+  // until the last step of any view of it (chains too). -1: a buffer of its own. A view must
+  // not be larger than its target; an invalid index is treated as -1.
+  int32_t alias = -1;
 };
 
 struct MemoryPlan {
@@ -19,8 +24,9 @@ struct MemoryPlan {
 
 inline constexpr uint64_t kArenaAlignment = 64;
 
-// Greedy best-fit by decreasing size: each buffer goes to the lowest offset that does not
-// collide with an already placed buffer whose lifetime overlaps.
+// Greedy best-fit by decreasing size: each buffer (a view and its targets counting as one,
+// alive from the first one's first step to the last one's last) goes to the lowest offset that
+// does not collide with an already placed buffer whose lifetime overlaps.
 MemoryPlan plan_memory(const std::vector<BufferRequest>& requests);
 
 }  // namespace streamrt::builder

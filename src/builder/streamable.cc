@@ -9,7 +9,7 @@ namespace {
 bool heavy_operand(const ir::Node& step, size_t k) {
   if (!step.domain.empty()) return false;
   std::string_view op = step.op_type;
-  if (op == "MatMul") return k < 2;
+  if (op == "MatMul") return k < 3;  // A, B and the fused bias (ops/matmul.h), like Gemm's C
   if (op == "Gemm") return k < 3;
   if (op == "Conv" || op == "ConvTranspose") return k == 1 || k == 2;
   if (op == "Gather") return k == 0;

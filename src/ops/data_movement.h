@@ -81,7 +81,8 @@ Status require_bound(const KernelContext& ctx, size_t n);
 Status check_output(const KernelContext& ctx, size_t i, DataType dtype, const Dims& dims);
 
 // Kernel of the ops that only change dims (Reshape, Flatten, Squeeze, Unsqueeze): copies the
-// input bytes to the output after checking that both hold the same number of elements.
+// input bytes to the output after checking that both hold the same number of elements; nothing
+// to copy when the memory plan made the output a view of the input (the same buffer).
 Status copy_bytes_cpu(KernelContext& ctx);
 
 }  // namespace streamrt::ops

@@ -1,5 +1,8 @@
 // MatMul: numpy matmul. 1-D operands are promoted (A: [K] -> [1, K], B: [K] -> [K, 1]) and the
-// promoted axis is dropped from the result; leading (batch) dims broadcast.
+// promoted axis is dropped from the result; leading (batch) dims broadcast. An optional third
+// input is the builder's fused bias (ops/matmul.h), added to every row of the result.
+#include "ops/matmul.h"
+
 #include "ops/gemm_util.h"
 
 namespace streamrt::ops {
@@ -38,6 +41,20 @@ Result<MatMulShape> matmul_shape(const ir::Node& node, const Dims& a, const Dims
   return s;
 }
 
+bool has_bias(size_t num_inputs) { return num_inputs > 2; }
+
+// The fused bias exists only with "__bias" = 1 and has A's float type.
+Status check_bias_input(const InferContext& ctx, DataType t) {
+  if (!matmul_has_bias_attr(ctx.node()))
+    return ctx.error("MatMul takes 2 inputs, got " + std::to_string(ctx.num_inputs()) +
+                     " (a third, a fused bias, needs the attribute " + kMatMulBiasAttr + " = 1)");
+  if (!ctx.has_input(2)) return ctx.error("the fused bias (input 2) is missing");
+  if (ctx.input_dtype(2) != t || !is_float(t))
+    return ctx.error(std::string("the fused bias must have A's float type, got ") + dtype_name(ctx.input_dtype(2)) +
+                     " with A " + dtype_name(t));
+  return ok_status();
+}
+
 Status infer(InferContext& ctx) {
   SRT_RETURN_IF_ERROR(require_gemm_input(ctx, 0));
   SRT_RETURN_IF_ERROR(require_gemm_input(ctx, 1));
@@ -45,11 +62,15 @@ Status infer(InferContext& ctx) {
   if (ctx.input_dtype(1) != t)
     return ctx.error(std::string("input types differ: ") + dtype_name(t) + " vs " +
                      dtype_name(ctx.input_dtype(1)));
+  const bool bias = has_bias(ctx.num_inputs());
+  if (bias) SRT_RETURN_IF_ERROR(check_bias_input(ctx, t));
   if (!ctx.input(0).has_shape || !ctx.input(1).has_shape) {
     ctx.set_output_unranked(0, t);
     return ok_status();
   }
   SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), ctx.input_dims(0), ctx.input_dims(1)));
+  if (bias && ctx.input(2).has_shape)
+    SRT_RETURN_IF_ERROR(check_matmul_bias(ctx.node(), ctx.input_dims(2), ctx.input_dims(1), s.out.size()));
   ctx.set_output(0, t, s.out);
   return ok_status();
 }
@@ -84,6 +105,13 @@ Status run_typed(KernelContext& ctx, const MatMulShape& s) {
     }
     if (!st.ok()) return st.with_context(ctx.node().describe());
     fy.flush();
+    // After narrowing, as Add(MatMul(A, B), bias) computes it: the same bits as the unfused graph.
+    if (has_bias(ctx.num_inputs())) {
+      T* py = y.as<T>();
+      const T* pb = ctx.input(2).as<T>();
+      for (int64_t r = 0, rows = n ? y.numel() / n : 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j) py[r * n + j] = store<T>(load(py[r * n + j]) + load(pb[j]));
+    }
     return ok_status();
   }
 }
@@ -92,6 +120,11 @@ Status cpu(KernelContext& ctx) {
   const TensorRef& a = ctx.input(0);
   if (ctx.input(1).dtype != a.dtype) return ctx.error("input types differ");
   SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), a.dims, ctx.input(1).dims));
+  if (has_bias(ctx.num_inputs())) {
+    if (!ctx.has_input(2) || ctx.input(2).dtype != a.dtype || !is_float(a.dtype))
+      return ctx.error("the fused bias must be present with A's float type");
+    SRT_RETURN_IF_ERROR(check_matmul_bias(ctx.node(), ctx.input(2).dims, ctx.input(1).dims, s.out.size()));
+  }
   if (ctx.output(0).dims != s.out)
     return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " +
                      dims_to_string(s.out));
@@ -100,6 +133,25 @@ Status cpu(KernelContext& ctx) {
 }
 
 }  // namespace
+
+bool matmul_has_bias_attr(const ir::Node& node) {
+  auto it = node.attrs.find(kMatMulBiasAttr);
+  return it != node.attrs.end() && it->second.kind == ir::Attribute::Kind::kInt && it->second.i == 1;
+}
+
+Status check_matmul_bias(const ir::Node& node, const Dims& bias, const Dims& b, size_t out_rank) {
+  auto bad = [&](const std::string& why) {
+    return node.error(StatusCode::kInvalidModel, "fused bias " + dims_to_string(bias) + ": " + why);
+  };
+  if (b.size() < 2) return bad("needs B of rank >= 2, B is " + dims_to_string(b));
+  if (bias.empty() || bias.size() > out_rank)
+    return bad("needs rank 1 to " + std::to_string(out_rank) + " (the output's)");
+  for (size_t i = 0; i + 1 < bias.size(); ++i)
+    if (bias[i] != 1 && bias[i] != kDynamicDim) return bad("must be [1, ..., 1, N]");
+  if (bias.back() >= 0 && b.back() >= 0 && bias.back() != b.back())
+    return bad("its last dim must be N = " + std::to_string(b.back()));
+  return ok_status();
+}
 
 STREAMRT_REGISTER_OP(MatMul, {.op_type = "MatMul", .infer = infer, .cpu = cpu});
 

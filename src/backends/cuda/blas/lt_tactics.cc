@@ -79,7 +79,7 @@ int64_t extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t st
 
 struct Problem {
   LtGemm g;
-  bool bias = false;             // Gemm's C through the bias epilogue
+  bool bias = false;             // Gemm's C or MatMul's fused bias through the bias epilogue
   std::optional<float> c_beta;   // Gemm's C through beta (its value), the bias epilogue's fallback
 };
 
@@ -95,7 +95,11 @@ Result<std::optional<Problem>> step_problem(const ir::Node& step, std::span<cons
   if (matmul) {
     SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(step, in[0].dims, in[1].dims));
     if (dims_numel(s.batch) == 0 || s.m == 0 || s.n == 0 || s.k == 0) return std::optional<Problem>();
-    p.g = matmul_gemm(s, dt).g;
+    const MatMulGemm mg = matmul_gemm(s, dt);
+    p.g = mg.g;
+    // A fused bias (ops/matmul.h) goes through the epilogue where the kernel makes one call.
+    const bool bias = in.size() > 2 && in[2].dtype != DataType::kUndefined;
+    p.bias = bias && !mg.per_matrix && p.g.batch == 1;
   } else {
     const bool c_present = in.size() > 2 && in[2].dtype != DataType::kUndefined;
     if (c_present && (in[2].dtype != dt || !in[2].has_shape)) return std::optional<Problem>();
@@ -208,9 +212,10 @@ Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in
   SRT_RETURN_IF_ERROR(op->init(g, static_cast<int32_t>(g.batch)));
   SRT_ASSIGN_OR_RETURN(int count, lt_heuristics(handle_, *op, kLtWorkspaceBytes, cand));
   if (count == 0 && p->bias) {
-    // No epilogue algorithm: the kernel copies C into Y and accumulates with beta instead.
+    // No epilogue algorithm: the kernel copies Gemm's C into Y and accumulates with beta
+    // instead, or adds MatMul's bias after a plain GEMM (beta 0).
     g.bias = nullptr;
-    g.beta = *p->c_beta;
+    if (p->c_beta) g.beta = *p->c_beta;
     op = std::make_unique<LtOperation>();
     SRT_RETURN_IF_ERROR(op->init(g, static_cast<int32_t>(g.batch)));
     SRT_ASSIGN_OR_RETURN(count, lt_heuristics(handle_, *op, kLtWorkspaceBytes, cand));

@@ -3,12 +3,14 @@
 // naive_gemm. The tiled kernel (accumulating in float) is also the fallback for a float GEMM
 // cuBLASLt finds no algorithm for. Semantics mirror src/ops/gemm.cc and src/ops/matmul.cc; the
 // cuBLASLt calls come from blas/gemm_problem.h (shared with the build-time tuner) and use the
-// step's recorded tactics (TF32, algorithm: LtStepTactics).
+// step's recorded tactics (TF32, algorithm: LtStepTactics). A MatMul's fused bias (ops/matmul.h)
+// goes to the cuBLASLt bias epilogue, else a small kernel adds it after the GEMM.
 #include <type_traits>
 
 #include "backends/cuda/blas/gemm_problem.h"
 #include "backends/cuda/kernels/cuda_types.cuh"
 #include "ops/gemm.h"
+#include "ops/matmul.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -223,11 +225,32 @@ Status gemm_cuda(CudaKernelContext& ctx) {
 // ---------------------------------------------------------------------------------------
 // MatMul
 
-// Float MatMul through cuBLASLt (the calls of matmul_gemm).
-Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s) {
+// y[i] += bias[i % n]: the fused bias (ops/matmul.h) when no epilogue added it. Like the
+// CPU's unfused Add: on the narrowed product, in float.
+template <typename T>
+__global__ void add_row_bias_kernel(T* y, const T* bias, int64_t total, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = from_acc<T>(to_acc(y[i]) + to_acc(bias[i % n]));
+}
+
+template <typename T>
+Status add_row_bias(CudaKernelContext& ctx, const MatMulShape& s) {
+  const ops::TensorRef& y = ctx.output(0);
+  const int64_t total = y.numel();
+  if (total == 0 || s.n == 0) return ok_status();
+  add_row_bias_kernel<T><<<grid_for(total), 256, 0, ctx.stream()>>>(y.as<T>(), ctx.input(2).as<const T>(), total, s.n);
+  SRT_CUDA_LAUNCH("add_row_bias_kernel");
+  return ok_status();
+}
+
+// Float MatMul through cuBLASLt (the calls of matmul_gemm). With a fused bias (`bias`, else
+// null) the bias epilogue is tried first where the call is one GEMM (batch 1, as the tuner
+// times it); *biased says whether the bias was added.
+Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s, const void* bias, bool* biased) {
   const ops::TensorRef& a = ctx.input(0);
   const ops::TensorRef& b = ctx.input(1);
   const ops::TensorRef& y = ctx.output(0);
+  *biased = false;
   if (dims_numel(s.batch) == 0 || s.m == 0 || s.n == 0) return ok_status();
   if (s.k == 0) {
     SRT_CUDA(cudaMemsetAsync(y.data, 0, y.nbytes(), ctx.stream()));
@@ -239,6 +262,16 @@ Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s) {
   g.a = a.data;
   g.b = b.data;
   g.d = y.data;
+  if (bias && !mg.per_matrix && g.batch == 1) {
+    g.bias = bias;
+    tactics.apply(g);
+    Status st = lt_matmul(ctx.resources(), g);
+    if (st.code() != StatusCode::kUnsupported) {
+      *biased = st.ok();
+      return st.with_context(ctx.node().describe());
+    }
+    g.bias = nullptr;  // no epilogue algorithm: the plain GEMM, then add_row_bias
+  }
   tactics.apply(g);
   if (!mg.per_matrix) return lt_matmul(ctx.resources(), g).with_context(ctx.node().describe());
   const int64_t esize = static_cast<int64_t>(dtype_size(a.dtype));
@@ -278,12 +311,21 @@ Status matmul_cuda(CudaKernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), a.dims, ctx.input(1).dims));
   if (ctx.output(0).dims != s.out)
     return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " + dims_to_string(s.out));
+  const bool has_bias = ctx.num_inputs() > 2;
+  if (has_bias) {
+    if (!ctx.has_input(2) || ctx.input(2).dtype != a.dtype || !is_float(a.dtype))
+      return ctx.error("the fused bias must be present with A's float type");
+    SRT_RETURN_IF_ERROR(ops::check_matmul_bias(ctx.node(), ctx.input(2).dims, ctx.input(1).dims, s.out.size()));
+  }
   return cuda_dispatch<ops::kFloats | ops::kSignedInts>(a.dtype, ctx.node().describe(), [&]<typename T>() -> Status {
     if constexpr (std::is_same_v<T, int8_t>) return ctx.unsupported("int8 MatMul is not supported");
     else if constexpr (std::is_integral_v<T>) return matmul_tiled<T>(ctx, s);
     else {
-      Status st = matmul_lt(ctx, s);
-      return st.code() == StatusCode::kUnsupported ? matmul_tiled<T>(ctx, s) : st;
+      bool biased = false;
+      Status st = matmul_lt(ctx, s, has_bias ? ctx.input(2).data : nullptr, &biased);
+      if (st.code() == StatusCode::kUnsupported) st = matmul_tiled<T>(ctx, s);
+      if (!st.ok() || !has_bias || biased) return st;
+      return add_row_bias<T>(ctx, s);
     }
   });
 }

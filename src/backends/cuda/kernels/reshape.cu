@@ -1,5 +1,6 @@
 // Reshape, Flatten, Squeeze and Unsqueeze on CUDA: new dims over the same bytes, so the kernel
-// is a device-to-device copy (as ops::copy_bytes_cpu, with the same checks).
+// is a device-to-device copy (as ops::copy_bytes_cpu, with the same checks), or nothing at all
+// when the memory plan made the output a view of the input (builder/lowering.cc).
 #include "backends/cuda/kernels/data_movement.cuh"
 #include "ops/data_movement.h"
 
