@@ -27,6 +27,18 @@ __global__ void fused_kernel(T* y, Idx n, BroadcastIndexer<kMaxInputs> ix, Input
   }
 }
 
+// Every input has the output's element count or is a scalar: no broadcast index arithmetic.
+template <typename T, typename Idx>
+__global__ void fused_flat_kernel(T* y, Idx n, Inputs<T> in, uint32_t scalar_mask, Program p) {
+  float vals[kMaxInputs];
+  for (Idx i = blockIdx.x * Idx(blockDim.x) + threadIdx.x; i < n; i += Idx(gridDim.x) * blockDim.x) {
+#pragma unroll
+    for (int k = 0; k < kMaxInputs; ++k)
+      if (k < p.num_inputs) vals[k] = static_cast<float>(to_acc(in.ptr[k][(scalar_mask >> k) & 1u ? 0 : i]));
+    y[i] = from_acc<T>(ops::fused::evaluate(p, vals));
+  }
+}
+
 Status fused_cuda(CudaKernelContext& ctx) {
   Program p;
   std::string why;
@@ -39,9 +51,22 @@ Status fused_cuda(CudaKernelContext& ctx) {
   for (int k = 0; k < kMaxInputs; ++k) shapes[k] = k < p.num_inputs ? &ctx.input(k).dims : &kScalar;
   BroadcastIndexer<kMaxInputs> ix;
   SRT_RETURN_IF_ERROR(make_indexer<kMaxInputs>(ctx, y.dims, shapes, &ix));
+  uint32_t scalar_mask = 0;
+  bool flat = true;
+  for (int k = 0; k < p.num_inputs; ++k) {
+    const int64_t m = ctx.input(k).numel();
+    if (m == 1) scalar_mask |= 1u << k;
+    else flat = flat && m == n;
+  }
   return cuda_dispatch<ops::kFloats>(y.dtype, ctx.node().describe(), [&]<typename T>() {
     Inputs<T> in{};
     for (int k = 0; k < p.num_inputs; ++k) in.ptr[k] = ctx.input(k).as<const T>();
+    if (flat && n < (int64_t{1} << 31)) {
+      fused_flat_kernel<T, int32_t><<<grid_for(n), 256, 0, ctx.stream()>>>(y.as<T>(), static_cast<int32_t>(n), in,
+                                                                            scalar_mask, p);
+      SRT_CUDA_LAUNCH("fused_flat_kernel");
+      return ok_status();
+    }
     if (n < (int64_t{1} << 31))
       fused_kernel<T, int32_t><<<grid_for(n), 256, 0, ctx.stream()>>>(y.as<T>(), static_cast<int32_t>(n), ix, in, p);
     else
