@@ -52,6 +52,7 @@ size_t run_fusions(ir::Graph& g) {
   const size_t before = g.nodes.size();
   fuse_rms_norm(g);
   fuse_attention(g);  // before element-wise fusion, which would take its scale and mask ops
+  fuse_conv(g);       // likewise for the Add and Relu after a Conv
   fuse_elementwise(g);
   return before - g.nodes.size();
 }

@@ -41,6 +41,9 @@ size_t fuse_rms_norm(ir::Graph& g);
 // MatMul-(scale)-(mask)-Softmax-MatMul -> Attention (fuse_attention.cc). Returns the number fused.
 size_t fuse_attention(ir::Graph& g);
 
+// Conv followed by Add(., R) and / or Relu -> Conv with that epilogue (fuse_conv.cc).
+size_t fuse_conv(ir::Graph& g);
+
 // Trees of float element-wise ops (each inner result read once) -> FusedElementwise.
 size_t fuse_elementwise(ir::Graph& g);
 
