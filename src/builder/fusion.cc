@@ -54,6 +54,7 @@ size_t run_fusions(ir::Graph& g) {
   fuse_attention(g);  // before element-wise fusion, which would take its scale and mask ops
   fuse_rotary(g);       // before element-wise fusion, which would take its Mul / Add
   fuse_matmul_bias(g);  // before element-wise fusion too, which would take the bias Add
+  fuse_conv(g);         // likewise for the Add and Relu after a Conv
   fuse_elementwise(g);
   return before - g.nodes.size();
 }

@@ -47,6 +47,9 @@ size_t fuse_rotary(ir::Graph& g);
 // Add(MatMul(A, W), b) -> MatMul(A, W, b) with the fused bias (fuse_matmul_bias.cc).
 size_t fuse_matmul_bias(ir::Graph& g);
 
+// Conv followed by Add(., R) and / or Relu -> Conv with that epilogue (fuse_conv.cc).
+size_t fuse_conv(ir::Graph& g);
+
 // Trees of float element-wise ops (each inner result read once) -> FusedElementwise.
 size_t fuse_elementwise(ir::Graph& g);
 

@@ -12,6 +12,23 @@ namespace streamrt::builder {
 // ---------------------------------------------------------------------------------------
 // The "__lt_algo" record
 
+namespace {
+
+// What every record starts with: ints, `size` of them, `magic` first, then a positive version
+// of `library`. kInvalidPlan naming `attr` otherwise.
+Status check_record_start(const ir::Attribute& a, const char* attr, size_t size, int64_t magic, const char* library) {
+  auto bad = [&](const std::string& msg) { return invalid_plan(std::string("attribute '") + attr + "'" + msg); };
+  if (a.kind != ir::Attribute::Kind::kInts)
+    return bad(std::string(" is ") + ir::attribute_kind_name(a.kind) + ", expected ints");
+  const std::vector<int64_t>& v = a.ints;
+  if (v.size() != size) return bad(" has " + std::to_string(v.size()) + " values, expected " + std::to_string(size));
+  if (v[0] != magic) return bad(" does not start with the record magic (another layout version?)");
+  if (v[1] <= 0) return bad(std::string(": ") + library + " version " + std::to_string(v[1]) + " is not positive");
+  return ok_status();
+}
+
+}  // namespace
+
 ir::Attribute encode_lt_algo(const LtAlgoRecord& r) {
   std::vector<int64_t> v = {kLtAlgoMagic,
                             static_cast<int64_t>(r.library_version),
@@ -25,14 +42,9 @@ ir::Attribute encode_lt_algo(const LtAlgoRecord& r) {
 // Decoded by the CUDA kernels on every call: the message is built only on failure.
 Result<LtAlgoRecord> decode_lt_algo(const ir::Attribute& a) {
   auto bad = [](const std::string& msg) { return invalid_plan(std::string("attribute '") + kLtAlgoAttr + "'" + msg); };
-  if (a.kind != ir::Attribute::Kind::kInts)
-    return bad(std::string(" is ") + ir::attribute_kind_name(a.kind) + ", expected ints");
+  SRT_RETURN_IF_ERROR(check_record_start(a, kLtAlgoAttr, kLtAlgoRecordSize, kLtAlgoMagic, "cuBLASLt"));
   const std::vector<int64_t>& v = a.ints;
-  if (v.size() != kLtAlgoRecordSize)
-    return bad(" has " + std::to_string(v.size()) + " values, expected " + std::to_string(kLtAlgoRecordSize));
-  if (v[0] != kLtAlgoMagic) return bad(" does not start with the record magic (another layout version?)");
   LtAlgoRecord r;
-  if (v[1] <= 0) return bad(": cuBLASLt version " + std::to_string(v[1]) + " is not positive");
   r.library_version = static_cast<uint64_t>(v[1]);
   if (v[2] < 0 || (static_cast<uint64_t>(v[2]) & ~uint64_t{kLtAlgoTf32 | kLtAlgoBias}) != 0)
     return bad(": unknown flags " + std::to_string(v[2]));
@@ -53,6 +65,96 @@ bool lt_algo_applies(const LtAlgoRecord& r, uint64_t library_version, uint32_t f
   return r.library_version == library_version && r.flags == flags;
 }
 
+// ---------------------------------------------------------------------------------------
+// The "__conv_algo" record
+
+namespace {
+
+constexpr size_t kConvProblemAt = 6;  // first word of the ConvProblem
+
+const char* const kConvAlgoNames[kConvAlgoCount] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+                                                    "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+const char* const kConvMathNames[kConvMathCount] = {"default math", "tensor-op math", "tensor-op math with conversion",
+                                                    "FMA math"};
+
+std::string join_dims(const int64_t* d, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s += 'x';
+    s += std::to_string(d[i]);
+  }
+  return s;
+}
+
+// "" when `p` describes a convolution cuDNN could have been given, else what is wrong with it.
+std::string conv_problem_error(const ConvProblem& p) {
+  const auto t = static_cast<DataType>(p.dtype);
+  if (p.dtype < 0 || p.dtype > 255 || !is_float(t)) return "data type " + std::to_string(p.dtype) + " is not a float type";
+  if (p.spatial != 2 && p.spatial != 3) return std::to_string(p.spatial) + " spatial axes (expected 2 or 3)";
+  const size_t used = static_cast<size_t>(p.spatial);
+  for (size_t i = 0; i < p.x.size(); ++i)
+    if ((i < used + 2) != (p.x[i] > 0 && p.w[i] > 0) || (i >= used + 2 && (p.x[i] != 0 || p.w[i] != 0)))
+      return "X " + join_dims(p.x.data(), p.x.size()) + " / W " + join_dims(p.w.data(), p.w.size()) +
+             " do not have " + std::to_string(used + 2) + " positive dims";
+  for (size_t i = 0; i < p.pads.size(); ++i) {
+    const bool u = i < used;
+    if (u ? (p.pads[i] < 0 || p.strides[i] < 1 || p.dilations[i] < 1)
+          : (p.pads[i] != 0 || p.strides[i] != 0 || p.dilations[i] != 0))
+      return "pads / strides / dilations of axis " + std::to_string(i) + " (" + std::to_string(p.pads[i]) + ", " +
+             std::to_string(p.strides[i]) + ", " + std::to_string(p.dilations[i]) + ") are out of range";
+  }
+  if (p.group < 1 || p.x[1] != p.w[1] * p.group || p.w[0] % p.group != 0)
+    return "group " + std::to_string(p.group) + " does not fit X " + join_dims(p.x.data(), used + 2) + " and W " +
+           join_dims(p.w.data(), used + 2);
+  return "";
+}
+
+}  // namespace
+
+ir::Attribute encode_conv_algo(const ConvAlgoRecord& r) {
+  const ConvProblem& p = r.problem;
+  std::vector<int64_t> v = {kConvAlgoMagic, static_cast<int64_t>(r.library_version), static_cast<int64_t>(r.flags),
+                            r.algo, r.math, r.workspace, p.dtype, p.group, p.spatial};
+  for (const auto* a : {&p.x, &p.w}) v.insert(v.end(), a->begin(), a->end());
+  for (const auto* a : {&p.pads, &p.strides, &p.dilations}) v.insert(v.end(), a->begin(), a->end());
+  v.insert(v.end(), {r.candidates, r.rank, r.best_ns, r.heuristic_ns});
+  return ir::Attribute::make_ints(std::move(v));
+}
+
+// Decoded by the CUDA kernel on every call: the message is built only on failure.
+Result<ConvAlgoRecord> decode_conv_algo(const ir::Attribute& a) {
+  auto bad = [](const std::string& msg) { return invalid_plan(std::string("attribute '") + kConvAlgoAttr + "'" + msg); };
+  SRT_RETURN_IF_ERROR(check_record_start(a, kConvAlgoAttr, kConvAlgoRecordSize, kConvAlgoMagic, "cuDNN"));
+  const std::vector<int64_t>& v = a.ints;
+  ConvAlgoRecord r;
+  r.library_version = static_cast<uint64_t>(v[1]);
+  if (v[2] < 0 || (static_cast<uint64_t>(v[2]) & ~uint64_t{kConvAlgoTf32}) != 0)
+    return bad(": unknown flags " + std::to_string(v[2]));
+  r.flags = static_cast<uint32_t>(v[2]);
+  r.algo = v[3], r.math = v[4], r.workspace = v[5];
+  if (r.algo < 0 || r.algo >= kConvAlgoCount) return bad(": algorithm " + std::to_string(r.algo) + " is out of range");
+  if (r.math < 0 || r.math >= kConvMathCount) return bad(": math type " + std::to_string(r.math) + " is out of range");
+  if (r.workspace < 0) return bad(": workspace " + std::to_string(r.workspace) + " is negative");
+  const int64_t* q = v.data() + kConvProblemAt;
+  ConvProblem& p = r.problem;
+  p.dtype = q[0], p.group = q[1], p.spatial = q[2];
+  std::copy(q + 3, q + 8, p.x.begin());
+  std::copy(q + 8, q + 13, p.w.begin());
+  std::copy(q + 13, q + 16, p.pads.begin());
+  std::copy(q + 16, q + 19, p.strides.begin());
+  std::copy(q + 19, q + 22, p.dilations.begin());
+  if (std::string why = conv_problem_error(p); !why.empty()) return bad(": convolution " + why);
+  r.candidates = v[28], r.rank = v[29], r.best_ns = v[30], r.heuristic_ns = v[31];
+  if (r.candidates <= 0 || r.rank < 0 || r.rank >= r.candidates || r.best_ns < 0 || r.heuristic_ns < 0)
+    return bad(": winner #" + std::to_string(r.rank) + " of " + std::to_string(r.candidates) + " candidates (times " +
+               std::to_string(r.best_ns) + " / " + std::to_string(r.heuristic_ns) + " ns) is inconsistent");
+  return r;
+}
+
+bool conv_algo_applies(const ConvAlgoRecord& r, uint64_t library_version, uint32_t flags, const ConvProblem& problem) {
+  return r.library_version == library_version && r.flags == flags && r.problem == problem;
+}
+
 TacticCounters& tactic_counters() {
   static TacticCounters counters;
   return counters;
@@ -63,8 +165,29 @@ bool step_allows_tf32(const ir::Node& step) {
   return it != step.attrs.end() && it->second.kind == ir::Attribute::Kind::kInt && it->second.i == 1;
 }
 
+namespace {
+
+std::string describe_conv_algo(const ir::Attribute& a) {
+  auto r = decode_conv_algo(a);
+  if (!r.ok()) return "cuDNN conv algo: unreadable (" + r.status().message() + "), the heuristic decides";
+  const ConvProblem& p = r->problem;
+  const size_t used = static_cast<size_t>(p.spatial) + 2;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "cuDNN conv algo: %s, %s, #%lld of %lld, %.1f us (#0: %.1f us) at X %s W %s",
+                kConvAlgoNames[r->algo], kConvMathNames[r->math], static_cast<long long>(r->rank),
+                static_cast<long long>(r->candidates), r->best_ns / 1e3, r->heuristic_ns / 1e3,
+                join_dims(p.x.data(), used).c_str(), join_dims(p.w.data(), used).c_str());
+  std::string out = buf;
+  if (p.group > 1) out += " group " + std::to_string(p.group);
+  if (r->workspace > 0) out += ", workspace " + std::to_string(r->workspace) + " B";
+  return out + ", cuDNN " + std::to_string(r->library_version);
+}
+
+}  // namespace
+
 std::string describe_tactics(const ir::Node& step) {
   std::string out;
+  if (auto it = step.attrs.find(kConvAlgoAttr); it != step.attrs.end()) out = describe_conv_algo(it->second);
   if (auto it = step.attrs.find(kLtAlgoAttr); it != step.attrs.end()) {
     auto r = decode_lt_algo(it->second);
     char buf[256];
@@ -90,8 +213,55 @@ std::string describe_tactics(const ir::Node& step) {
 
 namespace {
 
-TacticTuner*& slot(DeviceType t) {
-  static TacticTuner* tuners[2] = {nullptr, nullptr};  // never destroyed
+// Offers each step to every session in turn until one tunes it (each knows its own ops).
+class SessionSet final : public TacticSession {
+ public:
+  explicit SessionSet(std::vector<std::unique_ptr<TacticSession>> sessions) : sessions_(std::move(sessions)) {}
+  Result<bool> tune(ir::Node& step, std::span<const ops::TensorInfo> inputs) override {
+    for (auto& s : sessions_) {
+      SRT_ASSIGN_OR_RETURN(bool tuned, s->tune(step, inputs));
+      if (tuned) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::vector<std::unique_ptr<TacticSession>> sessions_;
+};
+
+class TunerSet final : public TacticTuner {
+ public:
+  TunerSet(DeviceType device, std::vector<TacticTuner*> tuners) : device_(device), tuners_(std::move(tuners)) {}
+  DeviceType device() const override { return device_; }
+  // A tuner that cannot open is left out (with a warning); an error only when none opens.
+  Result<std::unique_ptr<TacticSession>> open() override {
+    std::vector<std::unique_ptr<TacticSession>> sessions;
+    Status last = ok_status();
+    for (TacticTuner* t : tuners_) {
+      auto s = t->open();
+      if (s.ok()) {
+        sessions.push_back(std::move(s).value());
+      } else {
+        log_warning("tactics: a tuner cannot time on the device (" + s.status().to_string() + ")");
+        last = s.status();
+      }
+    }
+    if (sessions.empty() && !last.ok()) return last;
+    return std::unique_ptr<TacticSession>(std::make_unique<SessionSet>(std::move(sessions)));
+  }
+
+ private:
+  DeviceType device_;
+  std::vector<TacticTuner*> tuners_;
+};
+
+struct DeviceTuners {
+  std::vector<TacticTuner*> tuners;  // registered, never destroyed
+  std::unique_ptr<TacticTuner> combined;
+};
+
+DeviceTuners& slot(DeviceType t) {
+  static DeviceTuners* tuners = new DeviceTuners[2];  // never destroyed: used from static initializers
   return tuners[static_cast<int>(t)];
 }
 
@@ -169,11 +339,20 @@ Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, BuildReport& rep) {
 }  // namespace
 
 void register_tactic_tuner(TacticTuner* tuner) {
-  if (!slot(tuner->device())) slot(tuner->device()) = tuner;
-  else delete tuner;
+  DeviceTuners& d = slot(tuner->device());
+  d.tuners.push_back(tuner);
+  d.combined = d.tuners.size() > 1 ? combine_tactic_tuners(tuner->device(), d.tuners) : nullptr;
 }
 
-TacticTuner* find_tactic_tuner(DeviceType device) { return slot(device); }
+TacticTuner* find_tactic_tuner(DeviceType device) {
+  DeviceTuners& d = slot(device);
+  if (d.combined) return d.combined.get();
+  return d.tuners.empty() ? nullptr : d.tuners.front();
+}
+
+std::unique_ptr<TacticTuner> combine_tactic_tuners(DeviceType device, std::vector<TacticTuner*> tuners) {
+  return std::make_unique<TunerSet>(device, std::move(tuners));
+}
 
 Status choose_tactics(plan::PlanData& plan, const BuilderConfig& config, BuildReport* report, TacticTuner* tuner) {
   BuildReport local;

@@ -21,6 +21,20 @@
 //   At run time the kernel uses the algorithm only when the version and the flags match its call
 //   and cublasLtMatmulAlgoCheck accepts it for the actual shapes (alignment included); anything
 //   else (a malformed record, another cuBLASLt, other shapes) falls back to the heuristic.
+//   "__conv_algo" kInts: the cuDNN forward algorithm chosen for a Conv step (timed without its
+//               epilogue: bias, residual and activation run in streamrt's own kernel), 32 int64s:
+//     [0]      kConvAlgoMagic ("CVALGO1")
+//     [1]      cuDNN version it was chosen with (cudnnGetVersion())
+//     [2]      flags: kConvAlgoTf32 (a float32 step allowed TF32)
+//     [3]      cudnnConvolutionFwdAlgo_t (0..7), [4] cudnnMathType_t (0..3), [5] its workspace bytes
+//     [6..27]  the convolution as the kernel hands it to cuDNN (ConvProblem): [6] streamrt
+//              DataType, [7] group, [8] spatial axes (2 or 3: 1-D runs as 2-D), [9..13] X dims and
+//              [14..18] W dims (N, C, spatial..., unused slots 0), [19..21] pads, [22..24] strides,
+//              [25..27] dilations (unused slots 0). X is the zero-padded copy when pads are asymmetric.
+//     [28]     candidates timed; [29] rank of the winner among them (0 = the first of cuDNN's
+//              heuristic order); [30] the winner's time, [31] the first candidate's (ns per call)
+//   At run time the kernel uses it only when the cuDNN version, the flags and the problem equal its
+//   call's; otherwise (or for a malformed record) cuDNN's heuristic decides, as without a record.
 #pragma once
 
 #include <array>
@@ -29,6 +43,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ops/op.h"
@@ -45,6 +60,39 @@ inline constexpr size_t kLtAlgoWords = 8;                       // sizeof(cublas
 inline constexpr size_t kLtAlgoRecordSize = 11 + kLtAlgoWords;
 inline constexpr uint32_t kLtAlgoTf32 = 1u << 0;
 inline constexpr uint32_t kLtAlgoBias = 1u << 1;
+
+inline constexpr const char* kConvAlgoAttr = "__conv_algo";
+inline constexpr int64_t kConvAlgoMagic = 0x00314F474C415643LL;  // "CVALGO1", little-endian bytes
+inline constexpr size_t kConvAlgoRecordSize = 32;
+inline constexpr uint32_t kConvAlgoTf32 = 1u << 0;
+inline constexpr int64_t kConvAlgoCount = 8;  // cuDNN's forward algorithms (CUDNN_CONVOLUTION_FWD_ALGO_COUNT)
+inline constexpr int64_t kConvMathCount = 4;  // cudnnMathType_t values
+
+// A convolution as the CUDA kernel describes it to cuDNN ("__conv_algo" [6..27]).
+struct ConvProblem {
+  int64_t dtype = 0;  // DataType
+  int64_t group = 1;
+  int64_t spatial = 2;
+  std::array<int64_t, 5> x{}, w{};
+  std::array<int64_t, 3> pads{}, strides{}, dilations{};
+  bool operator==(const ConvProblem&) const = default;
+};
+
+struct ConvAlgoRecord {
+  uint64_t library_version = 0;
+  uint32_t flags = 0;
+  int64_t algo = 0, math = 0, workspace = 0;
+  ConvProblem problem;
+  int64_t candidates = 0, rank = 0;
+  int64_t best_ns = 0, heuristic_ns = 0;
+};
+
+ir::Attribute encode_conv_algo(const ConvAlgoRecord& r);
+// kInvalidPlan naming what is wrong: kind, size, magic, version, flags, algorithm, math type,
+// workspace, an inconsistent problem, candidates and times.
+Result<ConvAlgoRecord> decode_conv_algo(const ir::Attribute& a);
+// Whether a call of `problem` with `flags` on cuDNN `library_version` may use the recorded algorithm.
+bool conv_algo_applies(const ConvAlgoRecord& r, uint64_t library_version, uint32_t flags, const ConvProblem& problem);
 
 struct LtAlgoRecord {
   uint64_t library_version = 0;
@@ -63,7 +111,8 @@ bool lt_algo_applies(const LtAlgoRecord& r, uint64_t library_version, uint32_t f
 // True when the step carries "__tf32" = 1 (anything else, e.g. a wrongly typed one, is false).
 bool step_allows_tf32(const ir::Node& step);
 // One line for `streamrt inspect` ("cuBLASLt algo: heuristic #2 of 8, 12.3 us (#0: 15.1 us) at
-// 64x384x256; tf32"), or "" when the step has neither attribute.
+// 64x384x256; tf32", "cuDNN conv algo: IMPLICIT_PRECOMP_GEMM, tensor-op math, #1 of 4, ..."), or ""
+// when the step has none of the attributes.
 std::string describe_tactics(const ir::Node& step);
 
 // Process-wide counts of GEMM calls whose step carried a usable recorded algorithm: run with it,
@@ -92,9 +141,13 @@ class TacticTuner {
   virtual Result<std::unique_ptr<TacticSession>> open() = 0;
 };
 
-// Registers a tuner (from a static initializer); a second one for a device is ignored.
+// Registers a tuner (from a static initializer). Several may serve one device, each timing its
+// own ops (cuBLASLt GEMMs, cuDNN convolutions): find_tactic_tuner then returns one whose sessions
+// offer every step to each of them in registration order, until one tunes it.
 void register_tactic_tuner(TacticTuner* tuner);
 TacticTuner* find_tactic_tuner(DeviceType device);
+// The combination find_tactic_tuner returns for several tuners (not owned; for tests).
+std::unique_ptr<TacticTuner> combine_tactic_tuners(DeviceType device, std::vector<TacticTuner*> tuners);
 
 // After lowering, for CUDA plans: marks float32 MatMul / Gemm / Conv steps "__tf32" when
 // config.allow_tf32, then (unless config.tactics is off) has `tuner` (default: the one

@@ -1,6 +1,9 @@
-// Conv (1-D, 2-D, 3-D): grouped / depthwise, strides, pads, dilations, auto_pad, optional bias.
+// Conv (1-D, 2-D, 3-D): grouped / depthwise, strides, pads, dilations, auto_pad, optional bias,
+// and the fused epilogue of ops/conv.h (residual input, Relu).
 // Reference kernel: per image and group, im2col into a [C/g * prod(kernel), prod(out)] matrix,
 // then one sgemm with the group's weights [M/g, C/g * prod(kernel)].
+#include "ops/conv.h"
+
 #include "ops/gemm_util.h"
 #include "ops/window.h"
 
@@ -67,11 +70,26 @@ Result<ConvShape> conv_shape(const ir::Node& node, const Dims* x, const Dims* w,
   return s;
 }
 
+// Y's dims refined by the residual's (they must agree where both are known).
+Result<Dims> with_residual(const ir::Node& node, const Dims& y, const Dims& r) {
+  if (r.size() != y.size())
+    return bad(node, "residual R has shape " + dims_to_string(r) + ", expected Y's " + dims_to_string(y));
+  Dims out = y;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] >= 0 && r[i] >= 0 && y[i] != r[i])
+      return bad(node, "residual R has shape " + dims_to_string(r) + ", expected Y's " + dims_to_string(y));
+    if (out[i] < 0) out[i] = r[i];
+  }
+  return out;
+}
+
 Status infer(InferContext& ctx) {
   SRT_RETURN_IF_ERROR(require_input(ctx, 0, kFloats));
   SRT_RETURN_IF_ERROR(require_input(ctx, 1, kFloats));
   const DataType t = ctx.input_dtype(0);
-  for (size_t i = 1; i < 3; ++i)
+  SRT_ASSIGN_OR_RETURN(ConvEpilogue ep,
+                       read_conv_epilogue(ctx.node(), ctx.num_inputs(), ctx.has_input(kConvResidualInput)));
+  for (size_t i = 1; i < 4; ++i)
     if (ctx.has_input(i) && ctx.input_dtype(i) != t)
       return ctx.error("input " + std::to_string(i) + " has type " + dtype_name(ctx.input_dtype(i)) +
                        ", expected " + dtype_name(t));
@@ -91,6 +109,9 @@ Status infer(InferContext& ctx) {
   }
   if (rank < 3) return ctx.error("X and W need rank >= 3, got rank " + std::to_string(rank));
   SRT_ASSIGN_OR_RETURN(ConvShape s, conv_shape(ctx.node(), x, w, b, rank - 2));
+  if (ep.residual && ctx.input(kConvResidualInput).has_shape) {
+    SRT_ASSIGN_OR_RETURN(s.y, with_residual(ctx.node(), s.y, ctx.input_dims(kConvResidualInput)));
+  }
   ctx.set_output(0, t, s.y);
   return ok_status();
 }
@@ -135,8 +156,17 @@ bool is_pointwise(const ConvShape& s) {
   return true;
 }
 
-Status conv_f32(const ir::Node& node, const ConvShape& s, const float* x, const float* w,
-                const float* b, float* y) {
+// y = act(y + r) over n values (the bias is already in y): the Add and Relu the epilogue replaces,
+// in the same order and float arithmetic.
+void epilogue(float* y, const float* r, bool relu, int64_t n) {
+  if (r)
+    for (int64_t i = 0; i < n; ++i) y[i] += r[i];
+  if (relu)
+    for (int64_t i = 0; i < n; ++i) y[i] = y[i] > 0.f ? y[i] : 0.f;
+}
+
+Status conv_f32(const ir::Node& node, const ConvShape& s, const float* x, const float* w, const float* b,
+                const float* r, bool relu, float* y) {
   const int64_t cg = s.channels / s.group, mg = s.maps / s.group;
   const int64_t in_size = dims_numel(s.in), out_size = dims_numel(s.out);
   const int64_t rows = cg * dims_numel(s.win.kernel);
@@ -153,6 +183,7 @@ Status conv_f32(const ir::Node& node, const ConvShape& s, const float* x, const 
       if (b)
         for (int64_t m = 0; m < mg; ++m)
           for (int64_t o = 0; o < out_size; ++o) yg[m * out_size + o] += b[g * mg + m];
+      epilogue(yg, r ? r + (yg - y) : nullptr, relu, mg * out_size);
     }
   }
   return ok_status();
@@ -162,7 +193,9 @@ Status cpu(KernelContext& ctx) {
   const TensorRef& x = ctx.input(0);
   const TensorRef& w = ctx.input(1);
   const bool has_b = ctx.has_input(2);
-  for (size_t i = 1; i < 3; ++i)
+  SRT_ASSIGN_OR_RETURN(ConvEpilogue ep,
+                       read_conv_epilogue(ctx.node(), ctx.num_inputs(), ctx.has_input(kConvResidualInput)));
+  for (size_t i = 1; i < 4; ++i)
     if (ctx.has_input(i) && ctx.input(i).dtype != x.dtype) return ctx.error("input types differ");
   if (x.dims.size() < 3) return ctx.error("X has shape " + dims_to_string(x.dims) + ", expected rank >= 3");
   SRT_ASSIGN_OR_RETURN(ConvShape s, conv_shape(ctx.node(), &x.dims, &w.dims,
@@ -170,17 +203,40 @@ Status cpu(KernelContext& ctx) {
   if (ctx.output(0).dims != s.y)
     return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " +
                      dims_to_string(s.y));
+  // Dims equal to Y's (no broadcasting): the fusion only absorbs such Adds.
+  const TensorRef* r = ep.residual ? &ctx.input(kConvResidualInput) : nullptr;
+  if (r && r->dims != s.y)
+    return ctx.error("residual R has shape " + dims_to_string(r->dims) + ", expected " + dims_to_string(s.y));
   return dispatch<kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() -> Status {
     FloatView<T> fx(x.as<T>(), x.numel()), fw(w.as<T>(), w.numel());
     FloatView<T> fb(has_b ? ctx.input(2).as<T>() : nullptr, has_b ? ctx.input(2).numel() : 0);
+    FloatView<T> fr(r ? r->as<T>() : nullptr, r ? r->numel() : 0);
     FloatOut<T> fy(ctx.output(0).as<T>(), ctx.output(0).numel());
-    SRT_RETURN_IF_ERROR(conv_f32(ctx.node(), s, fx.get(), fw.get(), has_b ? fb.get() : nullptr, fy.get()));
+    SRT_RETURN_IF_ERROR(conv_f32(ctx.node(), s, fx.get(), fw.get(), has_b ? fb.get() : nullptr,
+                                 r ? fr.get() : nullptr, ep.relu, fy.get()));
     fy.flush();
     return ok_status();
   });
 }
 
 }  // namespace
+
+Result<ConvEpilogue> read_conv_epilogue(const ir::Node& node, size_t num_inputs, bool has_residual) {
+  if (num_inputs > kConvResidualInput + 1)
+    return bad(node, "has " + std::to_string(num_inputs) + " inputs, expected at most 3 (4 with a fused residual)");
+  SRT_ASSIGN_OR_RETURN(int64_t residual, node.attr_int(kConvResidualAttr, 0));
+  if (residual != 0 && residual != 1)
+    return bad(node, std::string(kConvResidualAttr) + " is " + std::to_string(residual) + ", expected 0 or 1");
+  ConvEpilogue e;
+  e.residual = residual == 1;
+  if (e.residual && !has_residual) return bad(node, std::string(kConvResidualAttr) + " is set but input 3 (R) is missing");
+  if (!e.residual && has_residual) return bad(node, std::string("input 3 is given without ") + kConvResidualAttr);
+  SRT_ASSIGN_OR_RETURN(std::string act, node.attr_string(kConvActivationAttr, ""));
+  if (!act.empty() && act != "Relu")
+    return node.error(StatusCode::kUnsupported, std::string(kConvActivationAttr) + " '" + act + "' (only Relu)");
+  e.relu = act == "Relu";
+  return e;
+}
 
 STREAMRT_REGISTER_OP(Conv, {.op_type = "Conv", .infer = infer, .cpu = cpu});
 

@@ -1,4 +1,5 @@
 #include "compute_test_util.h"
+#include "ops/conv.h"
 
 namespace streamrt {
 namespace {
@@ -235,6 +236,116 @@ TEST(Conv, RejectsBadInputs) {
                                                  i64({4, 4, 3, 3}, std::vector<int64_t>(144))});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+}
+
+
+// ---------------------------------------------------------------------------------------
+// The fused epilogue (ops/conv.h): Y = act(conv + B + R)
+
+ir::Node epilogue_node(const ConvCase& cc, bool residual, bool relu) {
+  ir::Node n = conv_node(cc);
+  if (residual) {
+    n.inputs = {0, 1, cc.bias ? 2 : ir::kNoValue, 3};
+    n.outputs = {4};
+    n.attrs[ops::kConvResidualAttr] = int_attr(1);
+  }
+  if (relu) n.attrs[ops::kConvActivationAttr] = str("Relu");
+  return n;
+}
+
+TEST(ConvEpilogue, ResidualAndReluMatchTheNaiveSum) {
+  const ConvCase base{.n = 2, .c = 3, .m = 4, .in = {5, 6}, .kernel = {3, 3}, .strides = {1, 2}, .dilations = {1, 1},
+                      .pads = {1, 0, 1, 1}};
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16})
+    for (bool bias : {false, true})
+      for (bool residual : {false, true})
+        for (bool relu : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << dtype_name(t) << " bias " << bias << " residual " << residual
+                                            << " relu " << relu);
+          ConvCase cc = base;
+          cc.bias = bias;
+          Dims xd = {cc.n, cc.c, 5, 6}, wd = {cc.m, cc.c, 3, 3};
+          auto x = rounded(t, random_values(numel(xd), 31)), w = rounded(t, random_values(numel(wd), 32));
+          auto b = rounded(t, random_values(cc.m, 33));
+          Dims yd;
+          std::vector<float> want = naive_conv(cc, x, w, b, yd);
+          auto r = rounded(t, random_values(numel(yd), 34));
+          for (size_t i = 0; i < want.size(); ++i) {
+            if (residual) want[i] += r[i];
+            if (relu) want[i] = std::max(want[i], 0.f);
+          }
+          std::vector<Tensor> ins = {float_tensor(t, xd, x), float_tensor(t, wd, w),
+                                     bias ? float_tensor(t, {cc.m}, b) : Tensor()};
+          if (residual) ins.push_back(float_tensor(t, yd, r));
+          auto out = run_ok(epilogue_node(cc, residual, relu), ins);
+          ASSERT_EQ(out.size(), 1u);
+          EXPECT_EQ(out[0].dims(), yd);
+          expect_close(values_f32(out[0]), want, t);
+        }
+}
+
+Status epilogue_status(ir::Node n, std::vector<Tensor> extra, const Dims& r = {1, 4, 5, 5}) {
+  ConvCase cc{.c = 4, .m = 4, .in = {5, 5}, .kernel = {3, 3}, .strides = {1, 1}, .dilations = {1, 1},
+              .pads = {1, 1, 1, 1}};
+  std::vector<Tensor> ins = {f32({1, 4, 5, 5}, random_values(100, 1)), f32({4, 4, 3, 3}, random_values(144, 2)),
+                             Tensor()};
+  if (!r.empty()) ins.push_back(f32(r, random_values(numel(r), 3)));
+  for (Tensor& t : extra) ins.push_back(std::move(t));
+  auto res = ops::evaluate_on_host(n, ins);
+  return res.ok() ? ok_status() : res.status();
+}
+
+TEST(ConvEpilogue, RejectsInconsistentAttributesAndInputs) {
+  const ConvCase cc{.c = 4, .m = 4, .in = {5, 5}, .kernel = {3, 3}, .strides = {1, 1}, .dilations = {1, 1},
+                    .pads = {1, 1, 1, 1}};
+  const ir::Node good = epilogue_node(cc, true, true);
+  EXPECT_TRUE(epilogue_status(good, {}).ok());
+  auto expect_bad = [](Status st, StatusCode code, const std::string& words) {
+    EXPECT_EQ(st.code(), code) << st.to_string();
+    EXPECT_NE(st.message().find(words), std::string::npos) << st.message();
+  };
+  // __residual without R; R without __residual.
+  expect_bad(epilogue_status(good, {}, {}), StatusCode::kInvalidModel, "input 3 (R) is missing");
+  ir::Node n = good;
+  n.attrs.erase(ops::kConvResidualAttr);
+  expect_bad(epilogue_status(n, {}), StatusCode::kInvalidModel, "without __residual");
+  // Wrong values and kinds.
+  n = good;
+  n.attrs[ops::kConvResidualAttr] = int_attr(2);
+  expect_bad(epilogue_status(n, {}), StatusCode::kInvalidModel, "expected 0 or 1");
+  n.attrs[ops::kConvResidualAttr] = str("yes");
+  EXPECT_FALSE(epilogue_status(n, {}).ok());
+  n = good;
+  n.attrs[ops::kConvActivationAttr] = str("Gelu");
+  expect_bad(epilogue_status(n, {}), StatusCode::kUnsupported, "'Gelu' (only Relu)");
+  n.attrs[ops::kConvActivationAttr] = int_attr(1);
+  EXPECT_FALSE(epilogue_status(n, {}).ok());
+  // R of another shape (no broadcasting) or type; a fifth input.
+  expect_bad(epilogue_status(good, {}, {1, 4, 1, 1}), StatusCode::kInvalidModel, "residual R has shape");
+  expect_bad(epilogue_status(good, {}, {1, 4, 5}), StatusCode::kInvalidModel, "residual R has shape");
+  std::vector<Tensor> ins = {f32({1, 4, 5, 5}, random_values(100, 1)), f32({4, 4, 3, 3}, random_values(144, 2)),
+                             Tensor(), i64({1, 4, 5, 5}, std::vector<int64_t>(100))};
+  auto r = ops::evaluate_on_host(good, ins);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("input 3 has type int64"), std::string::npos) << r.status().message();
+  n = good;
+  n.inputs.push_back(5);
+  expect_bad(epilogue_status(n, {f32({1}, {0.f})}), StatusCode::kInvalidModel, "has 5 inputs");
+}
+
+TEST(ConvEpilogue, InferTakesKnownDimsFromTheResidual) {
+  ConvCase cc{.c = 3, .m = 8, .in = {8, 8}, .kernel = {3, 3}, .strides = {1, 1}, .dilations = {1, 1},
+              .pads = {1, 1, 1, 1}};
+  const ir::Node n = epilogue_node(cc, true, false);
+  const InInfo x{DataType::kFloat32, {-1, 3, -1, 8}}, w{DataType::kFloat32, {8, 3, 3, 3}}, none{DataType::kUndefined, {}};
+  auto r = infer_only(n, {x, w, none, {DataType::kFloat32, {4, 8, 8, -1}}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ((*r)[0].dims, (Dims{4, 8, 8, 8}));
+  r = infer_only(n, {x, w, none, {DataType::kFloat32, {}, false}});  // R of unknown rank
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ((*r)[0].dims, (Dims{-1, 8, -1, 8}));
+  EXPECT_FALSE(infer_only(n, {x, w, none, {DataType::kFloat32, {4, 9, 8, 8}}}).ok());  // 9 maps, not 8
+  EXPECT_FALSE(infer_only(n, {x, w, none, {DataType::kFloat32, {4, 8, 8}}}).ok());
 }
 
 }  // namespace
