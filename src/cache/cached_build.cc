@@ -66,7 +66,8 @@ void report_plan(const plan::PlanData& p, BuildReport* report) {
   report->arena_bytes = p.arena_size;
   for (const plan::ValueEntry& v : p.values)
     if (v.kind == plan::ValueEntry::Kind::kActivation) report->naive_arena_bytes += v.arena_size;
-  for (const ir::Node& s : p.steps) report->steps_tuned += s.attrs.count(builder::kLtAlgoAttr);  // timed back then
+  for (const ir::Node& s : p.steps)  // timed back then
+    report->steps_tuned += s.attrs.count(builder::kLtAlgoAttr) + s.attrs.count(builder::kConvAlgoAttr);
   for (const plan::WeightEntry& w : p.weights) {
     report->weight_bytes += w.size;
     if (w.streamable) {
