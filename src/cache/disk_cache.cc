@@ -11,6 +11,7 @@
 // unlinked by prune() (only while it is unlocked); a locker therefore checks after flock() that
 // the path still names the file it locked, and retries otherwise.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -184,6 +185,20 @@ bool older_than_an_hour(const std::string& path) {
   return t != 0 && static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec - t > 3600ll * 1000000000;
 }
 
+// True when `name` (<prefix>-<pid>-<n>, from unique_suffix) was made by a process that no longer
+// exists on this host. A cache shared between hosts could see another host's live writer as
+// gone; removing its temporary file then only makes that writer's save fail with a warning.
+bool writer_is_gone(const std::string& name) {
+  const size_t a = name.find('-'), b = a == std::string::npos ? a : name.find('-', a + 1);
+  if (b == std::string::npos || b == a + 1) return false;
+  pid_t pid = 0;
+  for (size_t i = a + 1; i < b; ++i) {
+    if (name[i] < '0' || name[i] > '9' || pid > 1000000000) return false;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
 // Removes what killed writers and removers left in tmp/. Returns how many leftovers.
 size_t clean_tmp(const std::string& dir) {
   const std::string tmp = dir + "/tmp";
@@ -211,9 +226,9 @@ size_t clean_tmp(const std::string& dir) {
         remove_tree(path);  // its lock is gone, so its writer is too
         ++removed;
       }
-    } else if (older_than_an_hour(path)) {
-      // lk-, tag- and model- files are renamed within moments of their creation: an old one was
-      // left by a crash.
+    } else if (older_than_an_hour(path) || writer_is_gone(name)) {
+      // lk-, tag- and model- files are renamed within moments of their creation: an old one, or
+      // one whose process no longer exists on this host, was left by a crash.
       ::unlink(path.c_str());
       ++removed;
     }

@@ -104,14 +104,15 @@ Status run_typed(KernelContext& ctx, const MatMulShape& s) {
       });
     }
     if (!st.ok()) return st.with_context(ctx.node().describe());
-    fy.flush();
-    // After narrowing, as Add(MatMul(A, B), bias) computes it: the same bits as the unfused graph.
+    // Before narrowing, as the GPU's bias epilogue adds it: one rounding for half types (float32
+    // gives the unfused graph's bits).
     if (has_bias(ctx.num_inputs())) {
-      T* py = y.as<T>();
+      float* py = fy.get();
       const T* pb = ctx.input(2).as<T>();
       for (int64_t r = 0, rows = n ? y.numel() / n : 0; r < rows; ++r)
-        for (int64_t j = 0; j < n; ++j) py[r * n + j] = store<T>(load(py[r * n + j]) + load(pb[j]));
+        for (int64_t j = 0; j < n; ++j) py[r * n + j] += static_cast<float>(load(pb[j]));
     }
+    fy.flush();
     return ok_status();
   }
 }

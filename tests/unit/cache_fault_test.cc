@@ -139,6 +139,27 @@ TEST(CacheFaults, WritersKilledAtRandomMomentsNeverBreakTheCache) {
 
 Status disk_full() { return io_error("No space left on device (injected)"); }
 
+// A temporary file of a writer killed before renaming it (lk-, model-, tag-<pid>-<n>) is removed
+// by the next prune once that process is gone; one of a live process stays.
+TEST(CacheFaults, PruneRemovesTemporariesOfDeadWritersOnly) {
+  TempDir tmp;
+  const std::string dir = tmp.file("cache");
+  ASSERT_TRUE(DiskEngineCache::open(dir, 1ull << 40).ok());
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);  // reaped: its pid names no process now
+  const std::string gone = dir + "/tmp/lk-" + std::to_string(dead) + "-0";
+  const std::string gone_model = dir + "/tmp/model-" + std::to_string(dead) + "-1";
+  const std::string alive = dir + "/tmp/lk-" + std::to_string(::getpid()) + "-7";
+  for (const auto& f : {gone, gone_model, alive}) std::ofstream(f) << "x";
+  auto c = DiskEngineCache::open(dir, 1ull << 40);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->prune().ok());
+  EXPECT_FALSE(fs::exists(gone));
+  EXPECT_FALSE(fs::exists(gone_model));
+  EXPECT_TRUE(fs::exists(alive));
+}
+
 TEST(CacheFaults, FullDiskLeavesNoPartialEntry) {
   TempDir tmp;
   const std::string dir = tmp.file("cache");

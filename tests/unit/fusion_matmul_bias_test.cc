@@ -3,6 +3,8 @@
 // MatMul's checks, and that weight streaming and refit still see W and b as weights.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -133,10 +135,12 @@ TEST_P(MatMulBiasFusion, FusedGraphComputesTheSameOutputs) {
   ASSERT_TRUE(ir::infer_shapes(g).ok());
   const Tensor got = evaluate(g, {a});
   ASSERT_EQ(got.dims(), want.dims());
-  // The CPU kernel adds the bias to the narrowed product, as the Add did: the same bits.
-  EXPECT_TRUE(same_bytes(got, want));
+  // The CPU kernel adds the bias before narrowing, as the GPU's epilogue does: the unfused bits in
+  // float32; in float16 one rounding fewer than MatMul then Add, so within an ulp of theirs.
+  if (dtype == DataType::kFloat32) EXPECT_TRUE(same_bytes(got, want));
   auto gv = values_f32(got), wv = values_f32(want);
-  for (size_t i = 0; i < gv.size(); ++i) EXPECT_NEAR(gv[i], wv[i], 1e-6f) << i;
+  for (size_t i = 0; i < gv.size(); ++i)
+    EXPECT_NEAR(gv[i], wv[i], dtype == DataType::kFloat32 ? 1e-6f : 1e-3f * std::max(1.f, std::fabs(wv[i]))) << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, MatMulBiasFusion,
