@@ -88,6 +88,7 @@ TEST_F(GpuConv, PaddedGroupedStridedDilatedAndDirectConvolutions) {
 // A ResNet-like problem: the recorded algorithm is the one the kernel runs, and --no-tactics
 // records none.
 TEST_F(GpuConv, TacticsRecordTheAlgorithmAndTheKernelUsesIt) {
+  ::setenv("STREAMRT_CONV_TACTICS", "1", 1);  // opt-in (dnn/conv_tactics.cu says why)
   const ConvBlock b{.x = {8, 64, 28, 28}, .maps = 64, .tail = ConvTail::kAddRelu};
   for (DataType precision : {DataType::kFloat32, DataType::kFloat16}) {
     builder::TacticCounters& n = builder::tactic_counters();
