@@ -11,7 +11,7 @@
 #   torch_peer    bench/streaming/torch_peer.py: bandwidth, resident, prefetch loop, accelerate -> OUTDIR/torch.jsonl
 #   report        bench/streaming/report.py -> OUTDIR/streaming.md, streaming.json, streaming.png (printed last)
 # OUTDIR gets only small files (no model, no plan). Through the device tool:
-#   run(command="bench/streaming/run.sh $OUT", carry=[".gpu"])
+#   run(command="BENCH_PACK_LOGS=1 bench/streaming/run.sh $OUT", carry=[".gpu"])
 #
 # Environment (all optional):
 #   STREAMRT_BIN_DIR  where streamrt and streamrt_stream_bench are (default: .gpu/bin of this checkout, with
@@ -28,6 +28,8 @@
 #   BENCH_CUDA_GRAPH=1     with BENCH_STREAMRT_EAGER=1: also sweep with --cuda-graph (when the time allows)
 #   BENCH_KEEP_PLAN=1      keep the plan after the sweep (default: deleted)
 #   BENCH_DEVICE      streamrt build --device (default cuda; cpu for tests)
+#   BENCH_PACK_LOGS=1 pack the step logs (*.log, *.rc, *.skip, config / env / export JSON) into
+#                     OUTDIR/logs.tgz, leaving at most 6 files (the device tool returns 8 at most)
 #   BENCH_TINY=1      tiny model (tests)
 #   PYTHON            python3
 set -u
@@ -178,5 +180,9 @@ say "report"
 "$PY" "$HERE/report.py" "$OUTDIR" --elapsed-s "$(elapsed)" > "$OUTDIR/report.log" 2>&1
 rc=$?
 if [ $rc = 0 ]; then cat "$OUTDIR/streaming.md"; else tail -20 "$OUTDIR/report.log"; fi
+if [ "${BENCH_PACK_LOGS:-0}" = 1 ]; then
+  (cd "$OUTDIR" && files=$(ls -d -- *.log *.rc *.skip config.json env.txt export.json 2>/dev/null)
+    [ -n "$files" ] && tar czf logs.tgz $files && rm -f $files)
+fi
 say "done: $OUTDIR/streaming.md (report rc=$rc)"
 exit $rc

@@ -127,6 +127,14 @@ check "torch_peer deadline: resident measured" lines "$T" '"impl": "torch_reside
 check "torch_peer deadline: prefetch points skipped" lines "$T" '"impl": "torch_prefetch".*"skipped: deadline"' 6
 check "torch_peer deadline: accelerate skipped" lines "$T" '"impl": "accelerate_cpu_offload".*"skipped: deadline"' 2
 
+# BENCH_PACK_LOGS=1: at most 8 files come back from the device tool; the logs go into one archive.
+O=$WORK/packed
+run_bench "$O" BENCH_PACK_LOGS=1
+check "packed: run.sh exits 0" test $? = 0
+check "packed: at most 8 files" test "$(ls "$O" | wc -l)" -le 8
+check "packed: the report is kept" test -s "$O/streaming.md"
+check "packed: the step logs are in logs.tgz" sh -c "tar tzf '$O/logs.tgz' | grep -qx build.log"
+
 # ---------------------------------------------------------------- 3. real streamrt on the CPU (optional)
 if [ -n "${SELFTEST_STREAMRT_BIN_DIR:-}" ]; then
   O=$WORK/real

@@ -118,27 +118,10 @@ struct SymDim {
   bool operator==(const SymDim&) const = default;
 };
 
-// Constant int64 list of input `i` (opset >= 10 Slice inputs) or attribute `attr` (older opsets).
-std::optional<std::vector<int64_t>> const_ints(const ir::Graph& g, const ir::Node& n, size_t i, const char* attr) {
-  if (n.opset < 10) {
-    auto a = n.attr_ints(attr, std::vector<int64_t>{});
-    return a.ok() && n.has_attr(attr) ? std::optional(*a) : std::nullopt;
-  }
-  const Tensor* t = i < n.inputs.size() ? g.constant(n.inputs[i]) : nullptr;
-  if (!t) return std::nullopt;
-  auto v = t->to_int64_vector();
-  return v.ok() ? std::optional(*v) : std::nullopt;
-}
-
 // An int attribute (`def` when absent), nullopt when it has the wrong kind.
 std::optional<int64_t> int_attr(const ir::Node& n, const char* key, int64_t def) {
   auto a = n.attr_int(key, def);
   return a.ok() ? std::optional(*a) : std::nullopt;
-}
-
-// False when optional input `i` is given but not a constant (const_ints would read it as absent).
-bool constant_or_absent(const ir::Graph& g, const ir::Node& n, size_t i) {
-  return n.opset < 10 || i >= n.inputs.size() || n.inputs[i] == ir::kNoValue || g.is_constant(n.inputs[i]);
 }
 
 int64_t rank_or_zero(const ir::Graph& g, ir::ValueId v) { return static_cast<int64_t>(rank_of(g, v)); }

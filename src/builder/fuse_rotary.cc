@@ -5,7 +5,6 @@
 // Intermediates must have no other consumer; X's last axis must be static and even.
 // STREAMRT_NO_ROTARY_FUSION=1 turns the pass off (a diagnostic).
 #include <cstdlib>
-#include <limits>
 #include <string>
 
 #include "builder/fusion.h"
@@ -13,34 +12,17 @@
 namespace streamrt::builder {
 namespace {
 
-// Integers of an int64 constant input, or of an ints attribute when the input is absent.
-std::optional<std::vector<int64_t>> ints_of(const ir::Graph& g, const ir::Node& n, size_t input, const char* attr) {
-  if (n.inputs.size() > input && n.inputs[input] != ir::kNoValue) {
-    const Tensor* t = g.constant(n.inputs[input]);
-    if (!t) return std::nullopt;
-    auto v = t->to_int64_vector();
-    return v.ok() ? std::optional(*v) : std::nullopt;
-  }
-  if (n.inputs.size() > input) return std::nullopt;
-  auto a = n.attr_ints(attr);
-  return a.ok() ? std::optional(*a) : std::nullopt;
-}
-
 // [begin, end) of a Slice along the last axis of a rank-`rank` input of last dim `d` (unit
 // step), clamped to [0, d]; nullopt for anything else.
 std::optional<std::pair<int64_t, int64_t>> last_axis_range(const ir::Graph& g, const ir::Node& n, int64_t rank,
                                                            int64_t d) {
-  const bool inputs_form = n.opset >= 10;
-  auto starts = ints_of(g, n, inputs_form ? 1 : 99, "starts");
-  auto ends = ints_of(g, n, inputs_form ? 2 : 99, "ends");
-  auto axes = ints_of(g, n, inputs_form ? 3 : 99, "axes");
+  auto starts = const_ints(g, n, 1, "starts"), ends = const_ints(g, n, 2, "ends");
   if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
-  const int64_t axis = axes && axes->size() == 1 ? (*axes)[0] : (axes ? -99 : 0);
+  if (!constant_or_absent(g, n, 3) || !constant_or_absent(g, n, 4)) return std::nullopt;
+  auto axes = const_ints(g, n, 3, "axes"), steps = const_ints(g, n, 4, "steps");
+  const int64_t axis = !axes ? 0 : axes->size() == 1 ? (*axes)[0] : -99;  // absent: axis 0
   if (axis != -1 && axis != rank - 1) return std::nullopt;
-  if (inputs_form && n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue) {
-    auto steps = ints_of(g, n, 4, "steps");
-    if (!steps || steps->size() != 1 || (*steps)[0] != 1) return std::nullopt;
-  }
+  if (steps && (steps->size() != 1 || (*steps)[0] != 1)) return std::nullopt;
   auto clamp = [&](int64_t v) { return v < 0 ? std::max<int64_t>(v + d, 0) : std::min(v, d); };
   return std::pair{clamp((*starts)[0]), clamp((*ends)[0])};
 }

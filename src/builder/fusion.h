@@ -35,6 +35,12 @@ class GraphIndex {
   std::vector<bool> removed_;
 };
 
+// Slice's starts / ends / axes / steps: the constant int64 list of input `i` (opset >= 10) or the
+// attribute `attr` (older opsets); nullopt when absent or not constant.
+std::optional<std::vector<int64_t>> const_ints(const ir::Graph& g, const ir::Node& n, size_t i, const char* attr);
+// False when optional input `i` is given but not a constant (const_ints would read it as absent).
+bool constant_or_absent(const ir::Graph& g, const ir::Node& n, size_t i);
+
 // X / Sqrt(ReduceMean(X^2) + eps) [* W] -> RMSNormalization. Returns the number fused.
 size_t fuse_rms_norm(ir::Graph& g);
 

@@ -65,10 +65,12 @@ double estimate_step_seconds(const plan::PlanData& plan, size_t index, const Dev
       // Q K^T and P V: 4 Sq Skv D per (batch, head), half of it under a causal mask. The softmax
       // between them keeps the tensor cores at about half their GEMM rate.
       const Dims& k = *in_dims(1);
-      const int64_t bits = step.attr_int("bshd", 0).ok() ? *step.attr_int("bshd", 0) : 0;
-      const bool kt = step.attr_int("k_transposed", 0).ok() && *step.attr_int("k_transposed", 0) == 1;
-      const int64_t skv = (bits & 2) && k.size() == 4 ? k[1] : kt ? k.back() : k[k.size() - 2];
-      const bool causal = step.attr_int("causal", 0).ok() && *step.attr_int("causal", 0) == 1;
+      auto attr = [&](const char* key) {  // malformed attributes fail at load; 0 is fine for an estimate
+        auto a = step.attr_int(key, 0);
+        return a.ok() ? *a : 0;
+      };
+      const int64_t skv = (attr("bshd") & 2) && k.size() == 4 ? k[1] : attr("k_transposed") == 1 ? k.back() : k[k.size() - 2];
+      const bool causal = attr("causal") == 1;
       flops = 2.0 * 4.0 * numel(*out) * static_cast<double>(std::max<int64_t>(skv, 1)) * (causal ? 0.5 : 1.0);
     }
   }
@@ -252,6 +254,7 @@ ResidencyPlan plan_residency(const ResidencyInput& in_all, uint64_t budget) {
   std::vector<uint8_t> resident = score(interleaved) <= score(greedy) ? interleaved : greedy;
 
   ResidencyPlan out;
+  out.read_in_place.assign(nw, 0);
   for (size_t w = 0; w < nw; ++w)
     if (resident[w]) out.resident_bytes += in.weight_bytes[w];
   if (any_zero_copy) {  // what the budget leaves, largest first
@@ -264,6 +267,7 @@ ResidencyPlan plan_residency(const ResidencyInput& in_all, uint64_t budget) {
         resident[w] = 1;
         out.resident_bytes += in.weight_bytes[w];
       } else {
+        out.read_in_place[w] = 1;
         out.zero_copy_bytes += in.weight_bytes[w];
       }
     }

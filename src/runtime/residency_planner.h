@@ -62,6 +62,7 @@ struct ResidencyPlan {
   std::vector<uint8_t> resident;  // per plan weight: 1 = kept in device memory (streamable ones)
   uint64_t resident_bytes = 0;    // streamable bytes kept resident, <= budget
   uint64_t streamed_bytes = 0;    // bytes copied per run
+  std::vector<uint8_t> read_in_place;  // per plan weight: 1 = zero-copy and not resident (never streamed)
   uint64_t zero_copy_bytes = 0;   // streamable bytes read in place from host memory (not copied)
   uint64_t slot_bytes = 0;        // largest per-step streamed bytes, each weight aligned: one ring slot
   double estimated_seconds = 0;   // simulated run time

@@ -101,7 +101,7 @@ TEST(GpuWeightStreaming, DeviceMemoryStaysWithinBudgetPlusScratch) {
       StreamingStats stats;
       auto out = run_once(**e, in, &stats);
       EXPECT_TRUE(out.ok()) << out.status().to_string();
-      if (out.ok()) EXPECT_EQ(*out, *reference);  // bitwise: same kernels, weights elsewhere
+      if (out.ok()) { EXPECT_EQ(*out, *reference); }  // bitwise: same kernels, weights elsewhere
       EXPECT_EQ(stats.bytes_streamed, streamable - (*e)->weight_streaming_budget() / (1 << 20) * (1 << 20));
       return used_device_memory() - before_ctx;
     };
@@ -111,7 +111,7 @@ TEST(GpuWeightStreaming, DeviceMemoryStaysWithinBudgetPlusScratch) {
     ASSERT_TRUE(ctx.ok());
     int64_t with_ctx = used_device_memory() - after_load;
     EXPECT_LE(with_ctx, static_cast<int64_t>((*e)->device_memory_size()) + workspace + slack);
-    if (fraction < 1.0) EXPECT_GT((*e)->weight_streaming_scratch_size(), 0u);
+    if (fraction < 1.0) { EXPECT_GT((*e)->weight_streaming_scratch_size(), 0u); }
     EXPECT_LE((*e)->weight_streaming_scratch_size(), 3u * (2u << 20) + 4096);
   }
 }
@@ -167,7 +167,7 @@ TEST(GpuWeightStreaming, GatherTablesAreReadInPlaceNotStreamed) {
     ASSERT_EQ((*e)->streamable_weights_size(), table + w);
     ASSERT_TRUE((*e)->set_weight_streaming_budget(budget).ok());
     const int64_t on_device = used_device_memory() - before_load;
-    if (budget < table) EXPECT_LT(on_device, static_cast<int64_t>(table) / 2);  // the table stayed on the host
+    if (budget < table) { EXPECT_LT(on_device, static_cast<int64_t>(table) / 2); }  // the table stayed on the host
     StreamingStats stats;
     auto out = run_once(**e, in, &stats);
     ASSERT_TRUE(out.ok()) << out.status().to_string();

@@ -137,7 +137,7 @@ TEST_P(MatMulBiasFusion, FusedGraphComputesTheSameOutputs) {
   ASSERT_EQ(got.dims(), want.dims());
   // The CPU kernel adds the bias before narrowing, as the GPU's epilogue does: the unfused bits in
   // float32; in float16 one rounding fewer than MatMul then Add, so within an ulp of theirs.
-  if (dtype == DataType::kFloat32) EXPECT_TRUE(same_bytes(got, want));
+  if (dtype == DataType::kFloat32) { EXPECT_TRUE(same_bytes(got, want)); }
   auto gv = values_f32(got), wv = values_f32(want);
   for (size_t i = 0; i < gv.size(); ++i)
     EXPECT_NEAR(gv[i], wv[i], dtype == DataType::kFloat32 ? 1e-6f : 1e-3f * std::max(1.f, std::fabs(wv[i]))) << i;

@@ -83,6 +83,8 @@ TEST(ResidencyPlanner, ZeroCopyWeightsNeverStreamAndTakeTheLeftoverBudget) {
   for (uint64_t budget : {0ull, 2000ull, 5999ull}) {
     ResidencyPlan p = plan_residency(in, budget);
     EXPECT_EQ(p.resident[6], 0) << budget;
+    EXPECT_EQ(p.read_in_place[6], 1) << budget;
+    EXPECT_EQ(p.read_in_place[0], 0) << budget;  // a copied weight is never read in place
     EXPECT_EQ(p.zero_copy_bytes, 5000u) << budget;
     EXPECT_EQ(p.resident_bytes, budget / 1000 * 1000) << budget;  // the budget goes to the copied weights
     EXPECT_EQ(p.resident_bytes + p.streamed_bytes, 6000u) << budget;
@@ -94,6 +96,7 @@ TEST(ResidencyPlanner, ZeroCopyWeightsNeverStreamAndTakeTheLeftoverBudget) {
   EXPECT_EQ(p.streamed_bytes, 0u);
   p = plan_residency(in, 11000);  // all of it fits
   EXPECT_EQ(p.resident[6], 1);
+  EXPECT_EQ(p.read_in_place[6], 0);
   EXPECT_EQ(p.resident_bytes, 11000u);
   EXPECT_EQ(p.zero_copy_bytes, 0u);
   // Without the flag the same table is an ordinary streamed weight.

@@ -179,6 +179,10 @@ Status upload_weights(const EngineState& es, CudaEngineState& ces) {
   return pin_streamable(es, ces);
 }
 
+namespace {
+
+// Streamable weights that only device Gathers read as their table: outside the budget they are
+// read in place from pinned host memory (zero-copy), so a run moves only the rows it gathers.
 std::vector<uint8_t> zero_copy_weights(const EngineState& es, const CudaEngineState& ces) {
   const plan::PlanData& p = es.plan.data;
   std::vector<uint8_t> zc(p.weights.size(), 0), other(p.weights.size(), 0);
@@ -196,6 +200,8 @@ std::vector<uint8_t> zero_copy_weights(const EngineState& es, const CudaEngineSt
   for (size_t w = 0; w < zc.size(); ++w) zc[w] = zc[w] && !other[w] && p.weights[w].streamable;
   return zc;
 }
+
+}  // namespace
 
 ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces, uint64_t budget) {
   std::vector<uint8_t> device_step(ces.host_step.size());
@@ -221,10 +227,10 @@ Status apply_budget(const EngineState& es, CudaEngineState& ces) {
   ces.step_slot_offset.assign(p.steps.size(), {});
   ces.streamed_steps.clear();
   std::vector<uint8_t> streams(p.weights.size(), 0);
-  const std::vector<uint8_t> zero_copy = zero_copy_weights(es, ces);
   for (size_t i = 0; i < p.weights.size(); ++i) {
     if (!p.weights[i].streamable || ces.residency.resident[i]) continue;
-    if (zero_copy[i]) {  // the pinned copy as the device sees it (its own address under UVA)
+    if (ces.residency.read_in_place[i]) {  // the planner gave it no slot
+      // The pinned copy as the device sees it (its own address under UVA).
       if (!ces.host_src[i]) return internal_error("weight '" + p.weights[i].name + "' has no pinned copy to read in place");
       SRT_CUDA(cudaHostGetDevicePointer(&ces.weight_dev[i], const_cast<void*>(ces.host_src[i]), 0));
       continue;

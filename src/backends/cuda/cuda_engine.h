@@ -55,10 +55,8 @@ void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::s
 // reads streamable ones into pinned host memory.
 Status upload_weights(const EngineState& es, CudaEngineState& ces);
 
-// Streamable weights that only device Gathers read as their table: outside the budget they are
-// read in place from pinned host memory (zero-copy), so a run moves only the rows it gathers.
-std::vector<uint8_t> zero_copy_weights(const EngineState& es, const CudaEngineState& ces);
-// The residency plan at `budget` on this GPU.
+// The residency plan at `budget` on this GPU. Tables only Gathers read are read in place from
+// pinned host memory outside the budget (ResidencyPlan::read_in_place), never streamed.
 ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces, uint64_t budget);
 // Applies es.budget: the resident set's device block and each step's streamed weights.
 Status apply_budget(const EngineState& es, CudaEngineState& ces);
