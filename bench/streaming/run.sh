@@ -30,6 +30,9 @@
 #   BENCH_DEVICE      streamrt build --device (default cuda; cpu for tests)
 #   BENCH_PACK_LOGS=1 pack the step logs (*.log, *.rc, *.skip, config / env / export JSON) into
 #                     OUTDIR/logs.tgz, leaving at most 6 files (the device tool returns 8 at most)
+#   BENCH_NO_TORCH=1  skip torch_peer (streamrt only, e.g. with STREAMRT_STEP_TIMES / STREAMRT_STREAM_TRACE
+#                     set to files under OUTDIR and BENCH_STREAMRT_EAGER=1 to record per-step times and
+#                     the copy / stall timeline of each point: see docs/weight-streaming.md)
 #   BENCH_TINY=1      tiny model (tests)
 #   PYTHON            python3
 set -u
@@ -59,6 +62,7 @@ fi
 BUDGETS=${BENCH_BUDGETS:-0,10,20,30,40,50,60,70,80,90,100}
 DEADLINE_S=${BENCH_DEADLINE_S:-520}
 TORCH_RESERVE=${BENCH_TORCH_RESERVE_S:-$(( DEADLINE_S / 3 < 170 ? DEADLINE_S / 3 : 170 ))}
+[ "${BENCH_NO_TORCH:-0}" = 1 ] && TORCH_RESERVE=0
 REPORT_RESERVE=15
 START=$(date +%s)
 DEADLINE=$(( START + DEADLINE_S ))
@@ -167,7 +171,9 @@ fi
 
 # ---------------------------------------------------------------- PyTorch peers
 t=$(left)
-if (( t > 20 )); then
+if [ "${BENCH_NO_TORCH:-0}" = 1 ]; then
+  skip torch_peer "skipped: BENCH_NO_TORCH=1"
+elif (( t > 20 )); then
   step torch_peer "$t" 0 "$PY" "$HERE/torch_peer.py" --layers "$LAYERS" --max-seq "$MAX_SEQ" "${TINY_FLAG[@]}" \
     --seqs "$SEQS" --budgets "$BUDGETS" --iters "$ITERS" --warmup "$WARMUP" --json "$OUTDIR/torch.jsonl" \
     --deadline-s $(( t - 15 ))

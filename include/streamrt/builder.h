@@ -65,6 +65,12 @@ struct BuildReport {
   size_t streamable_weights = 0;
   size_t steps_tuned = 0;          // steps whose tactic was timed and recorded
   double tactic_ms = 0;            // time spent timing tactics
+  // Weight streaming on CUDA: the plan's steps timed on the device (plan step_ms), for the
+  // residency planner: totals at the profile's max / min shapes and the time it took, or
+  // `step_timing_note` saying why not (empty when not attempted).
+  bool steps_timed = false;
+  double step_ms_max_total = 0, step_ms_min_total = 0, step_timing_ms = 0;
+  std::string step_timing_note;
 };
 
 // Imports `onnx_path`, optimizes and serializes the engine. Errors name the input / node.

@@ -31,6 +31,7 @@ struct TensorDesc {
 
 class ExecutionContext;
 struct EngineState;
+struct EngineFactory;
 
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
@@ -76,6 +77,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
  private:
   friend class Runtime;
+  friend struct EngineFactory;  // src/runtime/timing_engine.h
   explicit Engine(std::unique_ptr<EngineState> state);
   std::unique_ptr<EngineState> state_;
 };
@@ -156,6 +158,12 @@ class ExecutionContext {
   void set_streaming_profiling(bool enable);
   // Statistics of the last completed run; on CUDA call after the stream was synchronized.
   Result<StreamingStats> last_run_stats() const;
+  // Per-step timing (TensorRT's IProfiler, pulled): with it on, each eager run records every
+  // device step's time (CUDA events; CUDA graph replays are not timed). last_step_times_ms()
+  // gives the last completed run's ms per plan step (0 for host steps); kInvalidState before a
+  // timed run, kUnsupported on the CPU.
+  void set_step_timing(bool enable);
+  Result<std::vector<double>> last_step_times_ms() const;
 
  private:
   friend class Engine;

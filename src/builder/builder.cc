@@ -9,6 +9,7 @@
 #include "builder/fusion.h"
 #include "builder/passes.h"
 #include "builder/precision.h"
+#include "builder/step_timing.h"
 #include "builder/tactics.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
@@ -132,7 +133,13 @@ Result<plan::PlanData> finish_plan(PreparedGraph& prepared, const BuilderConfig&
   SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(prepared.graph, prepared.profiles, config, report));
   plan.device = prepared.device;
   SRT_RETURN_IF_ERROR(builder::choose_tactics(plan, config, report));
-  if (config.weight_streaming) builder::mark_streamable_weights(plan, config.min_streamable_bytes, report);
+  if (config.weight_streaming) {
+    BuildReport local;
+    BuildReport& rep = report ? *report : local;
+    builder::mark_streamable_weights(plan, config.min_streamable_bytes, &rep);
+    // Measured step times steer the residency planner; they need the weights (not a stripped build).
+    if (!config.strip_weights) builder::time_plan_steps(plan, config.device, rep);
+  }
   if (config.strip_weights) {
     plan.weights_stripped = true;
     plan.weight_data.clear();

@@ -2,6 +2,7 @@
 // from a file, after the FlatBuffers verifier, so everything here is untrusted input: every
 // index is range-checked and every size product is checked for overflow.
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <unordered_set>
 
@@ -180,6 +181,17 @@ Status check_attribute(const ir::Attribute& a, const std::string& where) {
   return ok_status();
 }
 
+// Measured step times: none, or one per step, each finite and not negative.
+Status check_step_times(const PlanData& p, const std::vector<float>& ms, const char* field) {
+  if (ms.empty()) return ok_status();
+  if (ms.size() != p.steps.size())
+    return invalid_plan(std::string(field) + " has " + unum(ms.size()) + " entries for " + unum(p.steps.size()) + " steps");
+  for (size_t i = 0; i < ms.size(); ++i)
+    if (!std::isfinite(ms[i]) || ms[i] < 0)
+      return invalid_plan(std::string(field) + "[" + unum(i) + "] is " + std::to_string(ms[i]) + " (a time in ms, >= 0)");
+  return ok_status();
+}
+
 Status check_steps(const PlanData& p) {
   const size_t n = p.values.size();
   std::vector<int32_t> producer(n, -1);
@@ -216,6 +228,8 @@ Status verify_plan(const PlanData& plan, uint64_t weights_section_size) {
   SRT_RETURN_IF_ERROR(check_values(plan));
   SRT_RETURN_IF_ERROR(check_io(plan, plan.inputs, "input"));
   SRT_RETURN_IF_ERROR(check_io(plan, plan.outputs, "output"));
+  SRT_RETURN_IF_ERROR(check_step_times(plan, plan.step_ms, "step_ms"));
+  SRT_RETURN_IF_ERROR(check_step_times(plan, plan.step_ms_min, "step_ms_min"));
   return check_steps(plan);
 }
 

@@ -157,8 +157,10 @@ flatbuffers::DetachedBuffer build_metadata(const PlanData& plan) {
   auto outputs = build_all<fb::IoTensor>(b, plan.outputs, build_io);
   auto steps = build_all<fb::Node>(b, plan.steps, build_node);
   auto weights = build_all<fb::Weight>(b, plan.weights, build_weight);
+  auto step_ms = plan.step_ms.empty() ? 0 : b.CreateVector(plan.step_ms);
+  auto step_ms_min = plan.step_ms_min.empty() ? 0 : b.CreateVector(plan.step_ms_min);
   auto root = fb::CreatePlan(b, name, version, device, values, inputs, outputs, steps, weights,
-                             plan.arena_size, plan.weights_stripped);
+                             plan.arena_size, plan.weights_stripped, step_ms, step_ms_min);
   fb::FinishPlanBuffer(b, root);
   return b.Release();
 }

@@ -28,6 +28,10 @@ class ContextImpl {
   }
   virtual void set_streaming_profiling(bool) {}
   virtual Result<StreamingStats> last_run_stats() const { return StreamingStats{}; }
+  virtual void set_step_timing(bool) {}
+  virtual Result<std::vector<double>> last_step_times_ms() const {
+    return unsupported("per-step timing needs the CUDA device");
+  }
 };
 
 class DeviceBackend {
@@ -54,6 +58,9 @@ class DeviceBackend {
   // estimates; scratch per context = stream_slots() x slot_bytes when anything streams.
   virtual ResidencyPlan residency(const EngineState&, uint64_t /*budget*/) const { return {}; }
   virtual int stream_slots() const { return 0; }
+  // Whether contexts time their steps (ContextImpl::last_step_times_ms) and prepare_engine honours
+  // EngineState::placeholder_streamed_weights.
+  virtual bool supports_step_timing() const { return false; }
   // Bytes of device memory free now (for the automatic budget).
   virtual uint64_t free_memory() const = 0;
   // Plain memory on the device, for DeviceBuffer (tools, tests, users without their own).

@@ -21,6 +21,8 @@ Status ExecutionContext::enqueue(void* stream) { return impl_->enqueue(stream); 
 Status ExecutionContext::set_cuda_graph(bool enable) { return impl_->set_cuda_graph(enable); }
 void ExecutionContext::set_streaming_profiling(bool enable) { impl_->set_streaming_profiling(enable); }
 Result<StreamingStats> ExecutionContext::last_run_stats() const { return impl_->last_run_stats(); }
+void ExecutionContext::set_step_timing(bool enable) { impl_->set_step_timing(enable); }
+Result<std::vector<double>> ExecutionContext::last_step_times_ms() const { return impl_->last_step_times_ms(); }
 Status ExecutionContext::execute() {
   SRT_RETURN_IF_ERROR(impl_->enqueue(nullptr));
   return impl_->synchronize(nullptr);

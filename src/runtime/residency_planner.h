@@ -54,7 +54,9 @@ struct ResidencyInput {
 };
 
 // Builds the planner's input for `plan`: steps that run on the device (`device_step`, all when
-// empty) and the streamable weights each reads.
+// empty) and the streamable weights each reads; step times are the plan's measured ones
+// (PlanData::step_ms / step_ms_min, recorded by the builder on the GPU) where it has them, else
+// estimate_step_seconds().
 ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& device,
                                const std::vector<uint8_t>& device_step = {});
 

@@ -2,6 +2,7 @@
 
 #include "core/logging.h"
 #include "runtime/device_backend.h"
+#include "runtime/timing_engine.h"
 
 namespace streamrt {
 
@@ -61,7 +62,7 @@ Status apply_initial_budget(EngineState& es) {
   return apply_budget(es);
 }
 
-Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceType device) {
+Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceType device, bool timing = false) {
   auto st = std::make_unique<EngineState>();
   const plan::PlanData& p = loaded.data;
   DeviceType plan_device = p.device.kind == plan::DeviceKind::kCuda ? DeviceType::kCuda : DeviceType::kCpu;
@@ -88,9 +89,11 @@ Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceT
   for (const auto& w : p.weights)
     if (w.streamable) st->streamable_bytes += w.size;
   st->plan = std::move(loaded);
+  st->placeholder_streamed_weights = timing;
   log_verbose("engine '" + st->plan.data.name + "': plan verified, preparing the device");
   SRT_RETURN_IF_ERROR(find_device_backend(device)->prepare_engine(*st));
-  SRT_RETURN_IF_ERROR(apply_initial_budget(*st));
+  // A timing engine streams everything: the least device memory, as a model larger than the GPU needs.
+  SRT_RETURN_IF_ERROR(timing ? apply_budget(*st) : apply_initial_budget(*st));
   log_verbose("engine '" + st->plan.data.name + "': loaded");
   return st;
 }
@@ -110,6 +113,17 @@ Result<std::shared_ptr<Engine>> Runtime::load_engine_bytes(std::vector<uint8_t> 
   SRT_ASSIGN_OR_RETURN(plan::LoadedPlan loaded,
                        plan::read_plan_bytes(holder->data(), holder->size(), holder));
   SRT_ASSIGN_OR_RETURN(auto st, make_state(std::move(loaded), device_));
+  return std::shared_ptr<Engine>(new Engine(std::move(st)));
+}
+
+Result<std::shared_ptr<Engine>> EngineFactory::timing_engine(const plan::PlanData& plan, DeviceType device) {
+  DeviceBackend* backend = find_device_backend(device);
+  if (!backend || !backend->supports_step_timing())
+    return unsupported(std::string("per-step timing needs the CUDA device, not ") + device_type_name(device));
+  SRT_RETURN_IF_ERROR(backend->available());
+  plan::LoadedPlan loaded;
+  loaded.data = plan;  // weight tensors are shared, not copied
+  SRT_ASSIGN_OR_RETURN(auto st, make_state(std::move(loaded), device, true));
   return std::shared_ptr<Engine>(new Engine(std::move(st)));
 }
 

@@ -52,15 +52,9 @@ std::vector<uint8_t> build_chain(bool streaming) {
   std::string prev = "x";
   for (int i = 0; i < layers; ++i) {
     for (auto& h : w) h = static_cast<uint16_t>(u(rng) | ((u(rng) & 1) << 15));
-    onnx::TensorProto t;
-    t.set_name("w" + std::to_string(i));
-    t.set_data_type(onnx::TensorProto_DataType_FLOAT16);
-    t.add_dims(n);
-    t.add_dims(n);
-    t.set_raw_data(w.data(), w.size() * 2);
-    *g->add_initializer() = t;
+    *g->add_initializer() = f16_raw("w" + std::to_string(i), {n, n}, w);
     std::string out = i + 1 == layers ? "y" : "h" + std::to_string(i);
-    add_node(g, "MatMul", "mm" + std::to_string(i), {prev, t.name()}, {out});
+    add_node(g, "MatMul", "mm" + std::to_string(i), {prev, "w" + std::to_string(i)}, {out});
     prev = out;
   }
   return build_cuda_plan(m, streaming, "chain");

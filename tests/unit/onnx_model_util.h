@@ -66,16 +66,27 @@ inline onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, con
   return n;
 }
 
-// A float32 tensor with raw_data.
-inline onnx::TensorProto f32_raw(const std::string& name, const std::vector<int64_t>& dims,
-                                 const std::vector<float>& values) {
+// A tensor with raw_data.
+template <typename T>
+onnx::TensorProto raw_tensor(const std::string& name, int elem_type, const std::vector<int64_t>& dims,
+                             const std::vector<T>& values) {
   onnx::TensorProto t;
   t.set_name(name);
-  t.set_data_type(onnx::TensorProto_DataType_FLOAT);
+  t.set_data_type(elem_type);
   for (int64_t d : dims) t.add_dims(d);
-  t.set_raw_data(values.data(), values.size() * sizeof(float));
+  t.set_raw_data(values.data(), values.size() * sizeof(T));
   return t;
 }
+inline onnx::TensorProto f32_raw(const std::string& name, const std::vector<int64_t>& dims,
+                                 const std::vector<float>& values) {
+  return raw_tensor(name, onnx::TensorProto_DataType_FLOAT, dims, values);
+}
+// Float16 values as bit patterns.
+inline onnx::TensorProto f16_raw(const std::string& name, const std::vector<int64_t>& dims,
+                                 const std::vector<uint16_t>& bits) {
+  return raw_tensor(name, onnx::TensorProto_DataType_FLOAT16, dims, bits);
+}
+
 
 // A tensor whose data lives in an external file.
 inline onnx::TensorProto external_tensor(const std::string& name, int elem_type, const std::vector<int64_t>& dims,

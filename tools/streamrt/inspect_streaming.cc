@@ -33,6 +33,7 @@ Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::
                         {"read_in_place_bytes", rp.zero_copy_bytes},
                         {"scratch_bytes", engine->weight_streaming_scratch_size()},
                         {"estimated_run_ms", rp.estimated_seconds * 1e3},
+                        {"step_times", es.plan.data.step_ms.empty() ? "estimated" : "measured at build"},
                         {"resident", resident},
                         {"streamed", streamed}};
 }
@@ -44,6 +45,8 @@ void print_streaming_split(const nlohmann::json& s) {
   std::printf("  resident: %s in %zu weights; streamed per run: %s in %zu weights; scratch %s per context\n",
               b("resident_bytes").c_str(), s["resident"].size(), b("streamed_bytes_per_run").c_str(),
               s["streamed"].size(), b("scratch_bytes").c_str());
+  std::printf("  planner's simulated run at the max shapes: %.2f ms (step times %s)\n",
+              s["estimated_run_ms"].get<double>(), s["step_times"].get<std::string>().c_str());
   if (s["read_in_place_bytes"].get<uint64_t>() > 0)
     std::printf("  read in place from host memory (gather tables, not copied): %s\n", b("read_in_place_bytes").c_str());
   for (const char* which : {"resident", "streamed"})

@@ -61,6 +61,7 @@ class CudaBackend final : public DeviceBackend {
     return plan_cuda_residency(es, *static_cast<const CudaEngineState*>(es.device_state.get()), budget);
   }
   int stream_slots() const override { return kStreamSlots; }
+  bool supports_step_timing() const override { return true; }
 
   Result<std::unique_ptr<ContextImpl>> create_context(std::shared_ptr<const Engine> engine) override {
     auto* ces = static_cast<const CudaEngineState*>(engine->state().device_state.get());

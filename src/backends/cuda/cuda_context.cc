@@ -3,6 +3,7 @@
 // CPU kernels on host copies that are made only when a step needs them.
 #include "backends/cuda/cuda_context.h"
 
+#include "backends/cuda/cuda_step_times.h"
 #include "core/logging.h"
 
 namespace streamrt::cuda {
@@ -34,6 +35,8 @@ PinnedBuffer::~PinnedBuffer() {
 
 CudaContext::~CudaContext() {
   if (res_.stream) cudaStreamSynchronize(res_.stream);
+  profiler_.collect();
+  write_step_times(*es_, ces_, profiler_, output_dims_);
   if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
   for (auto& [ptr, size] : overflow_)
     if (ptr) cudaFree(ptr);
@@ -60,6 +63,14 @@ Status CudaContext::synchronize(void* stream) {
   SRT_CUDA(cudaStreamSynchronize(stream ? static_cast<cudaStream_t>(stream) : own_stream_));
   profiler_.collect();
   return ok_status();
+}
+
+Result<std::vector<double>> CudaContext::last_step_times_ms() const {
+  if (profiler_.last_run().empty())
+    return invalid_state("engine '" + plan().name + "': no timed run yet (set_step_timing(true), then run eagerly)");
+  std::vector<double> ms = profiler_.last_run();
+  ms.resize(plan().steps.size(), 0.0);
+  return ms;
 }
 
 // Shape tensors bound as inputs live on the device: small ones are copied for shape passes.

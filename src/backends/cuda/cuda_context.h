@@ -25,6 +25,8 @@ class CudaContext final : public ContextBase {
   Status set_cuda_graph(bool enable) override;
   void set_streaming_profiling(bool enable) override { streamer_.set_profiling(enable); }
   Result<StreamingStats> last_run_stats() const override { return streamer_.stats(); }
+  void set_step_timing(bool enable) override { profiler_.set_step_timing(enable); }
+  Result<std::vector<double>> last_step_times_ms() const override;
 
  private:
   Status run_steps();

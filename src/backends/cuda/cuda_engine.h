@@ -55,6 +55,9 @@ void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::s
 // reads streamable ones into pinned host memory.
 Status upload_weights(const EngineState& es, CudaEngineState& ces);
 
+// What the residency planner assumes of this GPU (the host-to-device bandwidth is measured once).
+DeviceProfile cuda_profile();
+
 // The residency plan at `budget` on this GPU. Tables only Gathers read are read in place from
 // pinned host memory outside the budget (ResidencyPlan::read_in_place), never streamed.
 ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces, uint64_t budget);

@@ -1,5 +1,9 @@
 #include "backends/cuda/cuda_streamer.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 namespace streamrt::cuda {
 namespace {
 
@@ -151,7 +155,32 @@ Result<StreamingStats> CudaStreamer::stats() const {
     st.stall_ms += elapsed_ms(stall_begin_[j], stall_end_[j]);
   }
   st.run_ms = elapsed_ms(run_begin_, run_end_);
+  write_trace();
   return st;
+}
+
+// STREAMRT_STREAM_TRACE=FILE: the profiled run's timeline, one JSON line appended per run: for
+// each streamed step (in order) its plan step, bytes, and ms from the run's start when its copy
+// began and ended and when compute began and stopped waiting for it.
+void CudaStreamer::write_trace() const {
+  const char* path = std::getenv("STREAMRT_STREAM_TRACE");
+  if (!path || !*path) return;
+  std::FILE* f = std::fopen(path, "a");
+  if (!f) return;
+  const plan::PlanData& p = es_.plan.data;
+  std::fprintf(f, "{\"budget\":%llu,\"run_ms\":%.4f,\"slots\":%d,\"slot_bytes\":%llu,\"streamed\":[",
+               static_cast<unsigned long long>(es_.budget), elapsed_ms(run_begin_, run_end_), kStreamSlots,
+               static_cast<unsigned long long>(ces_.slot_bytes));
+  for (size_t j = 0; j < issued_; ++j) {
+    const size_t s = ces_.streamed_steps[j];
+    uint64_t bytes = 0;
+    for (int32_t w : ces_.step_streamed[s]) bytes += p.weights[w].size;
+    std::fprintf(f, "%s[%zu,%llu,%.4f,%.4f,%.4f,%.4f]", j ? "," : "", s, static_cast<unsigned long long>(bytes),
+                 elapsed_ms(run_begin_, copy_begin_[j]), elapsed_ms(run_begin_, copy_end_[j]),
+                 elapsed_ms(run_begin_, stall_begin_[j]), elapsed_ms(run_begin_, stall_end_[j]));
+  }
+  std::fprintf(f, "]}\n");
+  std::fclose(f);
 }
 
 }  // namespace streamrt::cuda

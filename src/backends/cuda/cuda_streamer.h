@@ -33,6 +33,7 @@ class CudaStreamer {
  private:
   Status issue(size_t j, bool capturing);
   Status ensure_profile_events(size_t n);
+  void write_trace() const;  // STREAMRT_STREAM_TRACE
 
   const EngineState& es_;
   const CudaEngineState& ces_;

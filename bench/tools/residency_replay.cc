@@ -1,0 +1,121 @@
+// streamrt_residency_replay: the residency planner replayed on per-step times measured on a GPU
+// (the JSON lines STREAMRT_STEP_TIMES writes; see docs/weight-streaming.md). For each budget it
+// plans twice — with the planner's own estimates (what the engine did) and with the measured
+// times — and simulates both plans on the measured times, so a planner change can be judged on
+// this machine, without the GPU:
+//   streamrt_residency_replay steps.jsonl [--budgets 0,10,...,100] [--slots 3] [--bandwidth B]
+// The largest all-resident context is taken as the prefill shapes, the smallest as the one-token
+// shapes. Output: one table row per budget (ms): bound, plan from estimates, plan from measured.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "runtime/residency_planner.h"
+
+using namespace streamrt;
+
+namespace {
+
+struct Context {
+  double budget = 0, bandwidth = 0;
+  uint64_t streamed = 0;
+  std::vector<nlohmann::json> steps;
+  double total_ms() const {
+    double t = 0;
+    for (const auto& s : steps) t += s.value("ms", 0.0);
+    return t;
+  }
+};
+
+std::vector<Context> read_contexts(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<Context> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;
+    if (j.contains("engine")) {
+      out.push_back({});
+      out.back().budget = j.value("budget", 0.0);
+      out.back().bandwidth = j.value("bandwidth", 0.0);
+      out.back().streamed = j.value("streamed_bytes", uint64_t{0});
+    } else if (!out.empty()) {
+      out.back().steps.push_back(std::move(j));
+    }
+  }
+  return out;
+}
+
+// The planner's input for the engine the contexts ran: weights and per-step times (`measured`:
+// from the contexts, else the estimates recorded next to them).
+ResidencyInput make_input(const Context& large, const Context& small, bool measured, int slots, double bandwidth) {
+  ResidencyInput in;
+  in.slots = slots;
+  in.device.stream_bandwidth = bandwidth;
+  in.device.copy_latency_s = 8e-6;
+  const size_t n = large.steps.size();
+  in.step_seconds.resize(n);
+  in.step_seconds_small.resize(n);
+  in.step_weights.resize(n);
+  for (size_t s = 0; s < n; ++s) {
+    const auto& a = large.steps[s];
+    const auto& b = s < small.steps.size() ? small.steps[s] : a;
+    const bool device = a.value("device", 1) == 1;
+    in.step_seconds[s] = 1e-3 * (measured ? a.value("ms", 0.0) : (device ? a.value("est_ms", 0.0) : 0.0));
+    in.step_seconds_small[s] = 1e-3 * (measured ? b.value("ms", 0.0) : (device ? b.value("est_small_ms", 0.0) : 0.0));
+    for (const auto& w : a.value("weights", nlohmann::json::array())) {
+      const int32_t id = w[0].get<int32_t>();
+      if (in.weight_bytes.size() <= static_cast<size_t>(id)) in.weight_bytes.resize(id + 1, 0);
+      in.weight_bytes[id] = w[1].get<uint64_t>();
+      in.step_weights[s].push_back(id);
+    }
+  }
+  return in;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"the residency planner replayed on measured per-step times"};
+  std::string path;
+  std::vector<int> budgets{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100};
+  int slots = 3;
+  double bandwidth = 0;
+  app.add_option("steps", path, "JSON lines written with STREAMRT_STEP_TIMES")->required()->check(CLI::ExistingFile);
+  app.add_option("--budgets", budgets, "budgets in percent")->delimiter(',')->check(CLI::Range(0, 100));
+  app.add_option("--slots", slots, "ring slots")->check(CLI::Range(1, 64));
+  app.add_option("--bandwidth", bandwidth, "host-to-device bytes/s (default: the one recorded)");
+  CLI11_PARSE(app, argc, argv);
+  std::vector<Context> all = read_contexts(path);
+  std::vector<const Context*> resident;
+  for (const Context& c : all)
+    if (c.streamed == 0 && !c.steps.empty() && c.total_ms() > 0) resident.push_back(&c);
+  if (resident.empty()) return std::fprintf(stderr, "error: %s has no all-resident context with times\n", path.c_str()), 1;
+  auto by_time = [](const Context* a, const Context* b) { return a->total_ms() < b->total_ms(); };
+  const Context& large = **std::max_element(resident.begin(), resident.end(), by_time);
+  const Context& small = **std::min_element(resident.begin(), resident.end(), by_time);
+  if (bandwidth <= 0) bandwidth = large.bandwidth;
+  const ResidencyInput est = make_input(large, small, false, slots, bandwidth);
+  const ResidencyInput meas = make_input(large, small, true, slots, bandwidth);
+  uint64_t total = 0;
+  for (uint64_t b : meas.weight_bytes) total += b;
+  std::vector<uint8_t> all_resident(meas.weight_bytes.size(), 1);
+  const double resident_ms = 1e3 * simulate_run(meas, all_resident);
+  std::printf("prefill: %zu steps, %.2f ms measured all-resident (estimates: %.2f ms); one token: %.2f ms; "
+              "%.2f GB streamable at %.1f GB/s, %d slots\n",
+              large.steps.size(), resident_ms, 1e3 * simulate_run(est, all_resident), 1e3 * simulate_run(meas, all_resident, true),
+              total / 1e9, bandwidth / 1e9, slots);
+  std::printf("| budget %% | bound ms | estimates' plan ms | x bound | measured plan ms | x bound |\n|---|---|---|---|---|---|\n");
+  for (int pct : budgets) {
+    const uint64_t budget = static_cast<uint64_t>(static_cast<double>(total) * pct / 100.0);
+    const ResidencyPlan a = plan_residency(est, budget), b = plan_residency(meas, budget);
+    const double bound = std::max(resident_ms, 1e3 * static_cast<double>(total - std::min(total, budget)) / bandwidth);
+    const double ta = 1e3 * simulate_run(meas, a.resident), tb = 1e3 * simulate_run(meas, b.resident);
+    std::printf("| %d | %.2f | %.2f | %.3f | %.2f | %.3f |\n", pct, bound, ta, ta / bound, tb, tb / bound);
+  }
+  return 0;
+}
