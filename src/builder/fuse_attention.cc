@@ -252,13 +252,25 @@ class DimTracer {
   }
 
   // Slice [0, E) with step 1 of an axis of static size N >= 1 is min(E, N); unsliced axes pass.
+  // An axis the Slice does not touch passes even when its starts / ends are computed at run time
+  // (rotate_half slices the last axis at D/2, computed from a Shape).
   std::optional<SymDim> slice(const ir::Node& n, int64_t r, int64_t axis) {
-    auto starts = const_ints(g_, n, 1, "starts");
-    if (!starts || !constant_or_absent(g_, n, 3) || !constant_or_absent(g_, n, 4)) return std::nullopt;
+    if (!constant_or_absent(g_, n, 3) || !constant_or_absent(g_, n, 4)) return std::nullopt;
     auto axes = const_ints(g_, n, 3, "axes").value_or(std::vector<int64_t>{});
-    if (axes.empty())
-      for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-    if (axes.size() != starts->size()) return std::nullopt;
+    if (axes.empty()) {  // absent: the first len(starts) axes
+      const ir::Value* sv = n.opset >= 10 && n.inputs.size() > 1 ? &g_.value(n.inputs[1]) : nullptr;
+      auto starts = const_ints(g_, n, 1, "starts");
+      const int64_t len = starts ? static_cast<int64_t>(starts->size())
+                          : sv && sv->has_shape && sv->dims.size() == 1 ? sv->dims[0]
+                                                                        : -1;
+      if (len < 0) return std::nullopt;
+      for (int64_t i = 0; i < len; ++i) axes.push_back(i);
+    }
+    bool touched = false;
+    for (int64_t a : axes) touched = touched || (a < 0 ? a + r : a) == axis;
+    if (!touched) return dim(n.inputs[0], axis);
+    auto starts = const_ints(g_, n, 1, "starts");
+    if (!starts || axes.size() != starts->size()) return std::nullopt;
     for (size_t i = 0; i < axes.size(); ++i) {
       if ((axes[i] < 0 ? axes[i] + r : axes[i]) != axis) continue;
       auto steps = const_ints(g_, n, 4, "steps");

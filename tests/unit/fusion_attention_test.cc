@@ -475,6 +475,8 @@ struct Sliced {
   bool triangle = true;     // the constant is tril (else triu: not causal)
   int64_t start = 0;        // slice start on both axes
   bool other_keys = false;  // K and V from a second input with its own length (Sq != Skv)
+  bool swap_halves = false;  // Q's halves of the head dim swapped by Slices whose bounds are computed
+                             // from Shape(Q) at run time, as rotate_half exports
 };
 
 const int64_t kN = 8, kModel = 6, kHeads = 2;  // constant triangle [kN, kN]; x is [1, t, kModel]
@@ -516,6 +518,15 @@ Built build_sliced(const Sliced& o) {
   ir::ValueId x = input("x"), t1 = length(x, "x");
   ir::ValueId kx = o.other_keys ? input("kx") : x, kt1 = o.other_keys ? length(kx, "kx") : t1;
   ir::ValueId q = heads(x, t1, "q", 11), k = heads(kx, kt1, "k", 12), v = heads(kx, kt1, "v", 13);
+  if (o.swap_halves) {  // Concat(Q[..., D/2:], Q[..., :D/2]) with D/2 = Shape(Q)[3] / 2
+    ir::ValueId d = add("Gather", {add("Shape", {q}, "q_shape"), constant("three", i64({}, {3}))}, "q_d");
+    ir::ValueId half = add("Unsqueeze", {add("Div", {d, constant("two", i64({}, {2}))}, "q_half0"),
+                                         constant("q_axis0", i64({1}, {0}))}, "q_half");
+    ir::ValueId last = constant("q_last", i64({1}, {-1}));
+    ir::ValueId hi = add("Slice", {q, half, constant("q_big", i64({1}, {1 << 20})), last}, "q_hi");
+    ir::ValueId lo = add("Slice", {q, constant("q_zero", i64({1}, {0})), half, last}, "q_lo");
+    q = add("Concat", {hi, lo}, "q_swapped", {{"axis", Attribute::make_int(-1)}});
+  }
   std::vector<uint8_t> tri;
   for (int64_t i = 0; i < kN; ++i)
     for (int64_t j = 0; j < kN; ++j) tri.push_back(o.triangle ? j <= i : j >= i);
@@ -572,6 +583,28 @@ TEST(AttentionFusionSlicedCausal, SliceOfTriangleBecomesCausalAtEveryLength) {
       set_length(b, i == 0 ? 3 : 7);
       expect_close(values_f32(interpret(b)), want[i]);
     }
+  }
+}
+
+// Slices of Q's last axis with bounds computed at run time (rotate_half) do not hide that Q's
+// sequence axis is the mask's: the mask still becomes causal = 1 (the dynamic-length Llama export
+// kept a [t, t] bool mask read per element before).
+TEST(AttentionFusionSlicedCausal, RunTimeSlicesOfTheHeadDimKeepTheLengthTraceable) {
+  Built b = build_sliced({.two_slices = true, .swap_halves = true});
+  std::vector<std::vector<float>> want;
+  for (int64_t t : {3, 7}) {
+    set_length(b, t);
+    want.push_back(values_f32(interpret(b)));
+  }
+  ASSERT_EQ(fuse_attention(b.g), 1u);
+  const ir::Node* a = find_op(b.g, "Attention");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->attr_int("causal", 0).value(), 1);
+  EXPECT_EQ(a->inputs.size(), 3u);  // no mask
+  ASSERT_TRUE(ir::infer_shapes(b.g).ok());
+  for (size_t i = 0; i < 2; ++i) {
+    set_length(b, i == 0 ? 3 : 7);
+    expect_close(values_f32(interpret(b)), want[i]);
   }
 }
 
