@@ -557,15 +557,28 @@ void set_length(Built& b, int64_t t) {
     b.values.push_back(f32({1, t, kModel}, random_values(t * kModel, static_cast<uint32_t>(20 + i))));
 }
 
+// The graph's outputs at lengths 3 and 7 (the lengths the sliced tests run at).
+std::vector<std::vector<float>> outputs_at_lengths(Built& b) {
+  std::vector<std::vector<float>> out;
+  for (int64_t t : {3, 7}) {
+    set_length(b, t);
+    out.push_back(values_f32(interpret(b)));
+  }
+  return out;
+}
+
+// After a rewrite: shapes re-inferred, the same outputs at both lengths.
+void expect_outputs_at_lengths(Built& b, const std::vector<std::vector<float>>& want) {
+  ASSERT_TRUE(ir::infer_shapes(b.g).ok());
+  auto got = outputs_at_lengths(b);
+  for (size_t i = 0; i < want.size(); ++i) expect_close(got[i], want[i]);
+}
+
 TEST(AttentionFusionSlicedCausal, SliceOfTriangleBecomesCausalAtEveryLength) {
   for (bool two : {false, true}) {
     SCOPED_TRACE(two ? "two slices" : "one slice");
     Built b = build_sliced({.two_slices = two});
-    std::vector<std::vector<float>> want;
-    for (int64_t t : {3, 7}) {
-      set_length(b, t);
-      want.push_back(values_f32(interpret(b)));
-    }
+    const auto want = outputs_at_lengths(b);
     ASSERT_EQ(fuse_attention(b.g), 1u);
     const ir::Node* a = find_op(b.g, "Attention");
     ASSERT_NE(a, nullptr);
@@ -578,11 +591,7 @@ TEST(AttentionFusionSlicedCausal, SliceOfTriangleBecomesCausalAtEveryLength) {
     EXPECT_EQ(a->attr_int("k_transposed", 0).value(), 0);
     EXPECT_EQ(find_op(b.g, "Transpose"), nullptr);
     for (const char* gone : {"Where", "Not", "Slice"}) EXPECT_EQ(find_op(b.g, gone), nullptr) << gone;
-    ASSERT_TRUE(ir::infer_shapes(b.g).ok());
-    for (size_t i = 0; i < 2; ++i) {
-      set_length(b, i == 0 ? 3 : 7);
-      expect_close(values_f32(interpret(b)), want[i]);
-    }
+    expect_outputs_at_lengths(b, want);
   }
 }
 
@@ -591,21 +600,13 @@ TEST(AttentionFusionSlicedCausal, SliceOfTriangleBecomesCausalAtEveryLength) {
 // kept a [t, t] bool mask read per element before).
 TEST(AttentionFusionSlicedCausal, RunTimeSlicesOfTheHeadDimKeepTheLengthTraceable) {
   Built b = build_sliced({.two_slices = true, .swap_halves = true});
-  std::vector<std::vector<float>> want;
-  for (int64_t t : {3, 7}) {
-    set_length(b, t);
-    want.push_back(values_f32(interpret(b)));
-  }
+  const auto want = outputs_at_lengths(b);
   ASSERT_EQ(fuse_attention(b.g), 1u);
   const ir::Node* a = find_op(b.g, "Attention");
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->attr_int("causal", 0).value(), 1);
   EXPECT_EQ(a->inputs.size(), 3u);  // no mask
-  ASSERT_TRUE(ir::infer_shapes(b.g).ok());
-  for (size_t i = 0; i < 2; ++i) {
-    set_length(b, i == 0 ? 3 : 7);
-    expect_close(values_f32(interpret(b)), want[i]);
-  }
+  expect_outputs_at_lengths(b, want);
 }
 
 TEST(AttentionFusionSlicedCausal, OtherMasksStayRunTimeMasks) {
