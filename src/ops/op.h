@@ -53,9 +53,10 @@ class InferContext {
   DataType input_dtype(size_t i) const { return inputs_[i].dtype; }
   const Dims& input_dims(size_t i) const { return inputs_[i].dims; }
   const Tensor* input_value(size_t i) const { return has_input(i) ? inputs_[i].value : nullptr; }
-  // Input i's elements as far as they are known: all of them when its value is known (an int
-  // tensor of at most kMaxPartialInts elements), else what its producer published with
-  // set_output_partial; nullopt when nothing is known.
+  // Input i's elements as far as they are known, for an int64 / int32 input of at most
+  // kMaxPartialInts elements: all of them when its value is known, else what its producer
+  // published with set_output_partial, else (static dims) as many unknown elements; nullopt
+  // for other inputs.
   std::optional<PartialInts> input_partial(size_t i) const;
 
   size_t num_outputs() const { return outputs_.size(); }

@@ -24,7 +24,11 @@ std::optional<PartialInts> InferContext::input_partial(size_t i) const {
     return PartialInts(vals->begin(), vals->end());
   }
   if (inputs_[i].partial) return *inputs_[i].partial;
-  return std::nullopt;
+  // Nothing known but the number of elements (a shape piece fed at run time): all unknown.
+  const TensorInfo& t = inputs_[i];
+  if (!t.has_shape || !dims_static(t.dims) || dims_numel(t.dims) > static_cast<int64_t>(kMaxPartialInts))
+    return std::nullopt;
+  return PartialInts(static_cast<size_t>(dims_numel(t.dims)));
 }
 
 PartialInts partial_of_dims(const Dims& dims) {
