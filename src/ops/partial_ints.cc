@@ -37,6 +37,12 @@ PartialInts partial_of_dims(const Dims& dims) {
   return p;
 }
 
+std::string partial_to_string(const PartialInts& p) {
+  std::string s = "[";
+  for (size_t k = 0; k < p.size(); ++k) s += (k ? "," : "") + (p[k] ? std::to_string(*p[k]) : std::string("?"));
+  return s + "]";
+}
+
 bool fully_known(const PartialInts& p) {
   for (const auto& e : p)
     if (!e) return false;

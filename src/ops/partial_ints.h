@@ -3,12 +3,17 @@
 // the tensor's value.
 #pragma once
 
+#include <string>
+
 #include "ops/op.h"
 
 namespace streamrt::ops {
 
 // The elements of a shape vector: a dynamic dim (-1) is an unknown element.
 PartialInts partial_of_dims(const Dims& dims);
+
+// "[2,?,8]": the known elements, '?' for the others.
+std::string partial_to_string(const PartialInts& p);
 
 // True when every element is known.
 bool fully_known(const PartialInts& p);

@@ -49,7 +49,7 @@ Result<Dims> resolve_target(const ir::Node& node, const Dims* in, const PartialI
     }
     out[i] = s;
     if (s >= 0 && __builtin_mul_overflow(out_static, s, &out_static))
-      return fail("shape " + dims_to_string(out) + " has too many elements");
+      return fail("shape " + partial_to_string(shape) + " has too many elements");
   }
   if (allowzero && has_zero && inferred >= 0)
     return fail("shape contains both 0 and -1 with allowzero=1");

@@ -153,6 +153,17 @@ TEST(PartialShape, KnownPiecesStillCatchAnImpossibleTarget) {
   EXPECT_FALSE(ir::infer_shapes(m.g).ok());
 }
 
+TEST(PartialShape, OverflowingTargetIsAnErrorThatShowsTheUnknownElements) {
+  GraphMaker m;
+  auto x = m.input("x", DataType::kFloat32, {2, -1});
+  const int64_t huge = int64_t{1} << 40;
+  m.op("Reshape", {x, m.concat({m.dim_piece(x, 1), m.ints({huge}), m.ints({huge})})});
+  auto r = ir::infer_shapes(m.g);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("shape [?,1099511627776,1099511627776] has too many elements"), std::string::npos)
+      << r.status().to_string();
+}
+
 // The dynamic-sequence Llama export's query path (bench/streaming/export_llama.py), heads 2,
 // head_dim 8: Reshape(x, Concat(batch, seq, 2, 8)) -> Transpose -> rotate_half with Slice bounds
 // Unsqueeze(Cast(Cast(Div(Gather(Shape(T), -1), 2)))), times cos / sin, added.
