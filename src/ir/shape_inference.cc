@@ -1,12 +1,32 @@
 #include "ir/shape_inference.h"
 
+#include "ops/partial_ints.h"
+
 namespace streamrt::ir {
+namespace {
+
+// Records the known elements of value `id` if they fit its inferred dims; all of them known
+// make its value (e.g. Gather(Shape(x), -1) of a static last dim of a dynamic x).
+void keep_partial(InferResult& r, ValueId id, ops::PartialInts p) {
+  const ops::TensorInfo& info = r.infos[id];
+  if (!info.has_shape || !dims_static(info.dims) || dims_numel(info.dims) != static_cast<int64_t>(p.size()) ||
+      p.size() > ops::kMaxPartialInts)
+    return;
+  if (ops::fully_known(p)) {
+    if (auto t = ops::partial_to_tensor(p, info.dtype, info.dims)) r.values[id] = std::move(*t);
+    return;
+  }
+  r.partials[id] = std::move(p);
+}
+
+}  // namespace
 
 Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions& options) {
   const size_t nv = graph.values.size();
   InferResult r;
   r.infos.resize(nv);
   r.values.resize(nv);
+  r.partials.resize(nv);
   for (size_t i = 0; i < nv; ++i) {
     const Value& v = graph.values[i];
     r.infos[i] = ops::TensorInfo{v.dtype, v.dims, v.has_shape, nullptr};
@@ -28,6 +48,7 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
       if (id == kNoValue) continue;
       ins[k] = r.infos[id];
       ins[k].value = r.values[id] ? &*r.values[id] : nullptr;
+      ins[k].partial = r.partials[id] ? &*r.partials[id] : nullptr;
       if (!ins[k].value) all_known = false;
     }
     ops::InferContext ctx(node, ins, node.outputs.size());
@@ -37,6 +58,8 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
       if (id == kNoValue) continue;
       r.infos[id] = ctx.outputs()[k];
       if (ctx.output_values()[k]) r.values[id] = std::move(ctx.output_values()[k]);
+      else if (auto& p = ctx.output_partials()[k]; p && options.max_propagated_elements > 0)
+        keep_partial(r, id, std::move(*p));
     }
     if (!all_known || options.max_propagated_elements <= 0) continue;
     // Propagate contents of small outputs whose inputs are all known.

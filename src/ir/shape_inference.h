@@ -1,6 +1,9 @@
 // Shape and type inference over an ir::Graph, driven by each op's infer() rule.
 // Values of small tensors (shape tensors) are propagated by running CPU kernels, so that
 // Reshape / Expand / Slice targets computed from Shape(...) are known when shapes are static.
+// With dynamic dims, the elements that are known still travel (ops::PartialInts), so that
+// Reshape(x, Concat(Unsqueeze(seq), [8], [64])) knows its last two dims and Gather(Shape(y), -1)
+// of a static last dim becomes a known value.
 #pragma once
 
 #include <optional>
@@ -27,6 +30,8 @@ struct InferOptions {
 struct InferResult {
   std::vector<ops::TensorInfo> infos;          // per ValueId
   std::vector<std::optional<Tensor>> values;  // known contents per ValueId
+  // Elements known one by one for small int tensors whose contents are not known as a whole.
+  std::vector<std::optional<ops::PartialInts>> partials;
 };
 
 // Infers every node's outputs in order (graph must be topologically sorted) and writes the

@@ -6,11 +6,13 @@
 //   - anything -> bool is value != 0 (NaN is true); bool -> anything is 0 / 1;
 //   - float16 / bfloat16 convert through float (round to nearest even on the way back).
 // The 'saturate' attribute (opset 19) only concerns float8 types, which are not supported.
+// Between int64 and int32, the known elements of a partly known shape vector carry over.
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "ops/elementwise_util.h"
+#include "ops/partial_ints.h"
 
 namespace streamrt::ops {
 namespace {
@@ -100,6 +102,7 @@ Status cast_infer(InferContext& ctx) {
   SRT_ASSIGN_OR_RETURN(int64_t to, ctx.node().attr_int("to"));
   SRT_ASSIGN_OR_RETURN(DataType out, dtype_from_onnx(ctx.node(), to));
   ctx.set_output_like(0, out, 0);
+  forward_partial(ctx, out);  // int64 <-> int32 shape vectors keep their known elements
   return ok_status();
 }
 
@@ -107,6 +110,7 @@ Status cast_like_infer(InferContext& ctx) {
   SRT_RETURN_IF_ERROR(require_input(ctx, 0, kAll));
   SRT_RETURN_IF_ERROR(require_input(ctx, 1, kAll));
   ctx.set_output_like(0, ctx.input_dtype(1), 0);
+  forward_partial(ctx, ctx.input_dtype(1));
   return ok_status();
 }
 

@@ -1,12 +1,14 @@
 // Concat: joins inputs along 'axis'. Like onnxruntime, an input with zero elements whose rank
 // differs from the others is ignored (exporters emit such empty 1-D pieces when building
 // shape vectors); a same-rank input with a zero-size axis simply contributes nothing.
+// Concatenating partly known shape vectors gives their known elements.
 #include "ops/concat.h"
 
 #include <cstring>
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/partial_ints.h"
 
 namespace streamrt::ops {
 namespace {
@@ -22,6 +24,19 @@ bool known_empty(const TensorInfo& t) {
   for (int64_t d : t.dims)
     if (d == 0) return true;
   return false;
+}
+
+// Concat of 1-D shape pieces some of which are partly known (Concat(Unsqueeze(seq), [8], [64])):
+// the known elements, in order. Nothing when a piece is not 1-D or nothing is known of it.
+void publish_partial(InferContext& ctx) {
+  PartialInts out;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.input_dims(i).size() != 1) return;
+    auto p = ctx.input_partial(i);
+    if (!p) return;
+    out.insert(out.end(), p->begin(), p->end());
+  }
+  ctx.set_output_partial(0, std::move(out));
 }
 
 Status infer(InferContext& ctx) {
@@ -68,7 +83,9 @@ Status infer(InferContext& ctx) {
     if (out[a] < 0 || t.dims[a] < 0) out[a] = kDynamicDim;
     else if (__builtin_add_overflow(out[a], t.dims[a], &out[a])) return ctx.error("axis length overflows");
   }
+  const bool one_d = rank == 1;
   ctx.set_output(0, dt, std::move(out));
+  if (one_d) publish_partial(ctx);
   return ok_status();
 }
 

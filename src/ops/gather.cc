@@ -1,9 +1,11 @@
 // Gather: picks slices of `data` along 'axis' at int32/int64 `indices` (negative ones count
-// from the end). Output dims: data[:axis] + indices.dims + data[axis+1:].
+// from the end). Output dims: data[:axis] + indices.dims + data[axis+1:]. Gathering from a
+// partly known shape vector gives the known elements it picks.
 #include <cstring>
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/partial_ints.h"
 
 namespace streamrt::ops {
 namespace {
@@ -17,6 +19,23 @@ Status check_indices(const ir::Node& node, StatusCode code, const std::vector<in
       return node.error(code, "index " + std::to_string(idx[i]) + " (at position " + std::to_string(i) +
                                   ") is out of range for an axis of length " + std::to_string(dim));
   return ok_status();
+}
+
+// Gather from a shape vector whose elements are partly known (Gather(Shape(x), -1)): the picked
+// elements, known where the data's are. Only for 1-D data and known indices.
+void publish_partial(InferContext& ctx, int64_t axis) {
+  const Tensor* iv = ctx.input_value(1);
+  if (axis != 0 || ctx.input_dims(0).size() != 1 || !iv || ctx.input_value(0)) return;
+  auto data = ctx.input_partial(0);
+  auto idx = iv->to_int64_vector();
+  if (!data || !idx.ok()) return;
+  const int64_t n = static_cast<int64_t>(data->size());
+  PartialInts out;
+  for (int64_t i : *idx) {
+    if (i < -n || i >= n) return;  // infer() reports it
+    out.push_back((*data)[static_cast<size_t>(i < 0 ? i + n : i)]);
+  }
+  ctx.set_output_partial(0, std::move(out));
 }
 
 Status infer(InferContext& ctx) {
@@ -42,6 +61,7 @@ Status infer(InferContext& ctx) {
   out.insert(out.end(), idx.dims.begin(), idx.dims.end());
   out.insert(out.end(), data.dims.begin() + a + 1, data.dims.end());
   ctx.set_output(0, dt, std::move(out));
+  publish_partial(ctx, a);
   return ok_status();
 }
 

@@ -18,18 +18,29 @@
 
 namespace streamrt::ops {
 
+// The elements of a small int tensor known one by one (row-major; nullopt = unknown at build
+// time): what a shape computation over dynamic dims still knows. Shape of a [1, -1, 256] tensor
+// is {1, ?, 256}; Gather / Concat / Unsqueeze / Cast / Slice carry such elements on, so that a
+// Reshape target Concat(Unsqueeze(batch), Unsqueeze(seq), [8], [64]) fixes the dims it can
+// (ONNX shape inference calls this data propagation). Only for tensors of at most
+// kMaxPartialInts elements: shape vectors, never data.
+using PartialInts = std::vector<std::optional<int64_t>>;
+inline constexpr size_t kMaxPartialInts = 64;
+
 // What shape inference knows about one tensor.
 struct TensorInfo {
   DataType dtype = DataType::kUndefined;
   Dims dims;
   bool has_shape = false;        // rank known
   const Tensor* value = nullptr;  // contents, when known at inference time (constants, shapes)
+  const PartialInts* partial = nullptr;  // some elements, when `value` is unknown
 };
 
 class InferContext {
  public:
   InferContext(const ir::Node& node, std::vector<TensorInfo> inputs, size_t num_outputs)
-      : node_(node), inputs_(std::move(inputs)), outputs_(num_outputs), values_(num_outputs) {}
+      : node_(node), inputs_(std::move(inputs)), outputs_(num_outputs), values_(num_outputs),
+        partials_(num_outputs) {}
 
   const ir::Node& node() const { return node_; }
   int opset() const { return node_.opset; }
@@ -42,6 +53,11 @@ class InferContext {
   DataType input_dtype(size_t i) const { return inputs_[i].dtype; }
   const Dims& input_dims(size_t i) const { return inputs_[i].dims; }
   const Tensor* input_value(size_t i) const { return has_input(i) ? inputs_[i].value : nullptr; }
+  // Input i's elements as far as they are known, for an int64 / int32 input of at most
+  // kMaxPartialInts elements: all of them when its value is known, else what its producer
+  // published with set_output_partial, else (static dims) as many unknown elements; nullopt
+  // for other inputs.
+  std::optional<PartialInts> input_partial(size_t i) const;
 
   size_t num_outputs() const { return outputs_.size(); }
   // Writes past the node's declared outputs (absent optional outputs) are dropped.
@@ -62,8 +78,16 @@ class InferContext {
     if (i < values_.size()) values_[i] = std::move(t);
   }
 
+  // Publishes the known elements of output i, an int tensor whose value is not known as a
+  // whole. Inference keeps them when they fit the output's (static) dims, and makes them the
+  // output's value once every element is known.
+  void set_output_partial(size_t i, PartialInts p) {
+    if (i < partials_.size()) partials_[i] = std::move(p);
+  }
+
   const std::vector<TensorInfo>& outputs() const { return outputs_; }
   std::vector<std::optional<Tensor>>& output_values() { return values_; }
+  std::vector<std::optional<PartialInts>>& output_partials() { return partials_; }
 
   // Error with code kInvalidModel prefixed by the node description.
   Status error(const std::string& msg) const { return node_.error(StatusCode::kInvalidModel, msg); }
@@ -76,6 +100,7 @@ class InferContext {
   std::vector<TensorInfo> inputs_;
   std::vector<TensorInfo> outputs_;
   std::vector<std::optional<Tensor>> values_;
+  std::vector<std::optional<PartialInts>> partials_;
 };
 
 // A tensor bound to memory for a kernel. Dims are always static here.

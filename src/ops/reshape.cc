@@ -1,9 +1,11 @@
-// Reshape and Flatten: new dims over the same bytes (the kernel is a plain copy).
+// Reshape and Flatten: new dims over the same bytes (the kernel is a plain copy). A Reshape
+// target known only in part (PartialInts) still fixes the dims it gives.
 #include <algorithm>
 #include <set>
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/partial_ints.h"
 
 namespace streamrt::ops {
 namespace {
@@ -12,8 +14,10 @@ namespace {
 // dims may be -1). 0 copies the input dim unless allowzero; one -1 is inferred. An inferred
 // dim is computed even with dynamic input dims when each dynamic input dim is copied by a 0
 // (the common "(0, 0, -1)" of transformer exports): the unknown factors then cancel.
-Result<Dims> resolve_target(const ir::Node& node, const Dims* in, const std::vector<int64_t>& shape,
-                            bool allowzero) {
+// Elements of the target unknown at build time (Concat(Unsqueeze(seq), [8], [64]) over a
+// dynamic seq) give dynamic dims; the other dims are still resolved, but then no -1 is inferred
+// (an unknown element might be 0 or -1 at run time) and the element counts are not compared.
+Result<Dims> resolve_target(const ir::Node& node, const Dims* in, const PartialInts& shape, bool allowzero) {
   auto fail = [&](const std::string& msg) { return node.error(StatusCode::kInvalidModel, msg); };
   Dims out(shape.size());
   int64_t inferred = -1;
@@ -22,7 +26,12 @@ Result<Dims> resolve_target(const ir::Node& node, const Dims* in, const std::vec
   std::set<size_t> copied_dynamic;
   bool has_zero = false;
   for (size_t i = 0; i < shape.size(); ++i) {
-    int64_t s = shape[i];
+    if (!shape[i]) {
+      out[i] = kDynamicDim;
+      out_unknown = true;
+      continue;
+    }
+    int64_t s = *shape[i];
     if (s < -1) return fail("shape value " + std::to_string(s) + " at index " + std::to_string(i) + " is invalid");
     if (s == -1) {
       if (inferred >= 0) return fail("shape has more than one -1");
@@ -40,7 +49,7 @@ Result<Dims> resolve_target(const ir::Node& node, const Dims* in, const std::vec
     }
     out[i] = s;
     if (s >= 0 && __builtin_mul_overflow(out_static, s, &out_static))
-      return fail("shape " + dims_to_string(Dims(shape.begin(), shape.end())) + " has too many elements");
+      return fail("shape " + partial_to_string(shape) + " has too many elements");
   }
   if (allowzero && has_zero && inferred >= 0)
     return fail("shape contains both 0 and -1 with allowzero=1");
@@ -72,17 +81,18 @@ Result<Dims> resolve_target(const ir::Node& node, const Dims* in, const std::vec
   return out;
 }
 
-// The target shape values: the input (opset >= 5) or the 'shape' attribute (opset 1).
-Result<std::optional<std::vector<int64_t>>> target_values(const InferContext& ctx) {
-  using Opt = std::optional<std::vector<int64_t>>;
+// The target shape values, as far as known: the input (opset >= 5) or the 'shape' attribute
+// (opset 1).
+Result<std::optional<PartialInts>> target_values(const InferContext& ctx) {
+  using Opt = std::optional<PartialInts>;
   if (ctx.has_input(1)) {
-    if (!ctx.input_value(1)) return Opt();
+    if (!ctx.input_value(1)) return ctx.input_partial(1);
     SRT_ASSIGN_OR_RETURN(auto v, known_int_values(ctx, 1, "shape"));
-    return Opt(std::move(v));
+    return Opt(PartialInts(v.begin(), v.end()));
   }
   if (ctx.node().has_attr("shape")) {
     SRT_ASSIGN_OR_RETURN(auto v, ctx.node().attr_ints("shape"));
-    return Opt(std::move(v));
+    return Opt(PartialInts(v.begin(), v.end()));
   }
   return ctx.error("missing the shape input");
 }
@@ -105,6 +115,7 @@ Status reshape_infer(InferContext& ctx) {
   SRT_ASSIGN_OR_RETURN(Dims out, resolve_target(ctx.node(), x.has_shape ? &x.dims : nullptr, *target,
                                                 allowzero != 0));
   ctx.set_output(0, dt, std::move(out));
+  forward_partial(ctx, dt);  // a reshaped shape vector keeps its known elements
   return ok_status();
 }
 

@@ -1,12 +1,14 @@
 // Shape (with the opset-15 start/end slice) and Size: int64 facts about the input's dims.
 // Both publish their output value at inference time when the dims they read are static, so
-// Reshape / Slice targets computed from them are known when the plan is built.
+// Reshape / Slice targets computed from them are known when the plan is built; Shape publishes
+// the static ones among dynamic dims as known elements (PartialInts).
 #include "ops/shape.h"
 
 #include <algorithm>
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/partial_ints.h"
 
 namespace streamrt::ops {
 namespace {
@@ -25,6 +27,7 @@ Status shape_infer(InferContext& ctx) {
   ctx.set_output(0, DataType::kInt64, {end - start});
   Dims slice(x.dims.begin() + start, x.dims.begin() + end);
   if (dims_static(slice)) ctx.set_output_value(0, tensor_of(DataType::kInt64, {end - start}, slice));
+  else ctx.set_output_partial(0, partial_of_dims(slice));  // the static dims are still known
   return ok_status();
 }
 

@@ -1,10 +1,12 @@
 // Slice: starts/ends/axes are attributes before opset 10 and inputs (with steps) from 10 on.
 // Out-of-range starts and ends are clamped exactly as the ONNX spec says (so INT64_MAX and
 // INT64_MIN ends mean "to the end" / "to the front"); negative steps walk backwards.
+// Slicing a partly known shape vector keeps the known elements it picks.
 #include <algorithm>
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/partial_ints.h"
 #include "ops/slice.h"
 
 namespace streamrt::ops {
@@ -106,6 +108,15 @@ Status infer(InferContext& ctx) {
     out[a] = out[a] < 0 ? kDynamicDim : clamp_axis(out[a], p.starts[i], p.ends[i], p.steps[i]).len;
   }
   ctx.set_output(0, dt, std::move(out));
+  if (rank == 1 && p.axes.size() == 1 && !ctx.input_value(0)) {
+    // A slice of a partly known shape vector (Shape(x)[1:3]) keeps the elements it picks.
+    if (auto in = ctx.input_partial(0)) {
+      AxisSlice s = clamp_axis(static_cast<int64_t>(in->size()), p.starts[0], p.ends[0], p.steps[0]);
+      PartialInts picked;
+      for (int64_t k = 0; k < s.len; ++k) picked.push_back((*in)[static_cast<size_t>(s.start + k * s.step)]);
+      ctx.set_output_partial(0, std::move(picked));
+    }
+  }
   return ok_status();
 }
 

@@ -4,11 +4,12 @@
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/partial_ints.h"
 
 namespace streamrt::ops {
 namespace {
 
-Status unsqueeze_infer(InferContext& ctx) {
+Status unsqueeze_dims(InferContext& ctx) {
   if (!ctx.has_input(0)) return ctx.error("missing input 0");
   const DataType dt = ctx.input_dtype(0);
   SRT_ASSIGN_OR_RETURN(IntList axes, read_int_list(ctx, 1, "axes"));
@@ -36,7 +37,7 @@ Status unsqueeze_infer(InferContext& ctx) {
   return ok_status();
 }
 
-Status squeeze_infer(InferContext& ctx) {
+Status squeeze_dims(InferContext& ctx) {
   if (!ctx.has_input(0)) return ctx.error("missing input 0");
   const DataType dt = ctx.input_dtype(0);
   SRT_ASSIGN_OR_RETURN(IntList axes, read_int_list(ctx, 1, "axes"));
@@ -77,6 +78,19 @@ Status squeeze_infer(InferContext& ctx) {
     }
   }
   ctx.set_output(0, dt, std::move(out));
+  return ok_status();
+}
+
+// Both keep the elements in order: a partly known shape vector stays partly known.
+Status unsqueeze_infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(unsqueeze_dims(ctx));
+  forward_partial(ctx, ctx.input_dtype(0));
+  return ok_status();
+}
+
+Status squeeze_infer(InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(squeeze_dims(ctx));
+  forward_partial(ctx, ctx.input_dtype(0));
   return ok_status();
 }
 

@@ -25,20 +25,6 @@ ir::Node node(const std::string& op, std::vector<ir::ValueId> in, std::vector<ir
   return n;
 }
 
-// Runs the graph node by node with the CPU kernels.
-Tensor interpret(const ir::Graph& g, const Tensor& x) {
-  std::vector<Tensor> vals(g.values.size());
-  vals[g.inputs[0]] = x;
-  for (const auto& [id, t] : g.constants) vals[id] = t;
-  for (const auto& n : g.nodes) {
-    std::vector<Tensor> ins;
-    for (auto v : n.inputs) ins.push_back(vals[v]);
-    auto outs = run_ok(n, ins);
-    for (size_t k = 0; k < n.outputs.size(); ++k) vals[n.outputs[k]] = outs[k];
-  }
-  return vals[g.outputs[0]];
-}
-
 enum class Form { kDiv, kReciprocal, kOneOver };
 
 ir::Graph rms_graph(Form form, bool with_scale) {
@@ -83,12 +69,12 @@ TEST_P(RmsFusion, FusesToOneNodeWithSameResult) {
   std::vector<float> xv(48);
   for (auto& v : xv) v = nd(rng);
   Tensor x = f32({2, 3, 8}, xv);
-  Tensor want = interpret(g, x);
+  Tensor want = interpret_graph(g, x);
   EXPECT_EQ(fuse_rms_norm(g), 1u);
   ASSERT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].op_type, "RMSNormalization");
   EXPECT_EQ(g.nodes[0].inputs.size(), with_scale ? 2u : 1u);
-  Tensor got = interpret(g, x);
+  Tensor got = interpret_graph(g, x);
   auto a = values_f32(got), b = values_f32(want);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5f * (1 + std::fabs(b[i])));
@@ -136,25 +122,25 @@ TEST(ElementwiseFusion, GeluChainBecomesOneNode) {
   std::vector<float> xv;
   for (int i = 0; i < 10; ++i) xv.push_back(-2.f + 0.45f * i);
   Tensor x = f32({2, 5}, xv);
-  auto want = values_f32(interpret(g, x));
+  auto want = values_f32(interpret_graph(g, x));
   EXPECT_EQ(fuse_elementwise(g), 1u);
   ASSERT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].op_type, "FusedElementwise");
   EXPECT_EQ(g.nodes[0].inputs.size(), 4u);  // x and the three constants
-  auto got = values_f32(interpret(g, x));
+  auto got = values_f32(interpret_graph(g, x));
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f);
 }
 
 TEST(ElementwiseFusion, KeepsResultsOthersRead) {
   ir::Graph g = gelu_graph(true);  // erf's output is also a graph output: it must stay a tensor
   Tensor x = f32({2, 5}, {-2, -1, -0.5f, 0, 0.1f, 0.5f, 1, 1.5f, 2, 3});
-  auto want = values_f32(interpret(g, x));
+  auto want = values_f32(interpret_graph(g, x));
   EXPECT_EQ(fuse_elementwise(g), 2u);  // Div-Erf (writes the exposed value) and Add-Mul-Mul
   ASSERT_EQ(g.nodes.size(), 2u);
   EXPECT_EQ(g.nodes[0].outputs[0], g.find_value("e"));
   const auto& ins = g.nodes[1].inputs;
   EXPECT_NE(std::find(ins.begin(), ins.end(), g.find_value("e")), ins.end());
-  auto got = values_f32(interpret(g, x));
+  auto got = values_f32(interpret_graph(g, x));
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f);
 }
 
@@ -221,14 +207,14 @@ TEST_P(RotaryFusion, FusesOnlyTheRotateHalfFormAndKeepsTheResult) {
   std::vector<float> xv(2 * 3 * 5 * 8);
   for (auto& f : xv) f = u(rng);
   const Tensor x = f32({2, 3, 5, 8}, xv);
-  const Tensor want = interpret(g, x);
+  const Tensor want = interpret_graph(g, x);
   const bool fuses = v == RotaryVariant::kPlain || v == RotaryVariant::kSwappedOperands;
   EXPECT_EQ(fuse_rotary(g), fuses ? 1u : 0u);
   if (fuses) {
     ASSERT_EQ(g.nodes.size(), 1u);
     EXPECT_EQ(g.nodes[0].op_type, "Rotary");
     // Independent check of the formula on a few elements: rotate_half by hand.
-    const Tensor got = interpret(g, x);
+    const Tensor got = interpret_graph(g, x);
     const auto cv = g.constant(g.nodes[0].inputs[1])->to_float_vector().value();
     const auto sv = g.constant(g.nodes[0].inputs[2])->to_float_vector().value();
     for (int64_t i : {0, 3, 4, 7, 100, 239}) {
@@ -237,7 +223,7 @@ TEST_P(RotaryFusion, FusesOnlyTheRotateHalfFormAndKeepsTheResult) {
       EXPECT_NEAR(got.data_as<float>()[i], xv[i] * cv[pos * 8 + j] + r * sv[pos * 8 + j], 1e-5) << i;
     }
   }
-  const Tensor got = interpret(g, x);
+  const Tensor got = interpret_graph(g, x);
   for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-5) << i;
 }
 

@@ -33,11 +33,41 @@ inline Tensor i64(const Dims& dims, const std::vector<int64_t>& v) {
 inline std::vector<float> values_f32(const Tensor& t) { return t.to_float_vector().value(); }
 inline std::vector<int64_t> values_i64(const Tensor& t) { return t.to_int64_vector().value(); }
 
+// Appends node `op` (opset 17, named after its position) reading `in`, writing `out`.
+inline void add_node(ir::Graph& g, const std::string& op, std::vector<ir::ValueId> in, std::vector<ir::ValueId> out,
+                     std::map<std::string, ir::Attribute> attrs = {}) {
+  ir::Node n;
+  n.name = op + std::to_string(g.nodes.size());
+  n.op_type = op;
+  n.opset = 17;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attrs = std::move(attrs);
+  g.nodes.push_back(std::move(n));
+}
+
 // Runs the node's CPU kernel; fails the test on error.
 inline std::vector<Tensor> run_ok(const ir::Node& node, const std::vector<Tensor>& inputs) {
   auto r = ops::evaluate_on_host(node, inputs);
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   return r.ok() ? std::move(r).value() : std::vector<Tensor>{};
+}
+
+// Runs a graph of one input node by node on the CPU kernels (a reference for fusion tests);
+// returns output 0, or an empty tensor after a node failed (the test has failed then).
+inline Tensor interpret_graph(const ir::Graph& g, const Tensor& x) {
+  std::vector<Tensor> vals(g.values.size());
+  vals[g.inputs[0]] = x;
+  for (const auto& [id, t] : g.constants) vals[id] = t;
+  for (const auto& n : g.nodes) {
+    std::vector<Tensor> ins;
+    for (auto v : n.inputs) ins.push_back(v == ir::kNoValue ? Tensor() : vals[v]);
+    auto outs = run_ok(n, ins);
+    if (outs.size() != n.outputs.size()) return Tensor();
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      if (n.outputs[k] != ir::kNoValue) vals[n.outputs[k]] = outs[k];
+  }
+  return vals[g.outputs[0]];
 }
 
 }  // namespace streamrt::testing

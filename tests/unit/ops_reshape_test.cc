@@ -146,16 +146,7 @@ TEST(ReshapeOp, ShapeChainIsKnownAtBuildTime) {
   ir::ValueId y = g.add_value("y");
   g.outputs.push_back(y);
   auto add = [&](const std::string& op, std::vector<ir::ValueId> in, ir::ValueId out,
-                 std::map<std::string, ir::Attribute> attrs = {}) {
-    ir::Node n;
-    n.name = op + std::to_string(g.nodes.size());
-    n.op_type = op;
-    n.opset = 17;
-    n.inputs = std::move(in);
-    n.outputs = {out};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-  };
+                 std::map<std::string, ir::Attribute> attrs = {}) { add_node(g, op, std::move(in), {out}, std::move(attrs)); };
   add("Shape", {x}, shp);
   add("Gather", {shp, idx}, d0);
   add("Unsqueeze", {d0, axes}, d0v);
