@@ -65,11 +65,11 @@ struct BuildReport {
   size_t streamable_weights = 0;
   size_t steps_tuned = 0;          // steps whose tactic was timed and recorded
   double tactic_ms = 0;            // time spent timing tactics
-  // Weight streaming on CUDA: the plan's steps timed on the device (plan step_ms), for the
-  // residency planner: totals at the profile's max / min shapes and the time it took, or
+  // Weight streaming on CUDA: the plan's steps timed on the device at the profile's max shapes
+  // (plan step_ms), for the residency planner: their total and the time timing took, or
   // `step_timing_note` saying why not (empty when not attempted).
   bool steps_timed = false;
-  double step_ms_max_total = 0, step_ms_min_total = 0, step_timing_ms = 0;
+  double step_ms_total = 0, step_timing_ms = 0;
   std::string step_timing_note;
 };
 

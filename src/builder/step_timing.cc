@@ -11,13 +11,12 @@ namespace {
 
 constexpr int kTimedRuns = 3;  // after one untimed run
 
-// Mean ms per step over kTimedRuns eager runs with every input at its `max` (else min) profile
-// dims, zero-filled.
-Result<std::vector<float>> time_at(Engine& engine, const plan::PlanData& plan, bool max) {
+// Mean ms per step over kTimedRuns eager runs with every input at its profile's max dims, zero-filled.
+Result<std::vector<float>> time_at(Engine& engine, const plan::PlanData& plan) {
   SRT_ASSIGN_OR_RETURN(auto ctx, engine.create_execution_context());
   std::vector<DeviceBuffer> buffers;
   for (const plan::IoTensor& io : plan.inputs) {
-    Dims dims = max ? io.max : io.min;
+    Dims dims = io.max;
     if (dims.empty()) dims = io.dims;
     uint64_t bytes = dtype_size(io.dtype);
     for (int64_t d : dims) {
@@ -50,12 +49,6 @@ Result<std::vector<float>> time_at(Engine& engine, const plan::PlanData& plan, b
   return sum;
 }
 
-double total(const std::vector<float>& ms) {
-  double t = 0;
-  for (float x : ms) t += x;
-  return t;
-}
-
 }  // namespace
 
 void time_plan_steps(plan::PlanData& plan, DeviceType device, BuildReport& report) {
@@ -67,24 +60,19 @@ void time_plan_steps(plan::PlanData& plan, DeviceType device, BuildReport& repor
   const auto t0 = std::chrono::steady_clock::now();
   auto measure = [&]() -> Status {
     SRT_ASSIGN_OR_RETURN(auto engine, EngineFactory::timing_engine(plan, device));
-    SRT_ASSIGN_OR_RETURN(std::vector<float> max_ms, time_at(*engine, plan, true));
-    SRT_ASSIGN_OR_RETURN(std::vector<float> min_ms, time_at(*engine, plan, false));
-    plan.step_ms = std::move(max_ms);
-    plan.step_ms_min = std::move(min_ms);
+    SRT_ASSIGN_OR_RETURN(plan.step_ms, time_at(*engine, plan));
     return ok_status();
   };
   Status st = measure();
   report.step_timing_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) {
     plan.step_ms.clear();
-    plan.step_ms_min.clear();
     report.step_timing_note = "not measured: " + st.to_string() + " (the planner uses its estimates)";
     if (st.code() != StatusCode::kUnsupported) log_warning("step timing: " + report.step_timing_note);
     return;
   }
   report.steps_timed = true;
-  report.step_ms_max_total = total(plan.step_ms);
-  report.step_ms_min_total = total(plan.step_ms_min);
+  for (float x : plan.step_ms) report.step_ms_total += x;
 }
 
 }  // namespace streamrt::builder

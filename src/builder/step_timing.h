@@ -1,9 +1,9 @@
 // Step timing: a weight-streaming build on a device that can time its steps (CUDA) runs the
-// finished plan there once at the profile's max shapes and once at its min shapes, and records
-// each step's measured time in the plan (PlanData::step_ms / step_ms_min). The residency planner
-// uses them instead of its FLOP / byte estimates, which are off by 3-5x for attention and
-// element-wise steps and made it pick resident sets that left the copy stream idle. It is what
-// TensorRT's builder does with layer timing, kept to what weight streaming needs.
+// finished plan there at the profile's max shapes and records each step's measured time in the
+// plan (PlanData::step_ms). The residency planner uses them instead of its FLOP / byte estimates,
+// which are off by 3-5x for attention and element-wise steps and made it pick resident sets that
+// left the copy stream idle. It is what TensorRT's builder does with layer timing, kept to what
+// weight streaming needs. (One-token shapes are not timed: per step they measure launch gaps.)
 //
 // The timing engine streams every streamable weight (budget 0, the least device memory, so a model
 // larger than the GPU is timed too) from placeholder bytes: the copies are real, contents are not.
@@ -16,7 +16,7 @@
 
 namespace streamrt::builder {
 
-// Fills plan.step_ms / step_ms_min (or leaves them empty) and the report's step-timing fields.
+// Fills plan.step_ms (or leaves it empty) and the report's step-timing fields.
 void time_plan_steps(plan::PlanData& plan, DeviceType device, BuildReport& report);
 
 }  // namespace streamrt::builder

@@ -40,7 +40,7 @@
 //     of the rank of dims, static, min <= opt <= max, and equal to dims where dims is static;
 //   - weights: static dims, size == numel * dtype_size, offset 64-aligned, unique names, and
 //     (unless stripped) [offset, offset + size) inside the weights section;
-//   - step_ms / step_ms_min: empty or one per step, each finite and >= 0.
+//   - step_ms: empty or one per step, each finite and >= 0.
 // A stripped plan (weights_stripped) has no weights section; one that is not stripped has
 // one whenever its weights hold any bytes (their views point into it).
 #pragma once
@@ -128,9 +128,9 @@ struct PlanData {
   std::vector<WeightEntry> weights;
   uint64_t arena_size = 0;
   bool weights_stripped = false;
-  // Per step: GPU ms measured at build time at the profile's max / min shapes (weight streaming
-  // builds on CUDA; empty when not measured, else one per step, 0 for steps not timed).
-  std::vector<float> step_ms, step_ms_min;
+  // Per step: GPU ms measured at build time at the profile's max shapes (weight-streaming builds
+  // on CUDA; empty when not measured, else one per step, 0 for steps not timed).
+  std::vector<float> step_ms;
   // Weight contents, parallel to `weights`. On write they are copied into the file (unless
   // stripped); on read they are views into the mapped file (empty when stripped).
   std::vector<Tensor> weight_data;

@@ -273,7 +273,6 @@ Result<PlanData> decode_plan(const fb::Plan* p) {
   plan.arena_size = p->arena_size();
   plan.weights_stripped = p->weights_stripped();
   if (p->step_ms()) plan.step_ms.assign(p->step_ms()->begin(), p->step_ms()->end());
-  if (p->step_ms_min()) plan.step_ms_min.assign(p->step_ms_min()->begin(), p->step_ms_min()->end());
   return plan;
 }
 

@@ -182,7 +182,7 @@ Status check_attribute(const ir::Attribute& a, const std::string& where) {
 }
 
 // Measured step times: none, or one per step, each finite and not negative.
-Status check_step_times(const PlanData& p, const std::vector<float>& ms, const char* field) {
+Status check_step_times(const PlanData& p, const std::vector<float>& ms, const char* field = "step_ms") {
   if (ms.empty()) return ok_status();
   if (ms.size() != p.steps.size())
     return invalid_plan(std::string(field) + " has " + unum(ms.size()) + " entries for " + unum(p.steps.size()) + " steps");
@@ -229,7 +229,6 @@ Status verify_plan(const PlanData& plan, uint64_t weights_section_size) {
   SRT_RETURN_IF_ERROR(check_io(plan, plan.inputs, "input"));
   SRT_RETURN_IF_ERROR(check_io(plan, plan.outputs, "output"));
   SRT_RETURN_IF_ERROR(check_step_times(plan, plan.step_ms, "step_ms"));
-  SRT_RETURN_IF_ERROR(check_step_times(plan, plan.step_ms_min, "step_ms_min"));
   return check_steps(plan);
 }
 

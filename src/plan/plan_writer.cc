@@ -158,9 +158,8 @@ flatbuffers::DetachedBuffer build_metadata(const PlanData& plan) {
   auto steps = build_all<fb::Node>(b, plan.steps, build_node);
   auto weights = build_all<fb::Weight>(b, plan.weights, build_weight);
   auto step_ms = plan.step_ms.empty() ? 0 : b.CreateVector(plan.step_ms);
-  auto step_ms_min = plan.step_ms_min.empty() ? 0 : b.CreateVector(plan.step_ms_min);
   auto root = fb::CreatePlan(b, name, version, device, values, inputs, outputs, steps, weights,
-                             plan.arena_size, plan.weights_stripped, step_ms, step_ms_min);
+                             plan.arena_size, plan.weights_stripped, step_ms);
   fb::FinishPlanBuffer(b, root);
   return b.Release();
 }

@@ -88,12 +88,12 @@ ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& 
   in.step_seconds_small.resize(ns);
   in.step_weights.resize(ns);
   for (const auto& w : plan.weights) in.weight_bytes.push_back(w.size);
-  // Times measured at build (plan.step_ms) win over estimates; steps not timed (host steps) keep theirs.
-  const bool measured = plan.step_ms.size() == ns, measured_small = plan.step_ms_min.size() == ns;
+  // Times measured at build (plan.step_ms) win over estimates at the max shapes; steps not timed
+  // (host steps) keep theirs. The smallest shapes are always estimated (see the header).
+  const bool measured = plan.step_ms.size() == ns;
   for (size_t s = 0; s < ns; ++s) {
     in.step_seconds[s] = measured && plan.step_ms[s] > 0 ? 1e-3 * plan.step_ms[s] : estimate_step_seconds(plan, s, device);
-    in.step_seconds_small[s] = measured_small && plan.step_ms_min[s] > 0 ? 1e-3 * plan.step_ms_min[s]
-                                                                         : estimate_step_seconds(plan, s, device, true);
+    in.step_seconds_small[s] = estimate_step_seconds(plan, s, device, true);
     if (!device_step.empty() && !device_step[s]) continue;
     for (int32_t v : plan.steps[s].inputs) {
       if (v < 0 || plan.values[v].kind != ValueEntry::Kind::kWeight) continue;

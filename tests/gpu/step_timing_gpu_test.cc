@@ -1,5 +1,5 @@
 // Build-time step timing on the GPU: a weight-streaming build records every device step's time at
-// the profile's max and min shapes (PlanData::step_ms / step_ms_min) for the residency planner, and
+// the profile's max shapes (PlanData::step_ms) for the residency planner, and
 // ExecutionContext::set_step_timing reports a run's per-step times.
 #include <gtest/gtest.h>
 
@@ -44,7 +44,7 @@ Result<std::vector<uint8_t>> build_mlp(bool streaming) {
   std::filesystem::remove(path);
   if (bytes.ok() && streaming && std::getenv("STREAMRT_NO_STEP_TIMING") == nullptr) {
     EXPECT_TRUE(report.steps_timed) << report.step_timing_note;
-    EXPECT_GT(report.step_ms_max_total, 0);
+    EXPECT_GT(report.step_ms_total, 0);
   }
   return bytes;
 }
@@ -61,13 +61,11 @@ TEST(GpuStepTiming, WeightStreamingBuildsRecordEveryMatMulsTime) {
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
   plan::PlanData p = read_back(*bytes);
   ASSERT_EQ(p.step_ms.size(), p.steps.size());
-  ASSERT_EQ(p.step_ms_min.size(), p.steps.size());
   size_t matmuls = 0;
   for (size_t s = 0; s < p.steps.size(); ++s) {
     if (p.steps[s].op_type != "MatMul") continue;
     ++matmuls;
     EXPECT_GT(p.step_ms[s], 0.f) << "step " << s;
-    EXPECT_GT(p.step_ms_min[s], 0.f) << "step " << s;
     EXPECT_LT(p.step_ms[s], 100.f) << "step " << s;  // milliseconds, not seconds or microseconds
   }
   EXPECT_EQ(matmuls, 6u);

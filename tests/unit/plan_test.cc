@@ -232,7 +232,6 @@ TEST(PlanFormat, WriterRejectsWeightDataThatDoesNotMatchTheTable) {
 TEST(PlanFormat, MeasuredStepTimesRoundTripAndAreOptional) {
   PlanData p = sample_plan();
   p.step_ms = {0.25f, 0.f};  // the second step was not timed (a host step)
-  p.step_ms_min = {0.0125f, 0.f};
   auto bytes = plan::serialize_plan(p);
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
   auto loaded = plan::read_plan_bytes(bytes->data(), bytes->size(), nullptr);
@@ -245,26 +244,24 @@ TEST(PlanFormat, MeasuredStepTimesRoundTripAndAreOptional) {
   auto back = plan::read_plan_bytes(plain->data(), plain->size(), nullptr);
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->data.step_ms.empty());
-  EXPECT_TRUE(back->data.step_ms_min.empty());
 }
 
 TEST(PlanFormat, VerifyRejectsStepTimesOfTheWrongCountOrValue) {
   struct Case {
-    std::vector<float> ms, ms_min;
+    std::vector<float> ms;
     const char* message;
   };
   const Case cases[] = {
-      {{1.f}, {}, "step_ms has 1 entries for 2 steps"},
-      {{}, {1.f, 2.f, 3.f}, "step_ms_min has 3 entries for 2 steps"},
-      {{1.f, -0.5f}, {}, "step_ms[1] is -0.500000"},
-      {{1.f, std::nanf("")}, {}, "step_ms[1] is nan"},
-      {{}, {std::numeric_limits<float>::infinity(), 0.f}, "step_ms_min[0] is inf"},
+      {{1.f}, "step_ms has 1 entries for 2 steps"},
+      {{1.f, 2.f, 3.f}, "step_ms has 3 entries for 2 steps"},
+      {{1.f, -0.5f}, "step_ms[1] is -0.500000"},
+      {{1.f, std::nanf("")}, "step_ms[1] is nan"},
+      {{std::numeric_limits<float>::infinity(), 0.f}, "step_ms[0] is inf"},
   };
   for (const Case& c : cases) {
     PlanData p = sample_plan();
     ASSERT_TRUE(plan::serialize_plan(p).ok());
     p.step_ms = c.ms;
-    p.step_ms_min = c.ms_min;
     Status st = plan::verify_plan(p, 133);
     EXPECT_EQ(st.code(), StatusCode::kInvalidPlan) << c.message;
     EXPECT_NE(st.message().find(c.message), std::string::npos) << st.message();

@@ -143,16 +143,14 @@ TEST(ResidencyPlanner, MeasuredStepTimesReplaceTheEstimates) {
   EXPECT_DOUBLE_EQ(est.step_seconds[0], estimate_step_seconds(p, 0, device));
   EXPECT_DOUBLE_EQ(est.step_seconds_small[0], estimate_step_seconds(p, 0, device, true));
   EXPECT_EQ(est.step_weights[1], std::vector<int32_t>{1});
-  // Measured at build: they win; a step the builder did not time (0) keeps its estimate.
+  // Measured at build: they win at the max shapes; a step the builder did not time (0) keeps its
+  // estimate; one-token times stay estimates.
   p.step_ms = {2.0f, 0.f, 0.5f};
-  p.step_ms_min = {0.25f, 0.125f, 0.f};
   ResidencyInput in = residency_input(p, device);
   EXPECT_DOUBLE_EQ(in.step_seconds[0], 2e-3);
   EXPECT_DOUBLE_EQ(in.step_seconds[1], est.step_seconds[1]);
   EXPECT_DOUBLE_EQ(in.step_seconds[2], 0.5e-3);
-  EXPECT_DOUBLE_EQ(in.step_seconds_small[0], 0.25e-3);
-  EXPECT_DOUBLE_EQ(in.step_seconds_small[1], 0.125e-3);
-  EXPECT_DOUBLE_EQ(in.step_seconds_small[2], est.step_seconds_small[2]);
+  EXPECT_EQ(in.step_seconds_small, est.step_seconds_small);
   // Times of another plan's length are ignored (a plan failing verification never gets here).
   p.step_ms = {1.f};
   EXPECT_DOUBLE_EQ(residency_input(p, device).step_seconds[0], est.step_seconds[0]);
@@ -168,10 +166,8 @@ TEST(ResidencyPlanner, MeasuredTimesGiveAFasterPlanOnTheMeasuredRun) {
   device.copy_latency_s = 0;
   p.step_ms.assign(12, 0.2f);
   p.step_ms[6] = 6.f;  // an attention-like step, far slower than its FLOPs suggest
-  p.step_ms_min.assign(12, 0.01f);
   plan::PlanData unmeasured = p;
   unmeasured.step_ms.clear();
-  unmeasured.step_ms_min.clear();
   const ResidencyInput measured = residency_input(p, device), estimated = residency_input(unmeasured, device);
   for (uint64_t budget : {4u * 16384u, 6u * 16384u, 8u * 16384u}) {
     const double with_measured = simulate_run(measured, plan_residency(measured, budget).resident);
