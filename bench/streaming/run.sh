@@ -24,7 +24,7 @@
 #   BENCH_CACHE       exports and the plan (default /tmp/bench-streaming)
 #   BENCH_TORCH_RESERVE_S  seconds kept for torch_peer when the streamrt steps run (default 170, at most a
 #                     third of BENCH_DEADLINE_S)
-#   BENCH_STREAMRT_EAGER=1 streamrt's sweep runs eagerly (default: replayed as CUDA graphs, as deployed);
+#   BENCH_STREAMRT_EAGER=1 streamrt's sweep runs eagerly (default on CUDA: replayed as CUDA graphs, as deployed);
 #   BENCH_CUDA_GRAPH=1     with BENCH_STREAMRT_EAGER=1: also sweep with --cuda-graph (when the time allows)
 #   BENCH_KEEP_PLAN=1      keep the plan after the sweep (default: deleted)
 #   BENCH_DEVICE      streamrt build --device (default cuda; cpu for tests)
@@ -152,7 +152,8 @@ else
 fi
 if [ -s "$PLAN" ]; then
   # streamrt runs as deployed: each point's runs replayed as a CUDA graph (BENCH_STREAMRT_EAGER=1: eager).
-  GRAPH_FLAG=(--cuda-graph); [ "${BENCH_STREAMRT_EAGER:-0}" = 1 ] && GRAPH_FLAG=()
+  # CUDA graphs exist only on CUDA: the CPU device (BENCH_DEVICE=cpu, the selftest) runs eagerly.
+  GRAPH_FLAG=(--cuda-graph); [ "${BENCH_STREAMRT_EAGER:-0}" = 1 ] || [ "$DEVICE" != cuda ] && GRAPH_FLAG=()
   step stream_bench 300 "$TORCH_RESERVE" "$BIN/streamrt_stream_bench" "$PLAN" --input hidden_states --seqs "$SEQS" \
     --budgets "$BUDGETS" --iters "$ITERS" --warmup "$WARMUP" "${GRAPH_FLAG[@]}" --json "$OUTDIR/streamrt.jsonl"
   if [ "${BENCH_CUDA_GRAPH:-0}" = 1 ] && [ "${BENCH_STREAMRT_EAGER:-0}" = 1 ]; then
