@@ -2,6 +2,7 @@
 #include "cache/key.h"
 
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -171,6 +172,15 @@ void append_builder_config(const BuilderConfig& c, std::map<std::string, std::st
   part("tactics", [&](Canon& h) { h.u8(c.tactics); });
   part("allow_tf32", [&](Canon& h) { h.u8(c.allow_tf32); });
   part("engine_name", [&](Canon& h) { h.str(c.engine_name); });
+  // Diagnostic switches that change the plan after the graph the key describes (fusion switches
+  // change that graph, so they need nothing here): lowering, conv tactics, step timing.
+  part("switches", [&](Canon& h) {
+    for (const char* name : {"STREAMRT_NO_VIEW_ALIASING", "STREAMRT_CONV_TACTICS", "STREAMRT_NO_STEP_TIMING"}) {
+      const char* v = std::getenv(name);
+      h.str(name);
+      h.str(v ? v : "");
+    }
+  });
   // strip_weights is left out on purpose: entries are always stored stripped, and a hit serves
   // both stripped and full plans.
 }

@@ -160,6 +160,20 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   EXPECT_EQ(key_of(Spec{}, strip).key, base.key);
 }
 
+// Switches read after the graph the key describes (lowering, conv tactics, step timing) are part
+// of the key; fusion switches change the prepared graph itself.
+TEST(CacheKey, PlanChangingDiagnosticSwitchesArePartOfTheKey) {
+  const CacheKeyInfo base = key_of(Spec{});
+  for (const char* name : {"STREAMRT_NO_VIEW_ALIASING", "STREAMRT_CONV_TACTICS", "STREAMRT_NO_STEP_TIMING"}) {
+    ::setenv(name, "1", 1);
+    CacheKeyInfo k = key_of(Spec{});
+    ::unsetenv(name);
+    EXPECT_NE(k.key, base.key) << name;
+    EXPECT_EQ(changed_parts(base, k), std::vector<std::string>{"config.switches"}) << name;
+    EXPECT_EQ(key_of(Spec{}).key, base.key) << name;  // unset again: the same key
+  }
+}
+
 TEST(CacheKey, TargetDeviceAndFormatVersionArePartOfTheKey) {
   const CacheKeyInfo base = key_of(Spec{});
   const KeyContext h100 = device_ctx(plan::DeviceKind::kCuda, 9, 0, "NVIDIA H100 80GB HBM3");
