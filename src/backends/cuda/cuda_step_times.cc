@@ -10,9 +10,19 @@
 
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "core/logging.h"
 
 namespace streamrt::cuda {
+namespace {
+
+// A JSON string literal (invalid UTF-8 replaced, never thrown).
+std::string quoted(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
 
 void write_step_times(const EngineState& es, const CudaEngineState& ces, const StepProfiler& profiler,
                       const std::vector<Dims>& output_dims) {
@@ -26,8 +36,8 @@ void write_step_times(const EngineState& es, const CudaEngineState& ces, const S
     return;
   }
   const DeviceProfile device = cuda_profile();
-  std::fprintf(f, "{\"engine\":\"%s\",\"budget\":%llu,\"streamed_bytes\":%llu,\"resident_bytes\":%llu,\"steps\":%zu,\"bandwidth\":%.6g}\n",
-               p.name.c_str(), static_cast<unsigned long long>(es.budget),
+  std::fprintf(f, "{\"engine\":%s,\"budget\":%llu,\"streamed_bytes\":%llu,\"resident_bytes\":%llu,\"steps\":%zu,\"bandwidth\":%.6g}\n",
+               quoted(p.name).c_str(), static_cast<unsigned long long>(es.budget),
                static_cast<unsigned long long>(ces.residency.streamed_bytes),
                static_cast<unsigned long long>(ces.residency.resident_bytes), p.steps.size(), device.stream_bandwidth);
   for (size_t s = 0; s < p.steps.size(); ++s) {
@@ -49,8 +59,8 @@ void write_step_times(const EngineState& es, const CudaEngineState& ces, const S
                     static_cast<unsigned long long>(p.weights[w].size), resident ? 1 : 0);
       weights += item;
     }
-    std::fprintf(f, "{\"step\":%zu,\"op\":\"%s\",\"dims\":[%s],\"device\":%d,\"ms\":%.6g,\"est_ms\":%.6g,\"est_small_ms\":%.6g,\"weights\":[%s]}\n",
-                 s, step.op_type.c_str(), dims.c_str(), ces.host_step[s] ? 0 : 1, s < ms.size() ? ms[s] : 0.0,
+    std::fprintf(f, "{\"step\":%zu,\"op\":%s,\"dims\":[%s],\"device\":%d,\"ms\":%.6g,\"est_ms\":%.6g,\"est_small_ms\":%.6g,\"weights\":[%s]}\n",
+                 s, quoted(step.op_type).c_str(), dims.c_str(), ces.host_step[s] ? 0 : 1, s < ms.size() ? ms[s] : 0.0,
                  1e3 * estimate_step_seconds(p, s, device), 1e3 * estimate_step_seconds(p, s, device, true),
                  weights.c_str());
   }
