@@ -15,10 +15,9 @@
 #include <cmath>
 #include <map>
 
-#include <cstdlib>
-
 #include "builder/fusion.h"
 #include "builder/passes.h"
+#include "core/env.h"
 #include "ops/attention.h"
 #include "ops/softmax.h"
 
@@ -507,7 +506,7 @@ void absorb_layout_transposes(ir::Graph& g) {
 
 size_t fuse_attention(ir::Graph& g) {
   // Diagnostic switch for comparing the fused kernel with the unfused MatMul-Softmax-MatMul path.
-  if (const char* off = std::getenv("STREAMRT_NO_ATTENTION_FUSION"); off && *off && std::string(off) != "0") return 0;
+  if (env_flag("STREAMRT_NO_ATTENTION_FUSION")) return 0;
   size_t fused = 0;
   bool left_dead = false;
   std::vector<std::pair<ir::ValueId, ir::ValueId>> to_invert;  // (fused output, constant mask)

@@ -7,11 +7,11 @@
 // no other reader and not be a graph output. The fused node takes the place of the last node it
 // absorbs, where every one of its inputs (R included) is already computed.
 // STREAMRT_NO_CONV_FUSION=1 turns the pass off (diagnostics: compare with the unfused graph).
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "builder/fusion.h"
+#include "core/env.h"
 #include "ops/conv.h"
 
 namespace streamrt::builder {
@@ -47,7 +47,7 @@ bool fusable_conv(const ir::Graph& g, const ir::Node& n) {
 }  // namespace
 
 size_t fuse_conv(ir::Graph& g) {
-  if (const char* off = std::getenv("STREAMRT_NO_CONV_FUSION"); off && *off && std::string(off) != "0") return 0;
+  if (env_flag("STREAMRT_NO_CONV_FUSION")) return 0;
   GraphIndex idx(g);
   size_t fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {

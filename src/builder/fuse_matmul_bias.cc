@@ -6,10 +6,10 @@
 // W's dtype with dims [1, ..., 1, N] of rank <= the MatMul output's (so the Add neither broadcasts
 // nor changes the shape), A of rank >= 2, and the MatMul output read by the Add alone (not a graph
 // output). W and b stay the plan's weights under their own names (refit, weight streaming).
-#include <cstdlib>
 #include <string>
 
 #include "builder/fusion.h"
+#include "core/env.h"
 #include "ops/matmul.h"
 
 namespace streamrt::builder {
@@ -37,7 +37,7 @@ bool fusable(const ir::Graph& g, const ir::Node& mm, ir::ValueId b) {
 
 size_t fuse_matmul_bias(ir::Graph& g) {
   // Diagnostic switch for comparing the epilogue with the separate Add.
-  if (const char* off = std::getenv("STREAMRT_NO_MATMUL_BIAS_FUSION"); off && *off && std::string(off) != "0") return 0;
+  if (env_flag("STREAMRT_NO_MATMUL_BIAS_FUSION")) return 0;
   size_t fused = 0;
   GraphIndex idx(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -1,10 +1,10 @@
 #include "builder/lowering.h"
 
-#include <cstdlib>
 #include <string>
 #include <unordered_set>
 
 #include "builder/memory_planner.h"
+#include "core/env.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
 
@@ -27,7 +27,7 @@ bool is_view_op(const ir::Node& n) {
 // data-dependent size (no arena slot) keep their copy. Returns the number of views.
 size_t alias_views(const plan::PlanData& plan, const std::vector<int32_t>& req_value, std::vector<BufferRequest>& req) {
   // Diagnostic switch: every view copies, as before.
-  if (const char* off = std::getenv("STREAMRT_NO_VIEW_ALIASING"); off && *off && std::string(off) != "0") return 0;
+  if (env_flag("STREAMRT_NO_VIEW_ALIASING")) return 0;
   std::vector<int32_t> req_of(plan.values.size(), -1);
   for (size_t i = 0; i < req_value.size(); ++i) req_of[req_value[i]] = static_cast<int32_t>(i);
   size_t views = 0;

@@ -1,8 +1,8 @@
 #include "builder/step_timing.h"
 
 #include <chrono>
-#include <cstdlib>
 
+#include "core/env.h"
 #include "core/logging.h"
 #include "runtime/timing_engine.h"
 
@@ -52,8 +52,7 @@ Result<std::vector<float>> time_at(Engine& engine, const plan::PlanData& plan) {
 }  // namespace
 
 void time_plan_steps(plan::PlanData& plan, DeviceType device, BuildReport& report) {
-  const char* off = std::getenv("STREAMRT_NO_STEP_TIMING");
-  if (off && *off && std::string(off) != "0") {
+  if (env_flag("STREAMRT_NO_STEP_TIMING")) {
     report.step_timing_note = "skipped (STREAMRT_NO_STEP_TIMING)";
     return;
   }

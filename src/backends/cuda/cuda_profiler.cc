@@ -4,11 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/env.h"
+
 namespace streamrt::cuda {
 
 StepProfiler::StepProfiler() {
-  const char* env = std::getenv("STREAMRT_PROFILE");
-  table_ = env && *env && std::string(env) != "0";
+  table_ = env_flag("STREAMRT_PROFILE");
   const char* times = std::getenv("STREAMRT_STEP_TIMES");
   if (times && *times) step_times_path_ = times;
 }

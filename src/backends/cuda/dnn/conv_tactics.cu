@@ -13,12 +13,12 @@
 // L2, which a network run does not; flushing L2 between timed runs is the next step.
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <optional>
 #include <string>
 
 #include "backends/cuda/dnn/conv_problem.h"
 #include "backends/cuda/kernels/cuda_types.cuh"
+#include "core/env.h"
 #include "core/logging.h"
 
 namespace streamrt::cuda {
@@ -207,10 +207,7 @@ Result<std::optional<double>> ConvSession::time_ms(const ConvDescriptors& d, con
   return run_ms(d, k, iters);
 }
 
-bool conv_tactics_enabled() {
-  const char* on = std::getenv("STREAMRT_CONV_TACTICS");
-  return on && *on && std::string(on) != "0";
-}
+bool conv_tactics_enabled() { return env_flag("STREAMRT_CONV_TACTICS"); }
 
 Result<bool> ConvSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in) {
   if (!conv_tactics_enabled()) return false;
