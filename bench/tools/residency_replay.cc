@@ -53,9 +53,10 @@ std::vector<Context> read_contexts(const std::string& path) {
 // The planner's input for the engine the contexts ran: weights and per-step times (`measured`:
 // from the contexts, else the estimates recorded next to them).
 ResidencyInput make_input(const Context& large, const Context& small, bool measured, bool measured_small, int slots,
-                          double bandwidth) {
+                          double bandwidth, bool split) {
   ResidencyInput in;
   in.slots = slots;
+  in.split = split;
   in.device.stream_bandwidth = bandwidth;
   in.device.copy_latency_s = 8e-6;
   const size_t n = large.steps.size();
@@ -78,6 +79,24 @@ ResidencyInput make_input(const Context& large, const Context& small, bool measu
   return in;
 }
 
+// The streamed steps of `plan` in run order: bytes, and the compute (ms) from the step to the end
+// of the run at both shapes — what is left after the last copy decides a copy-bound run's tail.
+void show_plan(const ResidencyInput& in, const ResidencyPlan& plan) {
+  const size_t n = in.step_seconds.size();
+  std::vector<double> after(n + 1, 0), after_small(n + 1, 0);
+  for (size_t s = n; s-- > 0;) {
+    after[s] = after[s + 1] + in.step_seconds[s];
+    after_small[s] = after_small[s + 1] + in.step_seconds_small[s];
+  }
+  std::printf("\nstreamed steps: step | MB | prefill ms from here | token ms from here\n");
+  for (size_t s = 0; s < n; ++s) {
+    uint64_t bytes = 0;
+    for (int32_t w : in.step_weights[s])
+      if (!plan.resident[w]) bytes += in.weight_bytes[w] - plan.resident_prefix[w];
+    if (bytes) std::printf("%zu | %.1f | %.3f | %.3f\n", s, bytes / 1e6, 1e3 * after[s], 1e3 * after_small[s]);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,10 +105,19 @@ int main(int argc, char** argv) {
   std::vector<int> budgets{0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100};
   int slots = 3;
   double bandwidth = 0;
+  int show = -1;
+  double token_ms = 0;
+  bool no_split = false;
   app.add_option("steps", path, "JSON lines written with STREAMRT_STEP_TIMES")->required()->check(CLI::ExistingFile);
   app.add_option("--budgets", budgets, "budgets in percent")->delimiter(',')->check(CLI::Range(0, 100));
   app.add_option("--slots", slots, "ring slots")->check(CLI::Range(1, 64));
   app.add_option("--bandwidth", bandwidth, "host-to-device bytes/s (default: the one recorded)");
+  app.add_option("--show", show, "also list the streamed steps of the plan C (H without --token-ms) at this budget %")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--token-ms", token_ms,
+                 "one-token run time replayed as a CUDA graph (ms): the one-token times are scaled to sum to it")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-split", no_split, "plan whole weights only (as the CPU backend does)");
   CLI11_PARSE(app, argc, argv);
   std::vector<Context> all = read_contexts(path);
   std::vector<const Context*> resident;
@@ -104,10 +132,15 @@ int main(int argc, char** argv) {
   // with estimated one-token times (H). Judged on measured prefill times and, for one token, on the
   // estimates: eager per-step times of one token are mostly launch gaps, which a CUDA graph replay
   // (as deployed) does not have, and the estimates match replayed totals closely.
-  const ResidencyInput est = make_input(large, small, false, false, slots, bandwidth);
-  const ResidencyInput meas = make_input(large, small, true, true, slots, bandwidth);
-  const ResidencyInput hybrid = make_input(large, small, true, false, slots, bandwidth);
-  const ResidencyInput& truth = hybrid;
+  const ResidencyInput est = make_input(large, small, false, false, slots, bandwidth, !no_split);
+  const ResidencyInput meas = make_input(large, small, true, true, slots, bandwidth, !no_split);
+  const ResidencyInput hybrid = make_input(large, small, true, false, slots, bandwidth, !no_split);
+  ResidencyInput truth = hybrid;
+  if (token_ms > 0) {
+    double sum = 0;
+    for (double t : truth.step_seconds_small) sum += t;
+    for (double& t : truth.step_seconds_small) t *= 1e-3 * token_ms / sum;
+  }
   uint64_t total = 0;
   for (uint64_t b : meas.weight_bytes) total += b;
   std::vector<uint8_t> all_resident(meas.weight_bytes.size(), 1);
@@ -117,18 +150,21 @@ int main(int argc, char** argv) {
               "(%.2f ms measured eagerly); %.2f GB streamable at %.1f GB/s, %d slots\n",
               large.steps.size(), resident_ms, 1e3 * simulate_run(est, all_resident), resident_small_ms,
               1e3 * simulate_run(meas, all_resident, true), total / 1e9, bandwidth / 1e9, slots);
-  std::printf("simulated ms / bound, plans from E = estimates, M = measured, H = measured prefill + estimated token\n");
-  std::printf("| budget %% | prefill bound ms | E | M | H | token bound ms | E | M | H |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("simulated ms / bound, plans from E = estimates, M = measured, H = measured prefill + estimated token, C = H with the one-token times scaled to --token-ms\n");
+  std::printf("| budget %% | prefill bound ms | E | M | H | C | token bound ms | E | M | H | C |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int pct : budgets) {
     const uint64_t budget = static_cast<uint64_t>(static_cast<double>(total) * pct / 100.0);
     const double streamed_ms = 1e3 * static_cast<double>(total - std::min(total, budget)) / bandwidth;
     const double bound = std::max(resident_ms, streamed_ms), bound_small = std::max(resident_small_ms, streamed_ms);
     std::printf("| %d | %.2f", pct, bound);
-    const ResidencyPlan plans[] = {plan_residency(est, budget), plan_residency(meas, budget), plan_residency(hybrid, budget)};
-    for (const ResidencyPlan& p : plans) std::printf(" | %.3f", 1e3 * simulate_run(truth, p.resident) / bound);
+    const ResidencyPlan plans[] = {plan_residency(est, budget), plan_residency(meas, budget), plan_residency(hybrid, budget),
+                                   plan_residency(truth, budget)};
+    for (const ResidencyPlan& p : plans) std::printf(" | %.3f", 1e3 * simulate_plan(truth, p) / bound);
     std::printf(" | %.2f", bound_small);
-    for (const ResidencyPlan& p : plans) std::printf(" | %.3f", 1e3 * simulate_run(truth, p.resident, true) / bound_small);
+    for (const ResidencyPlan& p : plans) std::printf(" | %.3f", 1e3 * simulate_plan(truth, p, true) / bound_small);
     std::printf(" |\n");
   }
+  if (show >= 0) show_plan(truth, plan_residency(truth, static_cast<uint64_t>(static_cast<double>(total) * show / 100.0)));
   return 0;
 }

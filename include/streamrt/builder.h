@@ -67,9 +67,12 @@ struct BuildReport {
   double tactic_ms = 0;            // time spent timing tactics
   // Weight streaming on CUDA: the plan's steps timed on the device at the profile's max shapes
   // (plan step_ms), for the residency planner: their total and the time timing took, or
-  // `step_timing_note` saying why not (empty when not attempted).
+  // `step_timing_note` saying why not (empty when not attempted); and one run at the min shapes
+  // (plan min_run_ms; 0 when not measured), replayed as a CUDA graph (`min_run_graph`) or eager.
   bool steps_timed = false;
   double step_ms_total = 0, step_timing_ms = 0;
+  double min_run_ms = 0;
+  bool min_run_graph = false;
   std::string step_timing_note;
 };
 

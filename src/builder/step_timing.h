@@ -3,11 +3,13 @@
 // plan (PlanData::step_ms). The residency planner uses them instead of its FLOP / byte estimates,
 // which are off by 3-5x for attention and element-wise steps and made it pick resident sets that
 // left the copy stream idle. It is what TensorRT's builder does with layer timing, kept to what
-// weight streaming needs. (One-token shapes are not timed: per step they measure launch gaps.)
+// weight streaming needs. At the min shapes (a one-token decode) steps are not timed one by one,
+// which would measure launch gaps, but one whole run is, replayed as a CUDA graph as deployed
+// (PlanData::min_run_ms); the planner scales its one-token estimates to that total.
 //
 // The timing engine streams every streamable weight (budget 0, the least device memory, so a model
-// larger than the GPU is timed too) from placeholder bytes: the copies are real, contents are not.
-// Inputs are zeros. A failure never fails the build: the plan keeps no times and the report says
+// larger than the GPU is timed too) but copies nothing: each streamed step reads its slot of the
+// ring as it is (zeros), so the times are compute alone. Inputs are zeros. A failure never fails the build: the plan keeps no times and the report says
 // why. STREAMRT_NO_STEP_TIMING=1 skips it.
 #pragma once
 
@@ -16,7 +18,8 @@
 
 namespace streamrt::builder {
 
-// Fills plan.step_ms (or leaves it empty) and the report's step-timing fields.
+// Fills plan.step_ms and plan.min_run_ms (or leaves them empty / 0) and the report's step-timing
+// fields.
 void time_plan_steps(plan::PlanData& plan, DeviceType device, BuildReport& report);
 
 }  // namespace streamrt::builder

@@ -40,7 +40,7 @@
 //     of the rank of dims, static, min <= opt <= max, and equal to dims where dims is static;
 //   - weights: static dims, size == numel * dtype_size, offset 64-aligned, unique names, and
 //     (unless stripped) [offset, offset + size) inside the weights section;
-//   - step_ms: empty or one per step, each finite and >= 0.
+//   - step_ms: empty or one per step, each finite and >= 0; min_run_ms finite and >= 0.
 // A stripped plan (weights_stripped) has no weights section; one that is not stripped has
 // one whenever its weights hold any bytes (their views point into it).
 #pragma once
@@ -131,6 +131,9 @@ struct PlanData {
   // Per step: GPU ms measured at build time at the profile's max shapes (weight-streaming builds
   // on CUDA; empty when not measured, else one per step, 0 for steps not timed).
   std::vector<float> step_ms;
+  // GPU ms of one run at the profile's min shapes replayed as a CUDA graph, measured at build with
+  // step_ms (0: not measured).
+  float min_run_ms = 0;
   // Weight contents, parallel to `weights`. On write they are copied into the file (unless
   // stripped); on read they are views into the mapped file (empty when stripped).
   std::vector<Tensor> weight_data;

@@ -273,6 +273,7 @@ Result<PlanData> decode_plan(const fb::Plan* p) {
   plan.arena_size = p->arena_size();
   plan.weights_stripped = p->weights_stripped();
   if (p->step_ms()) plan.step_ms.assign(p->step_ms()->begin(), p->step_ms()->end());
+  plan.min_run_ms = p->min_run_ms();
   return plan;
 }
 

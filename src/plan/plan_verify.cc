@@ -229,6 +229,8 @@ Status verify_plan(const PlanData& plan, uint64_t weights_section_size) {
   SRT_RETURN_IF_ERROR(check_io(plan, plan.inputs, "input"));
   SRT_RETURN_IF_ERROR(check_io(plan, plan.outputs, "output"));
   SRT_RETURN_IF_ERROR(check_step_times(plan, plan.step_ms, "step_ms"));
+  if (!std::isfinite(plan.min_run_ms) || plan.min_run_ms < 0)
+    return invalid_plan("min_run_ms is " + std::to_string(plan.min_run_ms) + " (a time in ms, >= 0)");
   return check_steps(plan);
 }
 

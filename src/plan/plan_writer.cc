@@ -159,7 +159,7 @@ flatbuffers::DetachedBuffer build_metadata(const PlanData& plan) {
   auto weights = build_all<fb::Weight>(b, plan.weights, build_weight);
   auto step_ms = plan.step_ms.empty() ? 0 : b.CreateVector(plan.step_ms);
   auto root = fb::CreatePlan(b, name, version, device, values, inputs, outputs, steps, weights,
-                             plan.arena_size, plan.weights_stripped, step_ms);
+                             plan.arena_size, plan.weights_stripped, step_ms, plan.min_run_ms);
   fb::FinishPlanBuffer(b, root);
   return b.Release();
 }

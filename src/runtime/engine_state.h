@@ -24,8 +24,9 @@ struct EngineState {
   uint64_t streamable_bytes = 0;
   uint64_t budget = 0;
   uint64_t scratch_bytes = 0;  // per context, at `budget` (set when a budget is applied)
-  // An engine for timing only (the builder's step timing): streamed weights' contents are never
-  // read (the device streams placeholder bytes of the same sizes), so no host copy is made.
+  // An engine for timing only (the builder's step timing): streamed weights are never copied nor
+  // read from the plan (each streamed step reads its zeroed ring slot as it is), so its runs time
+  // compute alone and no host copy of the weights is made.
   bool placeholder_streamed_weights = false;
   std::atomic<size_t> live_contexts{0};
   std::mutex mutex;  // guards budget changes against context creation

@@ -10,6 +10,10 @@
 //  - interleaved: streamed weights spread evenly along the run (every k-th byte streams), so the
 //    copy stream always has a free slot and resident compute in between to hide behind — what a
 //    copy-bound run (decode) needs, where per-byte gains are all equal and greedy cannot tell.
+// A backend that can split a weight (ResidencyInput::split; CUDA) also gets the budget that whole
+// weights leave unused: a prefix of one streamed weight stays resident and is copied into the
+// slot on the device, so only its remainder crosses the bus and a run streams total - budget
+// bytes, not up to a whole weight more.
 // Zero-copy weights (a backend's choice: on CUDA, tables that only Gathers read) never stream:
 // outside the budget they are read in place from pinned host memory, so only the rows a run
 // needs cross the bus. They take no slot and no copy time, and get what budget is left once
@@ -51,22 +55,26 @@ struct ResidencyInput {
   std::vector<uint8_t> zero_copy;                 // per plan weight: read in place when not resident (may be empty)
   DeviceProfile device;
   int slots = 3;
+  bool split = false;  // the backend can keep a prefix of one streamed weight resident
 };
 
 // Builds the planner's input for `plan`: steps that run on the device (`device_step`, all when
 // empty) and the streamable weights each reads; step times are the plan's measured ones
 // at the max shapes (PlanData::step_ms, recorded by the builder on the GPU) where it has them,
-// else estimate_step_seconds(). The one-token times are always estimates: timed per step, a token's
-// tiny steps measure launch gaps of eager runs that a CUDA graph replay does not have, and the
-// measured ones made the planner choose a worse one-token plan at 90 % (1.039x vs 1.010x the bound
-// replayed on H100 times).
+// else estimate_step_seconds(). The one-token times are estimates, scaled to sum to the plan's
+// measured graph-replayed run at the min shapes (PlanData::min_run_ms) where it has one: timed per
+// step, a token's tiny steps measure launch gaps of eager runs that a graph replay does not have,
+// and those made the planner choose a worse one-token plan at 90 % (1.039x vs 1.010x the bound
+// replayed on H100 times); unscaled, the estimates were a third low, and the planner kept the
+// early weights resident, so the copy stream waited for compute to reach the streamed ones.
 ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& device,
                                const std::vector<uint8_t>& device_step = {});
 
 struct ResidencyPlan {
   std::vector<uint8_t> resident;  // per plan weight: 1 = kept in device memory (streamable ones)
-  uint64_t resident_bytes = 0;    // streamable bytes kept resident, <= budget
-  uint64_t streamed_bytes = 0;    // bytes copied per run
+  uint64_t resident_bytes = 0;    // streamable bytes kept resident (prefixes included), <= budget
+  uint64_t streamed_bytes = 0;    // bytes copied per run from host memory
+  std::vector<uint64_t> resident_prefix;  // per plan weight: leading bytes of a streamed weight kept resident
   std::vector<uint8_t> read_in_place;  // per plan weight: 1 = zero-copy and not resident (never streamed)
   uint64_t zero_copy_bytes = 0;   // streamable bytes read in place from host memory (not copied)
   uint64_t slot_bytes = 0;        // largest per-step streamed bytes, each weight aligned: one ring slot
@@ -79,5 +87,7 @@ ResidencyPlan plan_residency(const ResidencyInput& in, uint64_t budget);
 // Simulated run time with the given resident set (exposed for tests and benchmarks), with the
 // max-shape estimates or, with `small`, the smallest-shape ones.
 double simulate_run(const ResidencyInput& in, const std::vector<uint8_t>& resident, bool small = false);
+// The same for a plan, counting its resident prefixes.
+double simulate_plan(const ResidencyInput& in, const ResidencyPlan& plan, bool small = false);
 
 }  // namespace streamrt

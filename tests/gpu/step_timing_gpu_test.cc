@@ -1,5 +1,6 @@
 // Build-time step timing on the GPU: a weight-streaming build records every device step's time at
-// the profile's max shapes (PlanData::step_ms) for the residency planner, and
+// the profile's max shapes (PlanData::step_ms) and one run's at the min shapes (min_run_ms) for the
+// residency planner, and
 // ExecutionContext::set_step_timing reports a run's per-step times.
 #include <gtest/gtest.h>
 
@@ -45,6 +46,8 @@ Result<std::vector<uint8_t>> build_mlp(bool streaming) {
   if (bytes.ok() && streaming && std::getenv("STREAMRT_NO_STEP_TIMING") == nullptr) {
     EXPECT_TRUE(report.steps_timed) << report.step_timing_note;
     EXPECT_GT(report.step_ms_total, 0);
+    EXPECT_GT(report.min_run_ms, 0);
+    EXPECT_TRUE(report.min_run_graph);  // MatMuls alone: the run can be captured
   }
   return bytes;
 }
@@ -69,6 +72,9 @@ TEST(GpuStepTiming, WeightStreamingBuildsRecordEveryMatMulsTime) {
     EXPECT_LT(p.step_ms[s], 100.f) << "step " << s;  // milliseconds, not seconds or microseconds
   }
   EXPECT_EQ(matmuls, 6u);
+  // One whole run at the min shapes (batch 1), replayed as a graph.
+  EXPECT_GT(p.min_run_ms, 0.f);
+  EXPECT_LT(p.min_run_ms, 100.f);
 }
 
 TEST(GpuStepTiming, NoTimesWithoutWeightStreamingOrWhenSwitchedOff) {
@@ -76,11 +82,13 @@ TEST(GpuStepTiming, NoTimesWithoutWeightStreamingOrWhenSwitchedOff) {
   auto plain = build_mlp(false);
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
   EXPECT_TRUE(read_back(*plain).step_ms.empty());
+  EXPECT_EQ(read_back(*plain).min_run_ms, 0.f);
   ::setenv("STREAMRT_NO_STEP_TIMING", "1", 1);
   auto off = build_mlp(true);
   ::unsetenv("STREAMRT_NO_STEP_TIMING");
   ASSERT_TRUE(off.ok()) << off.status().to_string();
   EXPECT_TRUE(read_back(*off).step_ms.empty());
+  EXPECT_EQ(read_back(*off).min_run_ms, 0.f);
 }
 
 TEST(GpuStepTiming, ContextsReportTheLastRunsStepTimes) {

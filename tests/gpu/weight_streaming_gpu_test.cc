@@ -76,7 +76,8 @@ TEST(GpuWeightStreaming, DeviceMemoryStaysWithinBudgetPlusScratch) {
   const int64_t slack = 4 << 20;       // allocation granularity
   const int64_t workspace = 40 << 20;  // cuBLASLt workspace + handles of a context
   std::vector<uint8_t> plan_bytes = build_chain(true);
-  for (double fraction : {0.0, 0.25, 0.5, 1.0}) {
+  // 0.3: whole weights leave 1.6 MiB of the budget, kept as a resident prefix of a streamed one.
+  for (double fraction : {0.0, 0.25, 0.3, 0.5, 1.0}) {
     SCOPED_TRACE("budget fraction " + std::to_string(fraction));
     int64_t before_load = used_device_memory();
     auto e = (*rt)->load_engine_bytes(plan_bytes);
@@ -96,7 +97,8 @@ TEST(GpuWeightStreaming, DeviceMemoryStaysWithinBudgetPlusScratch) {
       auto out = run_once(**e, in, &stats);
       EXPECT_TRUE(out.ok()) << out.status().to_string();
       if (out.ok()) { EXPECT_EQ(*out, *reference); }  // bitwise: same kernels, weights elsewhere
-      EXPECT_EQ(stats.bytes_streamed, streamable - (*e)->weight_streaming_budget() / (1 << 20) * (1 << 20));
+      // All of the budget holds weights: whole ones, and the first bytes of one streamed weight.
+      EXPECT_EQ(stats.bytes_streamed, streamable - (*e)->weight_streaming_budget() / 256 * 256);
       return used_device_memory() - before_ctx;
     };
     EXPECT_LE(ctx_memory(), slack);  // the context is gone again after run_once

@@ -244,6 +244,23 @@ TEST(PlanFormat, MeasuredStepTimesRoundTripAndAreOptional) {
   auto back = plan::read_plan_bytes(plain->data(), plain->size(), nullptr);
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->data.step_ms.empty());
+  EXPECT_EQ(back->data.min_run_ms, 0.f);
+}
+
+TEST(PlanFormat, MinShapeRunTimeRoundTripsAndIsVerified) {
+  PlanData p = sample_plan();
+  p.min_run_ms = 7.25f;
+  auto bytes = plan::serialize_plan(p);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto loaded = plan::read_plan_bytes(bytes->data(), bytes->size(), nullptr);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->data.min_run_ms, 7.25f);
+  for (float bad : {-1.f, std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    p.min_run_ms = bad;
+    Status st = plan::verify_plan(p, 133);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidPlan) << bad;
+    EXPECT_NE(st.message().find("min_run_ms is"), std::string::npos) << st.message();
+  }
 }
 
 TEST(PlanFormat, VerifyRejectsStepTimesOfTheWrongCountOrValue) {

@@ -189,6 +189,7 @@ inline void expect_plan_eq(const plan::PlanData& a, const plan::PlanData& b) {
   EXPECT_EQ(a.arena_size, b.arena_size);
   EXPECT_EQ(a.weights_stripped, b.weights_stripped);
   EXPECT_EQ(a.step_ms, b.step_ms);
+  EXPECT_EQ(a.min_run_ms, b.min_run_ms);
   ASSERT_EQ(a.weight_data.size(), b.weight_data.size());
   for (size_t i = 0; i < a.weight_data.size(); ++i)
     EXPECT_TRUE(same_bytes(a.weight_data[i], b.weight_data[i])) << "weight data " << i;

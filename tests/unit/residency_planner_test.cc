@@ -72,6 +72,41 @@ TEST(ResidencyPlanner, ComputeBoundRunsHideCopiesBehindResidentCompute) {
   EXPECT_LT(simulate_run(in, p.resident), 30 * 400e-6 * 1.02);
 }
 
+// A backend that can split a weight gets all of its budget used: what whole weights leave (rounded
+// down to the alignment) stays resident as the prefix of one streamed weight, and only the rest of
+// that weight is copied.
+TEST(ResidencyPlanner, SplitKeepsWhatWholeWeightsLeaveAsAResidentPrefix) {
+  ResidencyInput in = chain(10, 4096, 1e-6, 1e-7);
+  in.split = true;
+  ResidencyPlan p = plan_residency(in, 2 * 4096 + 1808);
+  ASSERT_EQ(p.resident_prefix.size(), 10u);
+  int split = -1;
+  for (int w = 0; w < 10; ++w)
+    if (p.resident_prefix[w]) {
+      EXPECT_EQ(split, -1) << "one weight at most";
+      split = w;
+    }
+  ASSERT_GE(split, 0);
+  EXPECT_EQ(p.resident[split], 0);  // it still streams, from its prefix on
+  EXPECT_EQ(p.resident_prefix[split], 1792u);
+  EXPECT_EQ(p.resident_bytes, 2 * 4096u + 1792u);
+  EXPECT_EQ(p.streamed_bytes, 10 * 4096u - p.resident_bytes);
+  EXPECT_EQ(p.slot_bytes, 4096u);  // the slot still holds the whole weight
+  // The copy-bound run is shorter by the prefix's copy.
+  EXPECT_NEAR(simulate_run(in, p.resident, true) - simulate_plan(in, p, true), 1792e-9, 1e-12);
+  // Nothing to split: no budget, a budget of whole weights, the full budget.
+  for (uint64_t budget : {0ull, 255ull, 3 * 4096ull, 10 * 4096ull}) {
+    ResidencyPlan q = plan_residency(in, budget);
+    for (uint64_t b : q.resident_prefix) EXPECT_EQ(b, 0u) << budget;
+    EXPECT_EQ(q.resident_bytes, budget / 4096 * 4096) << budget;
+  }
+  // A backend that cannot split (the CPU) keeps whole weights only.
+  in.split = false;
+  ResidencyPlan whole = plan_residency(in, 2 * 4096 + 1808);
+  for (uint64_t b : whole.resident_prefix) EXPECT_EQ(b, 0u);
+  EXPECT_EQ(whole.resident_bytes, 2 * 4096u);
+}
+
 // A gather table read in place (zero-copy) never streams: it costs no copy and no slot below the
 // full budget, the streamed weights are planned as if it were not there, and it takes what budget
 // they leave, largest first.
@@ -100,6 +135,15 @@ TEST(ResidencyPlanner, ZeroCopyWeightsNeverStreamAndTakeTheLeftoverBudget) {
   EXPECT_EQ(p.read_in_place[6], 0);
   EXPECT_EQ(p.resident_bytes, 11000u);
   EXPECT_EQ(p.zero_copy_bytes, 0u);
+  // Split: a copied weight takes what is left, never the table read in place.
+  in.split = true;
+  p = plan_residency(in, 5999);
+  EXPECT_EQ(p.read_in_place[6], 1);
+  EXPECT_EQ(p.resident_prefix[6], 0u);
+  uint64_t prefixes = 0;
+  for (uint64_t b : p.resident_prefix) prefixes += b;
+  EXPECT_EQ(prefixes, 768u);  // 5999 - 5 x 1024 (whole weights, aligned) = 879, aligned down
+  in.split = false;
   // Without the flag the same table is an ordinary streamed weight.
   in.zero_copy.clear();
   p = plan_residency(in, 0);
@@ -154,6 +198,34 @@ TEST(ResidencyPlanner, MeasuredStepTimesReplaceTheEstimates) {
   // Times of another plan's length are ignored (a plan failing verification never gets here).
   p.step_ms = {1.f};
   EXPECT_DOUBLE_EQ(residency_input(p, device).step_seconds[0], est.step_seconds[0]);
+  // A measured run at the min shapes scales the one-token estimates to its total.
+  double small_total = 0;
+  for (double t : est.step_seconds_small) small_total += t;
+  p.min_run_ms = static_cast<float>(3e3 * small_total);
+  ResidencyInput scaled = residency_input(p, device);
+  for (size_t s = 0; s < 3; ++s) EXPECT_NEAR(scaled.step_seconds_small[s], 3 * est.step_seconds_small[s], 1e-12) << s;
+  EXPECT_DOUBLE_EQ(scaled.step_seconds[0], est.step_seconds[0]);  // the max shapes keep theirs
+}
+
+// A copy-bound one-token run whose steps take 3x their estimates: planned on the estimates, the
+// streamed weights sit late in the run and the copy stream idles while compute catches up with
+// them (only 3 slots fill ahead); scaled to the measured run, the plan keeps the copy stream busy.
+TEST(ResidencyPlanner, AMeasuredMinShapeRunGivesAFasterOneTokenPlan) {
+  plan::PlanData p = matmul_plan(40);
+  DeviceProfile device;
+  device.copy_latency_s = 0;
+  plan::PlanData measured = p;
+  double small_total = 0;
+  for (size_t s = 0; s < p.steps.size(); ++s) small_total += estimate_step_seconds(p, s, device, true);
+  measured.min_run_ms = static_cast<float>(3e3 * small_total);
+  // A weight copies in 2/9 of the run's measured compute (2/3 of its estimate): 4 streamed weights
+  // take twice as long as the whole run computes, and 3 slots hold less than its compute time.
+  device.stream_bandwidth = 16384.0 / (2.0 / 3.0 * small_total);
+  const ResidencyInput truth = residency_input(measured, device), estimated = residency_input(p, device);
+  const uint64_t budget = 36 * 16384;
+  const double with_measured = simulate_plan(truth, plan_residency(truth, budget), true);
+  const double with_estimates = simulate_plan(truth, plan_residency(estimated, budget), true);
+  EXPECT_LT(with_measured, with_estimates * 0.95);
 }
 
 // With a long weight-less step measured in the middle of a copy-bound chain, the measured times let

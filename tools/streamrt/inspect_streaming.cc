@@ -20,10 +20,13 @@ Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::
   const EngineState& es = engine->state();
   ResidencyPlan rp = find_device_backend(device)->residency(es, es.budget);
   nlohmann::json resident = nlohmann::json::array(), streamed = nlohmann::json::array();
+  nlohmann::json prefixes = nlohmann::json::array();  // streamed weights whose first bytes stay resident
   for (size_t w = 0; w < es.plan.data.weights.size(); ++w) {
     const auto& e = es.plan.data.weights[w];
     if (!e.streamable) continue;
     (w < rp.resident.size() && rp.resident[w] ? resident : streamed).push_back(e.name);
+    if (w < rp.resident_prefix.size() && rp.resident_prefix[w])
+      prefixes.push_back({{"weight", e.name}, {"bytes", rp.resident_prefix[w]}});
   }
   return nlohmann::json{{"budget", budget_text},
                         {"budget_bytes", engine->weight_streaming_budget()},
@@ -34,6 +37,8 @@ Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::
                         {"scratch_bytes", engine->weight_streaming_scratch_size()},
                         {"estimated_run_ms", rp.estimated_seconds * 1e3},
                         {"step_times", es.plan.data.step_ms.empty() ? "estimated" : "measured at build"},
+                        {"min_run_ms", es.plan.data.min_run_ms},
+                        {"resident_prefixes", prefixes},
                         {"resident", resident},
                         {"streamed", streamed}};
 }
@@ -47,6 +52,12 @@ void print_streaming_split(const nlohmann::json& s) {
               s["streamed"].size(), b("scratch_bytes").c_str());
   std::printf("  planner's simulated run at the max shapes: %.2f ms (step times %s)\n",
               s["estimated_run_ms"].get<double>(), s["step_times"].get<std::string>().c_str());
+  if (s["min_run_ms"].get<double>() > 0)
+    std::printf("  one run at the min shapes, measured at build: %.3f ms (scales the planner's estimates there)\n",
+                s["min_run_ms"].get<double>());
+  for (const auto& pr : s["resident_prefixes"])
+    std::printf("  partly resident: the first %s of %s (the rest streams)\n",
+                format_bytes(pr["bytes"].get<uint64_t>()).c_str(), pr["weight"].get<std::string>().c_str());
   if (s["read_in_place_bytes"].get<uint64_t>() > 0)
     std::printf("  read in place from host memory (gather tables, not copied): %s\n", b("read_in_place_bytes").c_str());
   for (const char* which : {"resident", "streamed"})

@@ -31,13 +31,14 @@ std::vector<uint8_t> device_weights(const EngineState& es, const CudaEngineState
   return used;
 }
 
-// One device block for the weights in `which`; fills weight_dev for them.
+// One device block for the weights in `which` and the `prefix` bytes of others (may be null);
+// fills weight_dev and prefix_dev for them.
 Status upload_block(const EngineState& es, CudaEngineState& ces, const std::vector<uint8_t>& which, void** block,
-                    uint64_t* bytes) {
+                    uint64_t* bytes, const std::vector<uint64_t>* prefix = nullptr) {
   const plan::PlanData& p = es.plan.data;
+  auto prefix_of = [&](size_t i) { return prefix && i < prefix->size() && !which[i] ? (*prefix)[i] : 0; };
   uint64_t total = 0;
-  for (size_t i = 0; i < p.weights.size(); ++i)
-    if (which[i]) total += stream_align(p.weights[i].size);
+  for (size_t i = 0; i < p.weights.size(); ++i) total += stream_align(which[i] ? p.weights[i].size : prefix_of(i));
   *bytes = total;
   if (total == 0) return ok_status();
   cudaError_t e = cudaMalloc(block, total);
@@ -48,11 +49,13 @@ Status upload_block(const EngineState& es, CudaEngineState& ces, const std::vect
   }
   uint64_t off = 0;
   for (size_t i = 0; i < p.weights.size(); ++i) {
-    if (!which[i]) continue;
-    ces.weight_dev[i] = static_cast<uint8_t*>(*block) + off;
+    const uint64_t n = which[i] ? p.weights[i].size : prefix_of(i);
+    if (!which[i] && !n) continue;
+    void* dst = static_cast<uint8_t*>(*block) + off;
+    (which[i] ? ces.weight_dev : ces.prefix_dev)[i] = dst;
     const void* src = ces.host_src.empty() || !ces.host_src[i] ? p.weight_data[i].data() : ces.host_src[i];
-    if (p.weights[i].size) SRT_CUDA(cudaMemcpy(ces.weight_dev[i], src, p.weights[i].size, cudaMemcpyHostToDevice));
-    off += stream_align(p.weights[i].size);
+    if (n) SRT_CUDA(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+    off += stream_align(n);
   }
   return ok_status();
 }
@@ -182,6 +185,7 @@ void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::s
 Status upload_weights(const EngineState& es, CudaEngineState& ces) {
   const plan::PlanData& p = es.plan.data;
   ces.weight_dev.assign(p.weights.size(), nullptr);
+  ces.prefix_dev.assign(p.weights.size(), nullptr);
   ces.host_src.assign(p.weights.size(), nullptr);
   ces.step_streamed.assign(p.steps.size(), {});
   ces.step_slot_offset.assign(p.steps.size(), {});
@@ -223,6 +227,7 @@ ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& 
   for (size_t s = 0; s < device_step.size(); ++s) device_step[s] = !ces.host_step[s];
   ResidencyInput in = residency_input(es.plan.data, cuda_profile(), device_step);
   in.slots = kStreamSlots;
+  in.split = true;  // the streamer copies a resident prefix device-to-device
   in.zero_copy = zero_copy_weights(es, ces);
   return plan_residency(in, budget);
 }
@@ -235,9 +240,11 @@ Status apply_budget(const EngineState& es, CudaEngineState& ces) {
   }
   for (size_t i = 0; i < p.weights.size(); ++i)
     if (p.weights[i].streamable) ces.weight_dev[i] = nullptr;
+  ces.prefix_dev.assign(p.weights.size(), nullptr);
   ces.residency = plan_cuda_residency(es, ces, es.budget);
   if (p.weights_stripped) return ok_status();  // no weights to place until refit
-  SRT_RETURN_IF_ERROR(upload_block(es, ces, ces.residency.resident, &ces.resident, &ces.resident_bytes));
+  SRT_RETURN_IF_ERROR(upload_block(es, ces, ces.residency.resident, &ces.resident, &ces.resident_bytes,
+                                   &ces.residency.resident_prefix));
   ces.step_streamed.assign(p.steps.size(), {});
   ces.step_slot_offset.assign(p.steps.size(), {});
   ces.streamed_steps.clear();

@@ -27,6 +27,9 @@ struct CudaEngineState {
   void* resident = nullptr;
   uint64_t fixed_bytes = 0, resident_bytes = 0;
   std::vector<void*> weight_dev;  // per plan weight: its device copy, or null (streamed / host only)
+  // Per plan weight: the device copy of a streamed weight's resident prefix
+  // (ResidencyPlan::resident_prefix, in `resident`), copied into the slot before its remainder.
+  std::vector<void*> prefix_dev;
 
   // Streaming at the budget in force.
   ResidencyPlan residency;

@@ -46,6 +46,8 @@ Status CudaStreamer::init() {
     return out_of_memory("weight-streaming scratch of " + std::to_string(ces_.scratch_bytes()) + " bytes: " +
                          cudaGetErrorString(e));
   }
+  // A timing engine's steps read their slots as they are: zeros, not whatever the allocator left.
+  if (es_.placeholder_streamed_weights) SRT_CUDA(cudaMemset(slots_, 0, ces_.scratch_bytes()));
   SRT_CUDA(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
   SRT_RETURN_IF_ERROR(create_event(&fork_, false));
   for (int i = 0; i < kStreamSlots; ++i) {
@@ -92,11 +94,15 @@ Status CudaStreamer::issue(size_t j, bool capturing) {
   const size_t s = ces_.streamed_steps[j];
   const plan::PlanData& p = es_.plan.data;
   uint8_t* base = static_cast<uint8_t*>(slots_) + slot * ces_.slot_bytes;
-  for (size_t k = 0; k < ces_.step_streamed[s].size(); ++k) {
-    int32_t w = ces_.step_streamed[s][k];
-    SRT_CUDA(cudaMemcpyAsync(base + ces_.step_slot_offset[s][k], ces_.host_src[w], p.weights[w].size,
-                             cudaMemcpyHostToDevice, copy_));
-    bytes_ += p.weights[w].size;
+  for (size_t k = 0; k < ces_.step_streamed[s].size() && !es_.placeholder_streamed_weights; ++k) {
+    const int32_t w = ces_.step_streamed[s][k];
+    uint8_t* dst = base + ces_.step_slot_offset[s][k];
+    // A resident prefix comes from device memory; only the rest crosses the bus.
+    const uint64_t prefix = ces_.prefix_dev[w] ? ces_.residency.resident_prefix[w] : 0;
+    if (prefix) SRT_CUDA(cudaMemcpyAsync(dst, ces_.prefix_dev[w], prefix, cudaMemcpyDeviceToDevice, copy_));
+    SRT_CUDA(cudaMemcpyAsync(dst + prefix, static_cast<const uint8_t*>(ces_.host_src[w]) + prefix,
+                             p.weights[w].size - prefix, cudaMemcpyHostToDevice, copy_));
+    bytes_ += p.weights[w].size - prefix;
     ++copies_;
   }
   if (profiled_) SRT_CUDA(cudaEventRecord(copy_end_[j], copy_));
@@ -174,7 +180,8 @@ void CudaStreamer::write_trace() const {
   for (size_t j = 0; j < issued_; ++j) {
     const size_t s = ces_.streamed_steps[j];
     uint64_t bytes = 0;
-    for (int32_t w : ces_.step_streamed[s]) bytes += p.weights[w].size;
+    for (int32_t w : ces_.step_streamed[s])
+      bytes += p.weights[w].size - (ces_.prefix_dev[w] ? ces_.residency.resident_prefix[w] : 0);
     std::fprintf(f, "%s[%zu,%llu,%.4f,%.4f,%.4f,%.4f]", j ? "," : "", s, static_cast<unsigned long long>(bytes),
                  elapsed_ms(run_begin_, copy_begin_[j]), elapsed_ms(run_begin_, copy_end_[j]),
                  elapsed_ms(run_begin_, stall_begin_[j]), elapsed_ms(run_begin_, stall_end_[j]));
