@@ -72,8 +72,10 @@ Status CudaStreamer::begin_run(cudaStream_t compute, bool capturing) {
   issued_ = next_ = 0;
   bytes_ = copies_ = 0;
   capturing_ = capturing;
-  profiled_ = profiling_;
-  if (!active()) return ok_status();
+  profiled_ = profiling_ && !es_.placeholder_streamed_weights;
+  // A timing engine copies nothing (EngineState::placeholder_streamed_weights): no copy stream work,
+  // no events between the streams, so its runs time compute alone, graph replays included.
+  if (!active() || es_.placeholder_streamed_weights) return ok_status();
   if (profiling_) {
     SRT_RETURN_IF_ERROR(ensure_profile_events(ces_.streamed_steps.size()));
     SRT_CUDA(cudaEventRecord(run_begin_, compute));
@@ -94,7 +96,7 @@ Status CudaStreamer::issue(size_t j, bool capturing) {
   const size_t s = ces_.streamed_steps[j];
   const plan::PlanData& p = es_.plan.data;
   uint8_t* base = static_cast<uint8_t*>(slots_) + slot * ces_.slot_bytes;
-  for (size_t k = 0; k < ces_.step_streamed[s].size() && !es_.placeholder_streamed_weights; ++k) {
+  for (size_t k = 0; k < ces_.step_streamed[s].size(); ++k) {
     const int32_t w = ces_.step_streamed[s][k];
     uint8_t* dst = base + ces_.step_slot_offset[s][k];
     // A resident prefix comes from device memory; only the rest crosses the bus.
@@ -116,12 +118,14 @@ Status CudaStreamer::before_step(size_t s, cudaStream_t compute, std::vector<ops
   if (j >= ces_.streamed_steps.size() || ces_.streamed_steps[j] != s)
     return internal_error("weight streamer out of step order at step " + std::to_string(s));
   // Prefetch depth: this step and the next kStreamSlots - 1 streamed steps.
-  const size_t until = std::min(ces_.streamed_steps.size(), j + kStreamSlots);
-  while (issued_ < until) SRT_RETURN_IF_ERROR(issue(issued_++, capturing_));
   const int slot = static_cast<int>(j % kStreamSlots);
-  if (profiled_) SRT_CUDA(cudaEventRecord(stall_begin_[j], compute));
-  SRT_CUDA(cudaStreamWaitEvent(compute, copied_[slot], 0));
-  if (profiled_) SRT_CUDA(cudaEventRecord(stall_end_[j], compute));
+  if (!es_.placeholder_streamed_weights) {
+    const size_t until = std::min(ces_.streamed_steps.size(), j + kStreamSlots);
+    while (issued_ < until) SRT_RETURN_IF_ERROR(issue(issued_++, capturing_));
+    if (profiled_) SRT_CUDA(cudaEventRecord(stall_begin_[j], compute));
+    SRT_CUDA(cudaStreamWaitEvent(compute, copied_[slot], 0));
+    if (profiled_) SRT_CUDA(cudaEventRecord(stall_end_[j], compute));
+  }
   uint8_t* base = static_cast<uint8_t*>(slots_) + slot * ces_.slot_bytes;
   const plan::PlanData& p = es_.plan.data;
   for (int32_t v : p.steps[s].inputs) {
@@ -137,9 +141,10 @@ Status CudaStreamer::before_step(size_t s, cudaStream_t compute, std::vector<ops
 Status CudaStreamer::after_step(size_t s, cudaStream_t compute) {
   if (!active() || ces_.step_streamed[s].empty()) return ok_status();
   const int slot = static_cast<int>(next_ % kStreamSlots);
+  ++next_;
+  if (es_.placeholder_streamed_weights) return ok_status();
   SRT_CUDA(cudaEventRecord(freed_[slot], compute));
   freed_recorded_[slot] = true;
-  ++next_;
   return ok_status();
 }
 
