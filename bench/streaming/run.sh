@@ -151,6 +151,9 @@ else
   skip build "failed: no exported model (see export.log)"
 fi
 if [ -s "$PLAN" ]; then
+  # The export and the plan just wrote ~16 GB: flush them first, or their writeback competes with the
+  # first points' host-to-device copies (and only streamrt's, which runs first).
+  sync
   # streamrt runs as deployed: each point's runs replayed as a CUDA graph (BENCH_STREAMRT_EAGER=1: eager).
   # CUDA graphs exist only on CUDA: the CPU device (BENCH_DEVICE=cpu, the selftest) runs eagerly.
   GRAPH_FLAG=(--cuda-graph); [ "${BENCH_STREAMRT_EAGER:-0}" = 1 ] || [ "$DEVICE" != cuda ] && GRAPH_FLAG=()
@@ -175,6 +178,7 @@ t=$(left)
 if [ "${BENCH_NO_TORCH:-0}" = 1 ]; then
   skip torch_peer "skipped: BENCH_NO_TORCH=1"
 elif (( t > 20 )); then
+  sync
   step torch_peer "$t" 0 "$PY" "$HERE/torch_peer.py" --layers "$LAYERS" --max-seq "$MAX_SEQ" "${TINY_FLAG[@]}" \
     --seqs "$SEQS" --budgets "$BUDGETS" --iters "$ITERS" --warmup "$WARMUP" --json "$OUTDIR/torch.jsonl" \
     --deadline-s $(( t - 15 ))
