@@ -30,7 +30,10 @@
 
 namespace streamrt::cache {
 
-inline constexpr uint32_t kCacheKeyVersion = 1;
+// Bumped when the key's layout changes, or when builds start recording something that plans built
+// before lack, so that their entries miss and rebuild rather than serve the older plan.
+// 2: weight-streaming plans record a min-shape run (PlanData::min_run_ms) for the residency planner.
+inline constexpr uint32_t kCacheKeyVersion = 2;
 
 struct KeyContext {
   plan::DeviceInfo device;

@@ -1,5 +1,5 @@
-// Refit on the CUDA device: new values reach the device copies (fixed and resident blocks) and
-// the pinned sources of streamed weights, and a stripped engine is placed by the refit that
+// Refit on the CUDA device: new values reach the device copies (fixed and resident blocks, a
+// streamed weight's resident prefix) and the pinned sources of streamed weights, and a stripped engine is placed by the refit that
 // completes it. Needs CudaBackend::refit_weights wired to cuda::refit_weights
 // (src/backends/cuda/cuda_refit.h); without it the engine keeps running its old weights and
 // these tests fail.
@@ -95,6 +95,9 @@ TEST(GpuRefit, StreamedAndResidentWeights) {
   expect_b({.streaming = true, .budget = 0});             // W streams from its pinned copy
   expect_b({.streaming = true, .budget = 1ull << 40});     // W resident (budget clamped)
   expect_b({.strip = true, .streaming = true, .budget = 0});
+  // W (128 KiB) partly resident: its first 64 KiB on the device, copied into the slot before the rest.
+  expect_b({.streaming = true, .budget = 65536 + 100});
+  expect_b({.strip = true, .streaming = true, .budget = 65536 + 100});
 }
 
 }  // namespace
