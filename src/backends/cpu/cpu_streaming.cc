@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <functional>
+
 #include "core/host_memory.h"
 #include "core/logging.h"
 
@@ -31,6 +33,16 @@ void populate(const void* p, size_t n) {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Maps step `s`'s streamed weights in; returns the ms it took.
+double populate_step(const EngineState& es, const CpuEngineState& ces, size_t s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int32_t w : ces.step_streamed[s]) {
+    const Tensor& t = es.plan.data.weight_data[w];
+    populate(t.data(), t.nbytes());
+  }
+  return ms_since(t0);
 }
 
 }  // namespace
@@ -74,7 +86,14 @@ ResidencyPlan cpu_residency(const EngineState& es, uint64_t budget) {
 
 CpuStreamer::CpuStreamer(const EngineState& es) : es_(es), ces_(engine_streaming(es)) {}
 
+void CpuStreamer::finish_pending() {
+  if (pending_.valid()) pending_.wait();
+  pending_ = {};
+  pending_step_ = SIZE_MAX;
+}
+
 void CpuStreamer::begin_run() {
+  finish_pending();
   stats_ = StreamingStats{};
   next_ = 0;
   run_start_ = std::chrono::steady_clock::now();
@@ -83,20 +102,29 @@ void CpuStreamer::begin_run() {
 void CpuStreamer::before_step(size_t s) {
   if (!ces_ || ces_->step_streamed[s].empty()) return;
   const plan::PlanData& p = es_.plan.data;
-  auto t0 = std::chrono::steady_clock::now();
   for (int32_t w : ces_->step_streamed[s]) {
-    const Tensor& t = p.weight_data[w];
-    if (ces_->file_backed) populate(t.data(), t.nbytes());
-    stats_.bytes_streamed += t.nbytes();
+    stats_.bytes_streamed += p.weight_data[w].nbytes();
     stats_.weights_streamed++;
   }
-  double ms = ms_since(t0);
-  stats_.copy_ms += ms;
-  stats_.stall_ms += ms;  // synchronous: the step waits for all of it
-  // Read the next streamed step's weights ahead while this step computes.
   while (next_ < ces_->streamed_steps.size() && ces_->streamed_steps[next_] <= s) ++next_;
-  if (ces_->file_backed && next_ < ces_->streamed_steps.size())
-    for (int32_t w : ces_->step_streamed[ces_->streamed_steps[next_]]) {
+  if (!ces_->file_backed) return;  // a plan held in memory: nothing to map
+  const auto t0 = std::chrono::steady_clock::now();
+  if (pending_.valid() && pending_step_ == s) {
+    stats_.copy_ms += pending_.get();
+  } else {
+    finish_pending();
+    stats_.copy_ms += populate_step(es_, *ces_, s);
+  }
+  pending_step_ = SIZE_MAX;
+  stats_.stall_ms += ms_since(t0);
+  if (next_ >= ces_->streamed_steps.size()) return;
+  // The next streamed step's pages: mapped by the worker while this step computes. The one after
+  // is read ahead into the page cache.
+  const size_t following = ces_->streamed_steps[next_];
+  pending_ = std::async(std::launch::async, populate_step, std::cref(es_), std::cref(*ces_), following);
+  pending_step_ = following;
+  if (next_ + 1 < ces_->streamed_steps.size())
+    for (int32_t w : ces_->step_streamed[ces_->streamed_steps[next_ + 1]]) {
       const Tensor& t = p.weight_data[w];
       const auto* base = es_.plan.base;
       prefetch_pages(base, es_.plan.file_size, static_cast<const uint8_t*>(t.data()) - base, t.nbytes());
@@ -112,6 +140,9 @@ void CpuStreamer::after_step(size_t s) {
   }
 }
 
-void CpuStreamer::end_run() { stats_.run_ms = ms_since(run_start_); }
+void CpuStreamer::end_run() {
+  finish_pending();  // none after the last streamed step; kept so a run never leaves work behind
+  stats_.run_ms = ms_since(run_start_);
+}
 
 }  // namespace streamrt::cpu

@@ -2,10 +2,13 @@
 // weights are used in place from the file mapping during the step that reads them and their
 // pages are dropped from the process's resident set right after it (they stay in the kernel's
 // page cache, or are read from disk again). The "arena" of streamed weights is thus the window
-// of pages of the step that runs plus the one read ahead; resident weights keep their pages.
+// of pages of the step that runs plus the next streamed step's, which a worker thread maps in
+// while this one computes; resident weights keep their pages.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <future>
 
 #include "runtime/engine_state.h"
 #include "runtime/residency_planner.h"
@@ -34,8 +37,9 @@ class CpuStreamer {
  public:
   explicit CpuStreamer(const EngineState& es);
   void begin_run();
-  // Before step `s`: maps its streamed weights in (timed as a stall) and reads the next
-  // streamed step's pages ahead.
+  // Before step `s`: waits for its streamed weights to be mapped in (timed as a stall; the first
+  // streamed step of a run maps them itself) and starts mapping the next streamed step's on a
+  // worker thread, so that copy overlaps this step's compute.
   void before_step(size_t s);
   // After step `s`: drops its streamed weights' pages.
   void after_step(size_t s);
@@ -43,9 +47,15 @@ class CpuStreamer {
   StreamingStats stats() const { return stats_; }
 
  private:
+  void finish_pending();  // waits for the worker's mapping, if any (an aborted run may leave one)
+
   const EngineState& es_;
   const CpuEngineState* ces_ = nullptr;
   size_t next_ = 0;  // index into streamed_steps of the next streamed step
+  // The worker's mapping of `pending_step_`'s weights; its result is the ms it took. (A std::future
+  // from std::async waits for its thread when destroyed, so no mapping outlives the streamer.)
+  std::future<double> pending_;
+  size_t pending_step_ = SIZE_MAX;
   StreamingStats stats_;
   std::chrono::steady_clock::time_point run_start_;
 };
