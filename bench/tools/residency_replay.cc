@@ -1,11 +1,14 @@
 // streamrt_residency_replay: the residency planner replayed on per-step times measured on a GPU
 // (the JSON lines STREAMRT_STEP_TIMES writes; see docs/weight-streaming.md). For each budget it
-// plans twice — with the planner's own estimates (what the engine did) and with the measured
-// times — and simulates both plans on the measured times, so a planner change can be judged on
-// this machine, without the GPU:
+// plans from the planner's estimates (E, what an engine without measured times does), from the
+// measured times (M), from measured prefill and estimated one-token times (H) and from H with the
+// one-token times scaled to a graph-replayed total (C, what PlanData::min_run_ms does), and
+// simulates each plan on the measured times, so a planner change can be judged on this machine,
+// without the GPU:
 //   streamrt_residency_replay steps.jsonl [--budgets 0,10,...,100] [--slots 3] [--bandwidth B]
+//       [--token-ms T] [--plan-token-ms T] [--show PCT] [--no-split]
 // The largest all-resident context is taken as the prefill shapes, the smallest as the one-token
-// shapes. Output: one table row per budget (ms): bound, plan from estimates, plan from measured.
+// shapes. Output: one table row per budget: the bounds (ms) and each plan's simulated time / bound.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 

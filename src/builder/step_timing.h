@@ -9,8 +9,8 @@
 //
 // The timing engine streams every streamable weight (budget 0, the least device memory, so a model
 // larger than the GPU is timed too) but copies nothing: each streamed step reads its slot of the
-// ring as it is (zeros), so the times are compute alone. Inputs are zeros. A failure never fails the build: the plan keeps no times and the report says
-// why. STREAMRT_NO_STEP_TIMING=1 skips it.
+// ring as it is (zeros), so the times are compute alone. Inputs are zeros. A failure never fails
+// the build: the plan keeps no times and the report says why. STREAMRT_NO_STEP_TIMING=1 skips it.
 #pragma once
 
 #include "plan/plan.h"

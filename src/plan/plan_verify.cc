@@ -181,14 +181,16 @@ Status check_attribute(const ir::Attribute& a, const std::string& where) {
   return ok_status();
 }
 
-// Measured step times: none, or one per step, each finite and not negative.
-Status check_step_times(const PlanData& p, const std::vector<float>& ms, const char* field = "step_ms") {
-  if (ms.empty()) return ok_status();
-  if (ms.size() != p.steps.size())
-    return invalid_plan(std::string(field) + " has " + unum(ms.size()) + " entries for " + unum(p.steps.size()) + " steps");
+// Measured times: step_ms none or one per step, each finite and not negative; min_run_ms too.
+Status check_step_times(const PlanData& p) {
+  const std::vector<float>& ms = p.step_ms;
+  if (!ms.empty() && ms.size() != p.steps.size())
+    return invalid_plan("step_ms has " + unum(ms.size()) + " entries for " + unum(p.steps.size()) + " steps");
   for (size_t i = 0; i < ms.size(); ++i)
     if (!std::isfinite(ms[i]) || ms[i] < 0)
-      return invalid_plan(std::string(field) + "[" + unum(i) + "] is " + std::to_string(ms[i]) + " (a time in ms, >= 0)");
+      return invalid_plan("step_ms[" + unum(i) + "] is " + std::to_string(ms[i]) + " (a time in ms, >= 0)");
+  if (!std::isfinite(p.min_run_ms) || p.min_run_ms < 0)
+    return invalid_plan("min_run_ms is " + std::to_string(p.min_run_ms) + " (a time in ms, >= 0)");
   return ok_status();
 }
 
@@ -228,9 +230,7 @@ Status verify_plan(const PlanData& plan, uint64_t weights_section_size) {
   SRT_RETURN_IF_ERROR(check_values(plan));
   SRT_RETURN_IF_ERROR(check_io(plan, plan.inputs, "input"));
   SRT_RETURN_IF_ERROR(check_io(plan, plan.outputs, "output"));
-  SRT_RETURN_IF_ERROR(check_step_times(plan, plan.step_ms, "step_ms"));
-  if (!std::isfinite(plan.min_run_ms) || plan.min_run_ms < 0)
-    return invalid_plan("min_run_ms is " + std::to_string(plan.min_run_ms) + " (a time in ms, >= 0)");
+  SRT_RETURN_IF_ERROR(check_step_times(plan));
   return check_steps(plan);
 }
 

@@ -120,7 +120,7 @@ ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& 
   in.step_weights.resize(ns);
   for (const auto& w : plan.weights) in.weight_bytes.push_back(w.size);
   // Times measured at build (plan.step_ms) win over estimates at the max shapes; steps not timed
-  // (host steps) keep theirs. The smallest shapes are always estimated (see the header).
+  // (host steps) keep theirs. The smallest shapes are estimated per step, then scaled (below).
   const bool measured = plan.step_ms.size() == ns;
   for (size_t s = 0; s < ns; ++s) {
     in.step_seconds[s] = measured && plan.step_ms[s] > 0 ? 1e-3 * plan.step_ms[s] : estimate_step_seconds(plan, s, device);

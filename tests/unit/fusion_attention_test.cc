@@ -574,16 +574,23 @@ void expect_outputs_at_lengths(Built& b, const std::vector<std::vector<float>>& 
   for (size_t i = 0; i < want.size(); ++i) expect_close(got[i], want[i]);
 }
 
+// Fuses `b`'s one attention and checks its mask became causal = 1 with no mask input; the node.
+const ir::Node* fuse_expecting_causal(Built& b) {
+  EXPECT_EQ(fuse_attention(b.g), 1u);
+  const ir::Node* a = find_op(b.g, "Attention");
+  if (!a) return nullptr;
+  EXPECT_EQ(a->attr_int("causal", 0).value(), 1);
+  EXPECT_EQ(a->inputs.size(), 3u);  // no mask
+  return a;
+}
+
 TEST(AttentionFusionSlicedCausal, SliceOfTriangleBecomesCausalAtEveryLength) {
   for (bool two : {false, true}) {
     SCOPED_TRACE(two ? "two slices" : "one slice");
     Built b = build_sliced({.two_slices = two});
     const auto want = outputs_at_lengths(b);
-    ASSERT_EQ(fuse_attention(b.g), 1u);
-    const ir::Node* a = find_op(b.g, "Attention");
+    const ir::Node* a = fuse_expecting_causal(b);
     ASSERT_NE(a, nullptr);
-    EXPECT_EQ(a->attr_int("causal", 0).value(), 1);
-    EXPECT_EQ(a->inputs.size(), 3u);  // no mask
     EXPECT_FALSE(a->has_attr("mask_fill"));
     // The heads' Transpose [0, 2, 1, 3] of Q, K and V are read in place (K^T's own Transpose
     // went with the match), and nothing transposes the output.
@@ -601,11 +608,7 @@ TEST(AttentionFusionSlicedCausal, SliceOfTriangleBecomesCausalAtEveryLength) {
 TEST(AttentionFusionSlicedCausal, RunTimeSlicesOfTheHeadDimKeepTheLengthTraceable) {
   Built b = build_sliced({.two_slices = true, .swap_halves = true});
   const auto want = outputs_at_lengths(b);
-  ASSERT_EQ(fuse_attention(b.g), 1u);
-  const ir::Node* a = find_op(b.g, "Attention");
-  ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->attr_int("causal", 0).value(), 1);
-  EXPECT_EQ(a->inputs.size(), 3u);  // no mask
+  ASSERT_NE(fuse_expecting_causal(b), nullptr);
   expect_outputs_at_lengths(b, want);
 }
 

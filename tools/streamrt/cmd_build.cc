@@ -80,14 +80,15 @@ Command add_build_command(CLI::App& app) {
     if (s->opts.weight_streaming)
       std::printf("  weight streaming: %zu weights streamable, %.2f MiB\n", rep.streamable_weights,
                   rep.streamable_bytes / 1048576.0);
-    if (rep.steps_timed)
+    if (rep.steps_timed) {
       std::printf("  step times (for the residency planner): %.2f ms at the max shapes, measured in %.0f ms\n",
                   rep.step_ms_total, rep.step_timing_ms);
-    if (rep.min_run_ms > 0)
-      std::printf("  one run at the min shapes: %.3f ms (%s)\n", rep.min_run_ms,
-                  rep.min_run_graph ? "CUDA graph replay" : "eager");
-    else if (s->opts.weight_streaming && config->device == DeviceType::kCuda && !rep.step_timing_note.empty())
+      if (rep.min_run_ms > 0)
+        std::printf("  one run at the min shapes: %.3f ms (%s)\n", rep.min_run_ms,
+                    rep.min_run_graph ? "CUDA graph replay" : "eager");
+    } else if (s->opts.weight_streaming && config->device == DeviceType::kCuda && !rep.step_timing_note.empty()) {
       std::printf("  step times: %s\n", rep.step_timing_note.c_str());
+    }
     return 0;
   };
 }

@@ -3,8 +3,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <functional>
-
 #include "core/host_memory.h"
 #include "core/logging.h"
 
@@ -84,11 +82,54 @@ ResidencyPlan cpu_residency(const EngineState& es, uint64_t budget) {
   return plan_residency(in, budget);
 }
 
+MapAheadWorker::~MapAheadWorker() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();  // after the job it runs, if any: no mapping outlives it
+}
+
+void MapAheadWorker::post(std::function<double()> job) {
+  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = std::move(job);
+    posted_ = true;
+    done_ = false;
+  }
+  cv_.notify_all();
+}
+
+std::optional<double> MapAheadWorker::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!posted_) return std::nullopt;
+  cv_.wait(lock, [&] { return done_; });
+  posted_ = false;
+  return result_;
+}
+
+void MapAheadWorker::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || job_ != nullptr; });
+    if (stop_) return;
+    std::function<double()> job = std::move(job_);
+    job_ = nullptr;
+    lock.unlock();
+    const double r = job();
+    lock.lock();
+    result_ = r;
+    done_ = true;
+    cv_.notify_all();
+  }
+}
+
 CpuStreamer::CpuStreamer(const EngineState& es) : es_(es), ces_(engine_streaming(es)) {}
 
 void CpuStreamer::finish_pending() {
-  if (pending_.valid()) pending_.wait();
-  pending_ = {};
+  worker_.wait();
   pending_step_ = SIZE_MAX;
 }
 
@@ -109,19 +150,16 @@ void CpuStreamer::before_step(size_t s) {
   while (next_ < ces_->streamed_steps.size() && ces_->streamed_steps[next_] <= s) ++next_;
   if (!ces_->file_backed) return;  // a plan held in memory: nothing to map
   const auto t0 = std::chrono::steady_clock::now();
-  if (pending_.valid() && pending_step_ == s) {
-    stats_.copy_ms += pending_.get();
-  } else {
-    finish_pending();
-    stats_.copy_ms += populate_step(es_, *ces_, s);
-  }
+  const bool prefetched = pending_step_ == s;
+  const std::optional<double> worker_ms = worker_.wait();
   pending_step_ = SIZE_MAX;
+  stats_.copy_ms += prefetched && worker_ms ? *worker_ms : populate_step(es_, *ces_, s);
   stats_.stall_ms += ms_since(t0);
   if (next_ >= ces_->streamed_steps.size()) return;
   // The next streamed step's pages: mapped by the worker while this step computes. The one after
   // is read ahead into the page cache.
   const size_t following = ces_->streamed_steps[next_];
-  pending_ = std::async(std::launch::async, populate_step, std::cref(es_), std::cref(*ces_), following);
+  worker_.post([this, following] { return populate_step(es_, *ces_, following); });
   pending_step_ = following;
   if (next_ + 1 < ces_->streamed_steps.size())
     for (int32_t w : ces_->step_streamed[ces_->streamed_steps[next_ + 1]]) {

@@ -60,8 +60,9 @@ Status upload_block(const EngineState& es, CudaEngineState& ces, const std::vect
   return ok_status();
 }
 
-// A timing engine's streamed weights: every one reads the same pinned zeros, as large as the
-// largest, so copies have their real sizes but no host copy of the weights is made.
+// A timing engine's streamed weights (never copied: its steps read their zeroed slots) point at one
+// block of pinned zeros as large as the largest, which tables read in place map; no host copy of
+// the weights is made.
 Status pin_placeholder(const EngineState& es, CudaEngineState& ces) {
   const plan::PlanData& p = es.plan.data;
   uint64_t largest = 0;

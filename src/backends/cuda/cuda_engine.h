@@ -45,6 +45,8 @@ struct CudaEngineState {
 
   ~CudaEngineState();
   void* weight_ptr(int32_t index) const { return weight_dev[index]; }
+  // Bytes of streamed weight `w` that come from its resident prefix (0 when none is placed).
+  uint64_t prefix_bytes(int32_t w) const { return prefix_dev[w] ? residency.resident_prefix[w] : 0; }
   uint64_t scratch_bytes() const { return streamed_steps.empty() ? 0 : kStreamSlots * slot_bytes; }
 };
 

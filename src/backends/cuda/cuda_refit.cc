@@ -35,9 +35,8 @@ Status refit_weights(EngineState& es, const std::vector<int32_t>& changed) {
     if (static_cast<size_t>(i) < ces->weight_dev.size() && ces->weight_dev[i] && !in_place)  // fixed or resident copy
       SRT_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ces->weight_dev[i], t.data(), w.size, cudaMemcpyHostToDevice),
                                       "cudaMemcpy (refit)"));
-    if (static_cast<size_t>(i) < ces->prefix_dev.size() && ces->prefix_dev[i])  // a streamed weight's resident prefix
-      SRT_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ces->prefix_dev[i], t.data(), ces->residency.resident_prefix[i],
-                                                 cudaMemcpyHostToDevice),
+    if (static_cast<size_t>(i) < ces->prefix_dev.size() && ces->prefix_bytes(i))  // a streamed weight's resident prefix
+      SRT_RETURN_IF_ERROR(cuda_status(cudaMemcpy(ces->prefix_dev[i], t.data(), ces->prefix_bytes(i), cudaMemcpyHostToDevice),
                                       "cudaMemcpy (refit, resident prefix)"));
   }
   return ok_status();

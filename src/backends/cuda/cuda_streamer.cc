@@ -100,7 +100,7 @@ Status CudaStreamer::issue(size_t j, bool capturing) {
     const int32_t w = ces_.step_streamed[s][k];
     uint8_t* dst = base + ces_.step_slot_offset[s][k];
     // A resident prefix comes from device memory; only the rest crosses the bus.
-    const uint64_t prefix = ces_.prefix_dev[w] ? ces_.residency.resident_prefix[w] : 0;
+    const uint64_t prefix = ces_.prefix_bytes(w);
     if (prefix) SRT_CUDA(cudaMemcpyAsync(dst, ces_.prefix_dev[w], prefix, cudaMemcpyDeviceToDevice, copy_));
     SRT_CUDA(cudaMemcpyAsync(dst + prefix, static_cast<const uint8_t*>(ces_.host_src[w]) + prefix,
                              p.weights[w].size - prefix, cudaMemcpyHostToDevice, copy_));
@@ -185,8 +185,7 @@ void CudaStreamer::write_trace() const {
   for (size_t j = 0; j < issued_; ++j) {
     const size_t s = ces_.streamed_steps[j];
     uint64_t bytes = 0;
-    for (int32_t w : ces_.step_streamed[s])
-      bytes += p.weights[w].size - (ces_.prefix_dev[w] ? ces_.residency.resident_prefix[w] : 0);
+    for (int32_t w : ces_.step_streamed[s]) bytes += p.weights[w].size - ces_.prefix_bytes(w);
     std::fprintf(f, "%s[%zu,%llu,%.4f,%.4f,%.4f,%.4f]", j ? "," : "", s, static_cast<unsigned long long>(bytes),
                  elapsed_ms(run_begin_, copy_begin_[j]), elapsed_ms(run_begin_, copy_end_[j]),
                  elapsed_ms(run_begin_, stall_begin_[j]), elapsed_ms(run_begin_, stall_end_[j]));
