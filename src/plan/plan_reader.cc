@@ -96,7 +96,7 @@ Result<PlanHeader> check_header(const uint8_t* data, size_t size) {
 // memory, or one whose weights will stream, never holds the whole section resident at once.
 uint64_t hash_weights(const uint8_t* data, size_t size, const PlanHeader& h, bool file_backed) {
   if (!file_backed) return XXH3_64bits(data + h.weights_offset, h.weights_size);
-  constexpr uint64_t kChunk = 16ull << 20;
+  constexpr uint64_t kChunk = 4ull << 20;
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
   for (uint64_t off = 0; off < h.weights_size; off += kChunk) {

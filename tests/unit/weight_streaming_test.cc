@@ -237,8 +237,16 @@ TEST(WeightStreaming, CpuResidentMemoryStaysNearTheBudget) {
   ASSERT_GE(resident, 0);
   // Everything resident: the weights are all in memory (the measurement sees them)...
   EXPECT_GT(resident, plan_size * 9 / 10) << "resident growth " << resident;
-  // ...streaming them all: a step's weights, the next one's read-ahead and the hash chunk.
-  EXPECT_LT(streamed, plan_size / 3) << "streamed growth " << streamed << " of a " << plan_size << "-byte plan";
+  // ...streaming them all keeps a window of two steps' weights mapped (the step that runs and the
+  // next one, which the worker maps meanwhile): the rest of the plan, less a step of slack for
+  // what differs between the two runs, never becomes resident. Relative to the resident run, so
+  // that what both hold alike (libraries, buffers, a sanitizer's shadow and quarantine) cancels.
+  const int64_t step_weights = 4 << 20;
+  EXPECT_GT(resident - streamed, plan_size - 3 * step_weights)
+      << "streamed growth " << streamed << ", resident growth " << resident << ", plan " << plan_size;
+#ifndef __SANITIZE_ADDRESS__  // ASan's quarantine keeps freed heap resident, a run's worth of it
+  EXPECT_LT(streamed, plan_size / 4) << "streamed growth " << streamed << " of a " << plan_size << "-byte plan";
+#endif
 }
 
 }  // namespace
