@@ -276,6 +276,13 @@ streamrt_cli_test(run_budget_not_streamable pass "has no streamable weights .*--
   FIXTURES_REQUIRED cli_mlp_plan ARGS run ${STREAMRT_CLI_TMP}/mlp_profile.plan --budget 50% --iterations 1 --warmup 0)
 streamrt_cli_test(inspect_budget pass "resident: .* streamed per run: .* scratch"
   FIXTURES_REQUIRED cli_mlp_ws_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_ws.plan --budget 50%)
+# A gather table outside the budget is read in place on the CPU too (only the gathered rows), never streamed.
+streamrt_cli_test(build_gpt_weight_streaming pass "weight streaming: [1-9][0-9]* weights streamable"
+  FILE ${STREAMRT_CLI_TMP}/gpt_ws.plan FIXTURES_SETUP cli_gpt_ws_plan
+  ARGS build ${CMAKE_SOURCE_DIR}/tests/fixtures/models/tiny_gpt/model.onnx -o ${STREAMRT_CLI_TMP}/gpt_ws.plan
+       --shapes input_ids:1x8 --weight-streaming --device cpu)
+streamrt_cli_test(inspect_budget_gather_table_in_place pass "streamed per run: 320 KiB in 5 weights.*read in place .*: 64 KiB in 1 weights.*read in place tok_emb.weight"
+  FIXTURES_REQUIRED cli_gpt_ws_plan ARGS inspect ${STREAMRT_CLI_TMP}/gpt_ws.plan --budget 0)
 streamrt_cli_test(inspect_budget_not_streamable fail "InvalidArgument: plan .* has no streamable weights"
   FIXTURES_REQUIRED cli_mlp_plan ARGS inspect ${STREAMRT_CLI_TMP}/mlp_profile.plan --budget 0)
 streamrt_cli_test(inspect_budget_malformed fail "InvalidArgument: invalid weight-streaming budget \"8 GiB\""

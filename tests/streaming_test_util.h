@@ -125,9 +125,8 @@ inline void expect_bitwise_identical_at_budgets(DeviceType device) {
       ASSERT_TRUE(got.ok()) << got.status().to_string();
       EXPECT_EQ(*got, *expected);  // bitwise
       // At budget 0 every streamable weight is copied in, except tables the device reads in
-      // place (CUDA: embeddings only Gathers read).
+      // place (embeddings only Gathers read: from pinned memory on CUDA, the plan on the CPU).
       const uint64_t in_place = find_device_backend(device)->residency((*ws)->state(), bytes).zero_copy_bytes;
-      if (device == DeviceType::kCpu) { EXPECT_EQ(in_place, 0u); }
       if (bytes == 0) { EXPECT_GE(stats.bytes_streamed + in_place, (*ws)->streamable_weights_size()); }
       if (bytes == (*ws)->streamable_weights_size()) { EXPECT_EQ(stats.bytes_streamed, 0u); }
     }

@@ -143,6 +143,23 @@ ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& 
   return in;
 }
 
+std::vector<uint8_t> gather_table_weights(const plan::PlanData& plan, const std::vector<uint8_t>& device_step) {
+  std::vector<uint8_t> table(plan.weights.size(), 0), other(plan.weights.size(), 0);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (!device_step.empty() && !device_step[s]) continue;
+    const ir::Node& step = plan.steps[s];
+    for (size_t k = 0; k < step.inputs.size(); ++k) {
+      const int32_t v = step.inputs[k];
+      if (v < 0 || plan.values[v].kind != ValueEntry::Kind::kWeight) continue;
+      const int32_t w = plan.values[v].weight_index;
+      if (step.op_type == "Gather" && step.domain.empty() && k == 0) table[w] = 1;
+      else other[w] = 1;
+    }
+  }
+  for (size_t w = 0; w < table.size(); ++w) table[w] = table[w] && !other[w] && plan.weights[w].streamable;
+  return table;
+}
+
 double simulate_run(const ResidencyInput& in, const std::vector<uint8_t>& resident, bool small) {
   return simulate(in, resident, small, nullptr);
 }

@@ -14,9 +14,9 @@
 // weights leave unused: a prefix of one streamed weight stays resident and is copied into the
 // slot on the device, so only its remainder crosses the bus and a run streams total - budget
 // bytes, not up to a whole weight more.
-// Zero-copy weights (a backend's choice: on CUDA, tables that only Gathers read) never stream:
-// outside the budget they are read in place from pinned host memory, so only the rows a run
-// needs cross the bus. They take no slot and no copy time, and get what budget is left once
+// Zero-copy weights (a backend's choice: tables that only Gathers read) never stream: outside the
+// budget they are read in place (CUDA: from pinned host memory; CPU: from the plan file), so only
+// the rows a run needs cross the bus or come in from the file. They take no slot and no copy time, and get what budget is left once
 // the streamed weights are placed (largest first).
 #pragma once
 
@@ -69,6 +69,11 @@ struct ResidencyInput {
 // early weights resident, so the copy stream waited for compute to reach the streamed ones.
 ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& device,
                                const std::vector<uint8_t>& device_step = {});
+
+// Streamable weights that the steps in `device_step` (all when empty) read only as a Gather's table
+// (its input 0): a backend can read them in place, a run touching only the rows it gathers. The
+// ResidencyInput::zero_copy of CUDA (tables in pinned host memory) and of the CPU (in the file).
+std::vector<uint8_t> gather_table_weights(const plan::PlanData& plan, const std::vector<uint8_t>& device_step = {});
 
 struct ResidencyPlan {
   std::vector<uint8_t> resident;  // per plan weight: 1 = kept in device memory (streamable ones)

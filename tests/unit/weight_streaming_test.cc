@@ -181,9 +181,49 @@ void write_matmul_chain(const std::string& path, int layers, int n) {
   write_file(path, serialize(m));
 }
 
+// [ids] -> Gather(table [vocab, n]) -> MatMul(w [n, n]) -> y: an embedding that only a Gather reads.
+void write_embedding_model(const std::string& path, int vocab, int n) {
+  onnx::ModelProto m = make_model();
+  auto* g = m.mutable_graph();
+  add_input(g, "ids", onnx::TensorProto_DataType_INT64, {int64_t{1}, int64_t{4}});
+  add_output(g, "y", onnx::TensorProto_DataType_FLOAT, {int64_t{1}, int64_t{4}, int64_t{n}});
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> table(static_cast<size_t>(vocab) * n), w(static_cast<size_t>(n) * n);
+  for (float& f : table) f = u(rng);
+  for (float& f : w) f = u(rng) / n;
+  *g->add_initializer() = f32_raw("table", {vocab, n}, table);
+  *g->add_initializer() = f32_raw("w", {n, n}, w);
+  add_node(g, "Gather", "embed", {"table", "ids"}, {"h"});
+  add_node(g, "MatMul", "proj", {"h", "w"}, {"y"});
+  write_file(path, serialize(m));
+}
+
+std::map<std::string, Tensor> embedding_ids(int vocab) {
+  Tensor ids = *Tensor::allocate(DataType::kInt64, {1, 4});
+  const int64_t rows[4] = {3, vocab / 2, vocab - 1, 3};
+  std::copy(rows, rows + 4, ids.mutable_data_as<int64_t>());
+  return {{"ids", std::move(ids)}};
+}
+
+// Builds `onnx_path` into a weight-streaming CPU plan at `plan_path` in a child process, so that
+// this process never holds the weights (its pages would count in later children's resident set).
+void build_in_child(const std::string& onnx_path, const std::string& plan_path) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    BuilderConfig c;
+    c.weight_streaming = true;
+    _exit(build_plan_file(onnx_path, c, plan_path).ok() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 // Peak resident memory of a child process that loads `plan` and runs it twice at `budget`,
 // above its resident memory before loading; -1 on failure.
-int64_t child_peak_growth(const std::string& plan_path, const std::string& budget) {
+int64_t child_peak_growth(const std::string& plan_path, const std::string& budget,
+                          const std::map<std::string, Tensor>& in) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
   pid_t pid = fork();
@@ -194,8 +234,6 @@ int64_t child_peak_growth(const std::string& plan_path, const std::string& budge
     auto rt = Runtime::create(RuntimeOptions{DeviceType::kCpu});
     auto e = rt.ok() ? (*rt)->load_engine(plan_path) : Result<std::shared_ptr<Engine>>(rt.status());
     if (e.ok() && (*e)->set_weight_streaming_budget(budget_bytes(**e, budget)).ok()) {
-      std::map<std::string, Tensor> in;
-      in["x"] = *Tensor::allocate(DataType::kFloat32, {1, 1024});
       bool ok = run_once(**e, in).ok() && run_once(**e, in).ok();
       if (ok) growth = static_cast<int64_t>(peak_rss()) - static_cast<int64_t>(before);
     }
@@ -215,23 +253,15 @@ TEST(WeightStreaming, CpuResidentMemoryStaysNearTheBudget) {
   auto dir = std::filesystem::temp_directory_path() / ("srt_ws_rss_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::string onnx_path = (dir / "chain.onnx").string(), plan_path = (dir / "chain.plan").string();
-  // Built in a child too, so that this process never holds the weights (its pages would count
-  // in the children's resident set after fork).
-  pid_t pid = fork();
-  if (pid == 0) {
-    write_matmul_chain(onnx_path, 24, 1024);  // 24 x 4 MiB = 96 MiB of weights
-    BuilderConfig c;
-    c.weight_streaming = true;
-    _exit(build_plan_file(onnx_path, c, plan_path).ok() ? 0 : 1);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  write_matmul_chain(onnx_path, 24, 1024);  // 24 x 4 MiB = 96 MiB of weights
+  build_in_child(onnx_path, plan_path);
   const int64_t plan_size = static_cast<int64_t>(std::filesystem::file_size(plan_path));
   ASSERT_GT(plan_size, 96 << 20);
 
-  int64_t streamed = child_peak_growth(plan_path, "0");
-  int64_t resident = child_peak_growth(plan_path, "100%");
+  std::map<std::string, Tensor> in;
+  in["x"] = *Tensor::allocate(DataType::kFloat32, {1, 1024});
+  int64_t streamed = child_peak_growth(plan_path, "0", in);
+  int64_t resident = child_peak_growth(plan_path, "100%", in);
   std::filesystem::remove_all(dir);
   ASSERT_GE(streamed, 0);
   ASSERT_GE(resident, 0);
@@ -247,6 +277,68 @@ TEST(WeightStreaming, CpuResidentMemoryStaysNearTheBudget) {
 #ifndef __SANITIZE_ADDRESS__  // ASan's quarantine keeps freed heap resident, a run's worth of it
   EXPECT_LT(streamed, plan_size / 4) << "streamed growth " << streamed << " of a " << plan_size << "-byte plan";
 #endif
+}
+
+// A table that only a Gather reads is read in place outside the budget: never mapped in whole,
+// not counted as streamed, outputs bitwise those of the resident engine. Tables take what budget
+// the streamed weights leave.
+TEST(WeightStreaming, CpuGatherTableIsReadInPlaceOutsideTheBudget) {
+  auto dir = std::filesystem::temp_directory_path() / ("srt_ws_gather_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string onnx_path = (dir / "embed.onnx").string(), plan_path = (dir / "embed.plan").string();
+  constexpr int kVocab = 4096, kN = 256;  // a 4 MiB table, a 256 KiB projection
+  write_embedding_model(onnx_path, kVocab, kN);
+  build_in_child(onnx_path, plan_path);
+  auto rt = Runtime::create(RuntimeOptions{DeviceType::kCpu});
+  ASSERT_TRUE(rt.ok());
+  auto e = (*rt)->load_engine(plan_path);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  const uint64_t table_bytes = uint64_t{kVocab} * kN * 4, w_bytes = uint64_t{kN} * kN * 4;
+  ASSERT_EQ((*e)->streamable_weights_size(), table_bytes + w_bytes);
+  const auto in = embedding_ids(kVocab);
+  ASSERT_TRUE((*e)->set_weight_streaming_budget(table_bytes + w_bytes).ok());
+  auto expected = run_once(**e, in);  // everything resident
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  struct Point {
+    uint64_t budget, streamed, in_place;
+  };
+  for (const Point& pt : {Point{0, w_bytes, table_bytes}, Point{w_bytes, 0, table_bytes},
+                          Point{table_bytes + w_bytes, 0, 0}}) {
+    SCOPED_TRACE("budget " + std::to_string(pt.budget));
+    ASSERT_TRUE((*e)->set_weight_streaming_budget(pt.budget).ok());
+    const ResidencyPlan plan = find_device_backend(DeviceType::kCpu)->residency((*e)->state(), pt.budget);
+    EXPECT_EQ(plan.zero_copy_bytes, pt.in_place);
+    for (int run = 0; run < 2; ++run) {
+      StreamingStats stats;
+      auto got = run_once(**e, in, &stats);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      EXPECT_EQ(*got, *expected);
+      EXPECT_EQ(stats.bytes_streamed, pt.streamed);
+    }
+  }
+  e->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// ...and a run gathering 4 rows of a 64 MiB table at budget 0 never maps the whole table in.
+TEST(WeightStreaming, CpuGatherFromATableOutsideTheBudgetKeepsItOutOfMemory) {
+  auto dir = std::filesystem::temp_directory_path() / ("srt_ws_gather_rss_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string onnx_path = (dir / "embed.onnx").string(), plan_path = (dir / "embed.plan").string();
+  constexpr int kVocab = 16384, kN = 1024;  // 64 MiB table, 4 MiB projection
+  write_embedding_model(onnx_path, kVocab, kN);
+  build_in_child(onnx_path, plan_path);
+  const auto in = embedding_ids(kVocab);
+  const int64_t streamed = child_peak_growth(plan_path, "0", in);
+  const int64_t resident = child_peak_growth(plan_path, "100%", in);
+  std::filesystem::remove_all(dir);
+  ASSERT_GE(streamed, 0);
+  ASSERT_GE(resident, 0);
+  // A resident table is read in place as well (its pages come in as rows are gathered and stay):
+  // streaming holds no more than that, give or take the projection's 4 MiB, never the whole table.
+  const int64_t table = int64_t{kVocab} * kN * 4;
+  EXPECT_LT(streamed, resident + (int64_t{4} << 20)) << "streamed growth " << streamed << ", resident " << resident;
+  EXPECT_LT(streamed, table / 2) << "streamed growth " << streamed << " with a " << table << "-byte table";
 }
 
 }  // namespace

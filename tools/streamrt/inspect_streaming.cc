@@ -20,11 +20,14 @@ Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::
   const EngineState& es = engine->state();
   ResidencyPlan rp = find_device_backend(device)->residency(es, es.budget);
   nlohmann::json resident = nlohmann::json::array(), streamed = nlohmann::json::array();
+  nlohmann::json in_place = nlohmann::json::array();  // gather tables outside the budget: never copied
   nlohmann::json prefixes = nlohmann::json::array();  // streamed weights whose first bytes stay resident
   for (size_t w = 0; w < es.plan.data.weights.size(); ++w) {
     const auto& e = es.plan.data.weights[w];
     if (!e.streamable) continue;
-    (w < rp.resident.size() && rp.resident[w] ? resident : streamed).push_back(e.name);
+    const bool is_resident = w < rp.resident.size() && rp.resident[w];
+    const bool is_in_place = w < rp.read_in_place.size() && rp.read_in_place[w];
+    (is_resident ? resident : is_in_place ? in_place : streamed).push_back(e.name);
     if (w < rp.resident_prefix.size() && rp.resident_prefix[w])
       prefixes.push_back({{"weight", e.name}, {"bytes", rp.resident_prefix[w]}});
   }
@@ -40,7 +43,8 @@ Result<nlohmann::json> streaming_split(const std::string& plan_path, const std::
                         {"min_run_ms", es.plan.data.min_run_ms},
                         {"resident_prefixes", prefixes},
                         {"resident", resident},
-                        {"streamed", streamed}};
+                        {"streamed", streamed},
+                        {"read_in_place", in_place}};
 }
 
 void print_streaming_split(const nlohmann::json& s) {
@@ -59,9 +63,12 @@ void print_streaming_split(const nlohmann::json& s) {
     std::printf("  partly resident: the first %s of %s (the rest streams)\n",
                 format_bytes(pr["bytes"].get<uint64_t>()).c_str(), pr["weight"].get<std::string>().c_str());
   if (s["read_in_place_bytes"].get<uint64_t>() > 0)
-    std::printf("  read in place from host memory (gather tables, not copied): %s\n", b("read_in_place_bytes").c_str());
-  for (const char* which : {"resident", "streamed"})
-    for (const auto& n : s[which]) std::printf("    %-9s %s\n", which, n.get<std::string>().c_str());
+    std::printf("  read in place (gather tables: only the rows a run gathers are read, nothing copied): %s in %zu "
+                "weights\n", b("read_in_place_bytes").c_str(), s["read_in_place"].size());
+  for (const char* which : {"resident", "streamed", "read_in_place"})
+    for (const auto& n : s[which])
+      std::printf("    %-13s %s\n", std::string(which) == "read_in_place" ? "read in place" : which,
+                  n.get<std::string>().c_str());
 }
 
 }  // namespace streamrt::cli

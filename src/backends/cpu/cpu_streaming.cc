@@ -56,16 +56,30 @@ DeviceProfile cpu_profile() {
   return d;
 }
 
+namespace {
+
+// Two slots: the step that runs and the one mapped ahead. Gather tables are read in place.
+ResidencyInput cpu_residency_input(const plan::PlanData& p) {
+  ResidencyInput in = residency_input(p, cpu_profile());
+  in.slots = 2;
+  in.zero_copy = gather_table_weights(p);
+  return in;
+}
+
+}  // namespace
+
 Status apply_cpu_weight_budget(EngineState& es) {
   auto st = std::make_shared<CpuEngineState>();
   const plan::PlanData& p = es.plan.data;
-  ResidencyInput in = residency_input(p, cpu_profile());
-  in.slots = 2;
+  const ResidencyInput in = cpu_residency_input(p);
   st->residency = plan_residency(in, es.budget);
   st->step_streamed.resize(p.steps.size());
+  st->step_in_place.resize(p.steps.size());
   for (size_t s = 0; s < p.steps.size(); ++s) {
-    for (int32_t w : in.step_weights[s])
-      if (!st->residency.resident[w]) st->step_streamed[s].push_back(w);
+    for (int32_t w : in.step_weights[s]) {
+      if (st->residency.resident[w]) continue;
+      (st->residency.read_in_place[w] ? st->step_in_place : st->step_streamed)[s].push_back(w);
+    }
     if (!st->step_streamed[s].empty()) st->streamed_steps.push_back(s);
   }
   st->file_backed = es.plan.file_backed;
@@ -77,9 +91,7 @@ Status apply_cpu_weight_budget(EngineState& es) {
 }
 
 ResidencyPlan cpu_residency(const EngineState& es, uint64_t budget) {
-  ResidencyInput in = residency_input(es.plan.data, cpu_profile());
-  in.slots = 2;
-  return plan_residency(in, budget);
+  return plan_residency(cpu_residency_input(es.plan.data), budget);
 }
 
 MapAheadWorker::~MapAheadWorker() {
@@ -170,12 +182,13 @@ void CpuStreamer::before_step(size_t s) {
 }
 
 void CpuStreamer::after_step(size_t s) {
-  if (!ces_ || !ces_->file_backed || ces_->step_streamed[s].empty()) return;
-  for (int32_t w : ces_->step_streamed[s]) {
-    const Tensor& t = es_.plan.data.weight_data[w];
-    const auto* base = es_.plan.base;
-    release_pages(base, es_.plan.file_size, static_cast<const uint8_t*>(t.data()) - base, t.nbytes());
-  }
+  if (!ces_ || !ces_->file_backed) return;
+  const auto* base = es_.plan.base;
+  for (const auto* list : {&ces_->step_streamed[s], &ces_->step_in_place[s]})
+    for (int32_t w : *list) {
+      const Tensor& t = es_.plan.data.weight_data[w];
+      release_pages(base, es_.plan.file_size, static_cast<const uint8_t*>(t.data()) - base, t.nbytes());
+    }
 }
 
 void CpuStreamer::end_run() {

@@ -3,7 +3,8 @@
 // pages are dropped from the process's resident set right after it (they stay in the kernel's
 // page cache, or are read from disk again). The "arena" of streamed weights is thus the window
 // of pages of the step that runs plus the next streamed step's, which a worker thread maps in
-// while this one computes; resident weights keep their pages.
+// while this one computes; resident weights keep their pages. A table that only Gathers read is
+// never mapped in whole: outside the budget a run faults in just the rows it gathers.
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,9 @@ struct CpuEngineState {
   ResidencyPlan residency;
   // Per step: the streamed (non-resident) weights it reads.
   std::vector<std::vector<int32_t>> step_streamed;
+  // Per step: the Gather tables outside the budget it reads in place (ResidencyPlan::read_in_place):
+  // never mapped ahead, so a run brings in only the pages of the rows it gathers; dropped after.
+  std::vector<std::vector<int32_t>> step_in_place;
   // Steps that read streamed weights, in order (for read-ahead).
   std::vector<size_t> streamed_steps;
   bool file_backed = false;

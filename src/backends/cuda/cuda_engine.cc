@@ -199,37 +199,13 @@ Status upload_weights(const EngineState& es, CudaEngineState& ces) {
   return pin_streamable(es, ces);
 }
 
-namespace {
-
-// Streamable weights that only device Gathers read as their table: outside the budget they are
-// read in place from pinned host memory (zero-copy), so a run moves only the rows it gathers.
-std::vector<uint8_t> zero_copy_weights(const EngineState& es, const CudaEngineState& ces) {
-  const plan::PlanData& p = es.plan.data;
-  std::vector<uint8_t> zc(p.weights.size(), 0), other(p.weights.size(), 0);
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    if (ces.host_step[s]) continue;
-    const ir::Node& step = p.steps[s];
-    for (size_t k = 0; k < step.inputs.size(); ++k) {
-      const int32_t v = step.inputs[k];
-      if (v < 0 || p.values[v].kind != plan::ValueEntry::Kind::kWeight) continue;
-      const int32_t w = p.values[v].weight_index;
-      if (step.op_type == "Gather" && step.domain.empty() && k == 0) zc[w] = 1;
-      else other[w] = 1;
-    }
-  }
-  for (size_t w = 0; w < zc.size(); ++w) zc[w] = zc[w] && !other[w] && p.weights[w].streamable;
-  return zc;
-}
-
-}  // namespace
-
 ResidencyPlan plan_cuda_residency(const EngineState& es, const CudaEngineState& ces, uint64_t budget) {
   std::vector<uint8_t> device_step(ces.host_step.size());
   for (size_t s = 0; s < device_step.size(); ++s) device_step[s] = !ces.host_step[s];
   ResidencyInput in = residency_input(es.plan.data, cuda_profile(), device_step);
   in.slots = kStreamSlots;
   in.split = true;  // the streamer copies a resident prefix device-to-device
-  in.zero_copy = zero_copy_weights(es, ces);
+  in.zero_copy = gather_table_weights(es.plan.data, device_step);  // read in place from pinned memory
   return plan_residency(in, budget);
 }
 
