@@ -3,10 +3,12 @@
 // the half types (BLAS has no fp16/bf16 GEMM, so they are widened, multiplied, narrowed).
 #pragma once
 
+#include <memory>
 #include <type_traits>
 #include <vector>
 
 #include "ops/common.h"
+#include "ops/half_gemm.h"
 
 namespace streamrt::ops {
 
@@ -51,16 +53,16 @@ class FloatView {
     if constexpr (std::is_same_v<T, float>) {
       ptr_ = p;
     } else {
-      buf_.resize(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) buf_[static_cast<size_t>(i)] = load(p[i]);
-      ptr_ = buf_.data();
+      buf_.reset(new float[static_cast<size_t>(n)]);  // every element is written: no zero-fill
+      widen(p, buf_.get(), n);
+      ptr_ = buf_.get();
     }
   }
   const float* get() const { return ptr_; }
 
  private:
   const float* ptr_ = nullptr;
-  std::vector<float> buf_;
+  std::unique_ptr<float[]> buf_;
 };
 
 // A float32 output buffer for `n` elements of type T: writes go straight to `p` for float;

@@ -75,6 +75,16 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
+// The fused bias (input 2), added to each of the float result's rows before narrowing, as the
+// GPU's bias epilogue adds it: one rounding for half types (float32 gives the unfused graph's bits).
+template <typename T>
+void add_bias(KernelContext& ctx, float* y, int64_t numel, int64_t n) {
+  if (!has_bias(ctx.num_inputs())) return;
+  const T* pb = ctx.input(2).as<T>();
+  for (int64_t r = 0, rows = n ? numel / n : 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) y[r * n + j] += static_cast<float>(load(pb[j]));
+}
+
 template <typename T>
 Status run_typed(KernelContext& ctx, const MatMulShape& s) {
   const TensorRef& a = ctx.input(0);
@@ -89,6 +99,18 @@ Status run_typed(KernelContext& ctx, const MatMulShape& s) {
     });
     return ok_status();
   } else {
+    if constexpr (!std::is_same_v<T, float>) {
+      // A few rows (a decode step) against a half-type weight: read B as stored, once.
+      const int64_t rows = dims_numel(s.batch) * m;  // A's rows against a shared B
+      if (batch_b == 1 && rows <= kHalfGemmMaxRows) {
+        FloatView<T> fa(a.as<T>(), a.numel());
+        FloatOut<T> fy(y.as<T>(), y.numel());
+        half_b_gemm_rows(false, rows, n, k, fa.get(), k, b.as<T>(), n, fy.get(), n);
+        add_bias<T>(ctx, fy.get(), y.numel(), n);
+        fy.flush();
+        return ok_status();
+      }
+    }
     FloatView<T> fa(a.as<T>(), a.numel()), fb(b.as<T>(), b.numel());
     FloatOut<T> fy(y.as<T>(), y.numel());
     Status st;
@@ -104,14 +126,7 @@ Status run_typed(KernelContext& ctx, const MatMulShape& s) {
       });
     }
     if (!st.ok()) return st.with_context(ctx.node().describe());
-    // Before narrowing, as the GPU's bias epilogue adds it: one rounding for half types (float32
-    // gives the unfused graph's bits).
-    if (has_bias(ctx.num_inputs())) {
-      float* py = fy.get();
-      const T* pb = ctx.input(2).as<T>();
-      for (int64_t r = 0, rows = n ? y.numel() / n : 0; r < rows; ++r)
-        for (int64_t j = 0; j < n; ++j) py[r * n + j] += static_cast<float>(load(pb[j]));
-    }
+    add_bias<T>(ctx, fy.get(), y.numel(), n);
     fy.flush();
     return ok_status();
   }

@@ -70,17 +70,24 @@ TEST(Gemm, HandComputed) {
   EXPECT_EQ(values_f32(out[0]), (std::vector<float>{29, 42, 53, 70}));
 }
 
+// Few rows (up to ops::kHalfGemmMaxRows, without transA) read the half-type B as stored; more
+// rows, or transA, widen it and call BLAS. Both, with either layout of B.
 TEST(Gemm, HalfPrecisionPaths) {
-  const int64_t m = 4, n = 9, k = 33;
-  for (DataType t : {DataType::kFloat16, DataType::kBFloat16}) {
-    SCOPED_TRACE(dtype_name(t));
-    auto a = rounded(t, random_values(m * k, 21)), b = rounded(t, random_values(n * k, 22));
-    auto c = rounded(t, random_values(n, 23));
-    auto out = run_ok(gemm_node(false, true, 0.5f, 1.f),
-                      {float_tensor(t, {m, k}, a), float_tensor(t, {n, k}, b), float_tensor(t, {n}, c)});
-    ASSERT_EQ(out[0].dtype(), t);
-    expect_close(values_f32(out[0]), naive_gemm(a, b, &c, {n}, m, n, k, false, true, 0.5f, 1.f), t);
-  }
+  const int64_t n = 9, k = 33;
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16})
+    for (int64_t m : {int64_t{4}, int64_t{20}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          SCOPED_TRACE(std::string(dtype_name(t)) + " m " + std::to_string(m) + (ta ? " transA" : "") +
+                       (tb ? " transB" : ""));
+          auto a = rounded(t, random_values(m * k, 21)), b = rounded(t, random_values(n * k, 22));
+          auto c = rounded(t, random_values(n, 23));
+          const Dims ad = ta ? Dims{k, m} : Dims{m, k}, bd = tb ? Dims{n, k} : Dims{k, n};
+          auto out = run_ok(gemm_node(ta, tb, 0.5f, 1.f),
+                            {float_tensor(t, ad, a), float_tensor(t, bd, b), float_tensor(t, {n}, c)});
+          ASSERT_EQ(out[0].dtype(), t);
+          expect_close(values_f32(out[0]), naive_gemm(a, b, &c, {n}, m, n, k, ta, tb, 0.5f, 1.f), t);
+        }
 }
 
 TEST(Gemm, Int64IsExact) {

@@ -82,6 +82,25 @@ TEST(MatMul, HalfPrecisionPaths) {
   }
 }
 
+// A shared half-type B against few rows of A (a decode step: read as stored) and against more
+// (widened for BLAS), with A batched, a vector, or 2-D.
+TEST(MatMul, HalfWeightAgainstFewAndManyRows) {
+  struct Case {
+    Dims a, b;
+  };
+  const std::vector<Case> cases = {{{1, 3, 40}, {40, 7}},   {{2, 8, 40}, {40, 7}}, {{40}, {40, 9}},
+                                   {{17, 40}, {40, 1030}}, {{5, 40}, {40, 1030}}, {{16, 8}, {8}}};
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + dims_to_string(c.a) + " @ " + dims_to_string(c.b));
+      auto a = rounded(t, random_values(numel(c.a), 7)), b = rounded(t, random_values(numel(c.b), 8));
+      auto out = run_ok(make_node("MatMul", 2), {float_tensor(t, c.a, a), float_tensor(t, c.b, b)});
+      ASSERT_EQ(out[0].dtype(), t);
+      auto want = naive_matmul(a, c.a, b, c.b);
+      expect_close(values_f32(out[0]), std::vector<float>(want.begin(), want.end()), t);
+    }
+}
+
 TEST(MatMul, Int32BroadcastsExactly) {
   auto a = Tensor::from_vector(DataType::kInt32, {2, 1, 2}, std::vector<int32_t>{1, 2, 3, 4});
   auto b = Tensor::from_vector(DataType::kInt32, {2, 1}, std::vector<int32_t>{10, 100});
