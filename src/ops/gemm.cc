@@ -106,21 +106,20 @@ Status run_typed(KernelContext& ctx, const GemmAttrs& at, int64_t m, int64_t n, 
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) py[i * n + j] = load(pc[i * s[0] + j * s[1]]);
     }
-    if constexpr (!std::is_same_v<T, float>) {
+    FloatView<T> fa(a.as<T>(), a.numel());
+    const float beta = has_c ? at.beta : 0.f;
+    Status st;
+    if constexpr (std::is_same_v<T, float>) {
+      st = sgemm(at.trans_a, at.trans_b, m, n, k, at.alpha, fa.get(), lda, b.as<T>(), ldb, beta, py, n);
+    } else if (!at.trans_a && m <= kHalfGemmMaxRows) {
       // A few rows (a decode step) against a half-type weight: read B as stored, once.
-      if (!at.trans_a && m <= kHalfGemmMaxRows) {
-        FloatView<T> fa(a.as<T>(), a.numel());
-        std::vector<float> ab(static_cast<size_t>(m * n));
-        half_b_gemm_rows(at.trans_b, m, n, k, fa.get(), lda, b.as<T>(), ldb, ab.data(), n);
-        for (int64_t i = 0; i < m * n; ++i) py[i] = at.alpha * ab[i] + (has_c ? at.beta * py[i] : 0.f);
-        fy.flush();
-        return ok_status();
-      }
+      std::vector<float> ab(static_cast<size_t>(m * n));
+      half_b_gemm_rows(at.trans_b, m, n, k, fa.get(), lda, b.as<T>(), ldb, ab.data(), n);
+      for (int64_t i = 0; i < m * n; ++i) py[i] = at.alpha * ab[i] + (beta != 0.f ? beta * py[i] : 0.f);
+    } else {
+      st = half_b_sgemm(at.trans_a, at.trans_b, m, n, k, at.alpha, fa.get(), lda, b.as<T>(), ldb, beta, py, n);
     }
-    FloatView<T> fa(a.as<T>(), a.numel()), fb(b.as<T>(), b.numel());
-    SRT_RETURN_IF_ERROR(sgemm(at.trans_a, at.trans_b, m, n, k, at.alpha, fa.get(), lda, fb.get(),
-                              ldb, has_c ? at.beta : 0.f, py, n)
-                            .with_context(ctx.node().describe()));
+    SRT_RETURN_IF_ERROR(st.with_context(ctx.node().describe()));
     fy.flush();
     return ok_status();
   }

@@ -99,30 +99,26 @@ Status run_typed(KernelContext& ctx, const MatMulShape& s) {
     });
     return ok_status();
   } else {
-    if constexpr (!std::is_same_v<T, float>) {
-      // A few rows (a decode step) against a half-type weight: read B as stored, once.
-      const int64_t rows = dims_numel(s.batch) * m;  // A's rows against a shared B
-      if (batch_b == 1 && rows <= kHalfGemmMaxRows) {
-        FloatView<T> fa(a.as<T>(), a.numel());
-        FloatOut<T> fy(y.as<T>(), y.numel());
-        half_b_gemm_rows(false, rows, n, k, fa.get(), k, b.as<T>(), n, fy.get(), n);
-        add_bias<T>(ctx, fy.get(), y.numel(), n);
-        fy.flush();
+    FloatView<T> fa(a.as<T>(), a.numel());
+    FloatOut<T> fy(y.as<T>(), y.numel());
+    // Half-type B is never widened whole (ops/half_gemm.h): a few rows of A (a decode step)
+    // read it as stored; more go through BLAS a widened panel at a time.
+    auto product = [&](int64_t rows, const float* pa, const T* pb, float* py) -> Status {
+      if constexpr (std::is_same_v<T, float>) {
+        return sgemm(false, false, rows, n, k, 1.f, pa, k, pb, n, 0.f, py, n);
+      } else {
+        if (rows > kHalfGemmMaxRows) return half_b_sgemm(false, false, rows, n, k, 1.f, pa, k, pb, n, 0.f, py, n);
+        half_b_gemm_rows(false, rows, n, k, pa, k, pb, n, py, n);
         return ok_status();
       }
-    }
-    FloatView<T> fa(a.as<T>(), a.numel()), fb(b.as<T>(), b.numel());
-    FloatOut<T> fy(y.as<T>(), y.numel());
+    };
     Status st;
     if (batch_b == 1) {
       // B is shared by every batch: A's batch rows stack into one tall GEMM.
-      st = sgemm(false, false, dims_numel(s.batch) * m, n, k, 1.f, fa.get(), k, fb.get(), n, 0.f,
-                 fy.get(), n);
+      st = product(dims_numel(s.batch) * m, fa.get(), b.as<T>(), fy.get());
     } else {
       for_each_broadcast<2>(s.batch, {s.batch_a, s.batch_b}, [&](int64_t i, const std::array<int64_t, 2>& o) {
-        if (!st.ok()) return;
-        st = sgemm(false, false, m, n, k, 1.f, fa.get() + o[0] * m * k, k, fb.get() + o[1] * k * n,
-                   n, 0.f, fy.get() + i * m * n, n);
+        if (st.ok()) st = product(m, fa.get() + o[0] * m * k, b.as<T>() + o[1] * k * n, fy.get() + i * m * n);
       });
     }
     if (!st.ok()) return st.with_context(ctx.node().describe());

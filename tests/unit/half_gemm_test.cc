@@ -75,11 +75,45 @@ TEST(HalfGemm, FewRowsMatchAReferenceForBothLayouts) {
         }
 }
 
-// Past the kernel's column block (8192 / rows floats) and through its remainder.
-TEST(HalfGemm, ColumnBlockEdges) {
-  for (int64_t m : {1, 8, 9})
-    for (int64_t n : {1023, 1024, 1025, 8200}) expect_rows_match<Half>(false, m, n, 16);
-  expect_rows_match<BFloat16>(true, 3, 1030, 200);
+// Large enough to be split across threads (a million elements of B), with column counts that
+// leave partial tiles in a thread's share, and k past the kernel's blocks of 16 rows of B.
+TEST(HalfGemm, ThreadSharesAndBlockEdges) {
+  for (int64_t m : {1, 5})
+    for (int64_t n : {1023, 1040}) expect_rows_match<Half>(false, m, n, 1025);
+  expect_rows_match<BFloat16>(true, 3, 1030, 1100);
+  expect_rows_match<Half>(false, 2, 8, 17);
+}
+
+// The BLAS path: A (either layout) times B (either layout) in panels of B's rows, with alpha and
+// beta, k over several panels (a panel is about 2M floats of op(B): 512 rows at n = 4096).
+TEST(HalfGemm, PanelsThroughBlasMatchAReference) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int64_t m = 17, n = 4096, k = 1100;
+      SCOPED_TRACE(std::string(ta ? "A^T" : "A") + (tb ? " B^T" : " B"));
+      std::mt19937 rng(5);
+      std::uniform_real_distribution<float> u(-1.f, 1.f);
+      std::vector<float> a(static_cast<size_t>(m * k)), c(static_cast<size_t>(m * n));
+      std::vector<Half> b(static_cast<size_t>(k * n));
+      for (float& x : a) x = u(rng);
+      for (Half& x : b) x = Half(u(rng));
+      for (float& x : c) x = u(rng);
+      const std::vector<float> c0 = c;
+      const float alpha = 0.5f, beta = -2.f;
+      ASSERT_TRUE(half_b_sgemm(ta, tb, m, n, k, alpha, a.data(), ta ? m : k, b.data(), tb ? k : n, beta, c.data(), n)
+                      .ok());
+      for (int64_t r = 0; r < m; r += 5)
+        for (int64_t j = 0; j < n; j += 97) {
+          double want = 0, scale = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const double x = (ta ? a[p * m + r] : a[r * k + p]) * static_cast<double>(static_cast<float>(tb ? b[j * k + p] : b[p * n + j]));
+            want += x;
+            scale += std::fabs(x);
+          }
+          want = alpha * want + beta * c0[r * n + j];
+          ASSERT_NEAR(c[r * n + j], want, 1e-5 * (scale + 2)) << "row " << r << " col " << j;
+        }
+    }
 }
 
 TEST(HalfGemm, EmptyOperands) {
