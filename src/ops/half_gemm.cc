@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -211,8 +212,14 @@ void half_b_gemm_rows(bool trans_b, int64_t m, int64_t n, int64_t k, const float
     if (threads <= 1) return rows_avx2(trans_b, m, 0, n, k, a, lda, b, ldb, c, ldc);
     const int64_t share = ((n + threads - 1) / threads + 15) / 16 * 16;  // whole 16-column tiles
     std::vector<std::thread> pool;
-    for (int64_t j = share; j < n; j += share)
-      pool.emplace_back([=] { rows_avx2(trans_b, m, j, std::min(n, j + share), k, a, lda, b, ldb, c, ldc); });
+    for (int64_t j = share; j < n; j += share) {
+      auto part = [=] { rows_avx2(trans_b, m, j, std::min(n, j + share), k, a, lda, b, ldb, c, ldc); };
+      try {
+        pool.emplace_back(part);
+      } catch (const std::system_error&) {  // no thread to be had (a limit): this one does the share
+        part();
+      }
+    }
     rows_avx2(trans_b, m, 0, std::min(n, share), k, a, lda, b, ldb, c, ldc);
     for (auto& t : pool) t.join();
     return;

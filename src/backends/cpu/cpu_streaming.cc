@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <system_error>
+
 #include "core/host_memory.h"
 #include "core/logging.h"
 
@@ -104,7 +106,16 @@ MapAheadWorker::~MapAheadWorker() {
 }
 
 void MapAheadWorker::post(std::function<double()> job) {
-  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  if (!thread_.joinable()) {
+    try {
+      thread_ = std::thread([this] { loop(); });
+    } catch (const std::system_error&) {  // no thread to be had (a limit): map now, on this one
+      std::lock_guard<std::mutex> lock(mutex_);
+      result_ = job();
+      posted_ = done_ = true;
+      return;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = std::move(job);
