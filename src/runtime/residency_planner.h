@@ -16,8 +16,8 @@
 // bytes, not up to a whole weight more.
 // Zero-copy weights (a backend's choice: tables that only Gathers read) never stream: outside the
 // budget they are read in place (CUDA: from pinned host memory; CPU: from the plan file), so only
-// the rows a run needs cross the bus or come in from the file. They take no slot and no copy time, and get what budget is left once
-// the streamed weights are placed (largest first).
+// the rows a run needs cross the bus or come in from the file. They take no slot and no copy
+// time, and get what budget is left once the streamed weights are placed (largest first).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 // `inspect --budget V`: the engine is loaded on its device and asked which streamable weights stay
 // resident at that budget and what streams per run.
+#include <utility>
+
 #include "commands.h"
 #include "core/byte_size.h"
 #include "runtime/device_backend.h"
@@ -65,10 +67,10 @@ void print_streaming_split(const nlohmann::json& s) {
   if (s["read_in_place_bytes"].get<uint64_t>() > 0)
     std::printf("  read in place (gather tables: only the rows a run gathers are read, nothing copied): %s in %zu "
                 "weights\n", b("read_in_place_bytes").c_str(), s["read_in_place"].size());
-  for (const char* which : {"resident", "streamed", "read_in_place"})
-    for (const auto& n : s[which])
-      std::printf("    %-13s %s\n", std::string(which) == "read_in_place" ? "read in place" : which,
-                  n.get<std::string>().c_str());
+  const std::pair<const char*, const char*> lists[] = {
+      {"resident", "resident"}, {"streamed", "streamed"}, {"read_in_place", "read in place"}};
+  for (const auto& [key, label] : lists)
+    for (const auto& n : s[key]) std::printf("    %-13s %s\n", label, n.get<std::string>().c_str());
 }
 
 }  // namespace streamrt::cli
