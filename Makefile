@@ -8,7 +8,7 @@ CMAKE_ARGS ?=
 DEBIAN_PACKAGES := cmake g++ make pkg-config libonnx-dev libonnx-testdata libprotobuf-dev \
   protobuf-compiler libflatbuffers-dev flatbuffers-compiler libopenblas-dev libgtest-dev \
   libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev libssl-dev \
-  libxxhash-dev pybind11-dev python3-numpy
+  libxxhash-dev pybind11-dev python3-numpy ccache
 
 .PHONY: all build deps demo test test-asan clean
 
