@@ -8,28 +8,13 @@
 #include <cstring>
 #include <vector>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+#include "plan_fuzz_util.h"
 #include "plan/plan.h"
 
 namespace {
 
 using streamrt::plan::PlanHeader;
-
-void reseal(std::vector<uint8_t>& bytes) {
-  if (bytes.size() < sizeof(PlanHeader)) return;
-  PlanHeader h;
-  std::memcpy(&h, bytes.data(), sizeof(h));
-  auto inside = [&](uint64_t off, uint64_t size) {
-    return off <= bytes.size() && size <= bytes.size() - off;
-  };
-  if (inside(h.metadata_offset, h.metadata_size))
-    h.metadata_checksum = XXH3_64bits(bytes.data() + h.metadata_offset, h.metadata_size);
-  if (h.weights_size && inside(h.weights_offset, h.weights_size))
-    h.weights_checksum = XXH3_64bits(bytes.data() + h.weights_offset, h.weights_size);
-  std::memcpy(bytes.data(), &h, sizeof(h));
-}
+using streamrt::fuzzing::reseal_plan;
 
 void check(const uint8_t* data, size_t size) {
   auto loaded = streamrt::plan::read_plan_bytes(data, size, nullptr);
@@ -49,7 +34,7 @@ void check(const uint8_t* data, size_t size) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(data, size);
   std::vector<uint8_t> copy(data, data + size);
-  reseal(copy);
+  reseal_plan(copy);
   if (size >= sizeof(PlanHeader) && std::memcmp(copy.data(), data, sizeof(PlanHeader)) != 0)
     check(copy.data(), copy.size());
   return 0;

@@ -38,7 +38,8 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
   for (const auto& [id, t] : graph.constants) r.values[id] = t;
   for (const auto& [id, t] : options.known_values) r.values[id] = t;
 
-  for (const Node& node : graph.nodes) {
+  for (size_t node_index = 0; node_index < graph.nodes.size(); ++node_index) {
+    const Node& node = graph.nodes[node_index];
     const ops::OpSchema* schema = ops::OpRegistry::global().find(node.op_type, node.domain);
     if (!schema) return node.error(StatusCode::kUnsupported, "unsupported op");
     std::vector<ops::TensorInfo> ins(node.inputs.size());
@@ -52,6 +53,7 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
       if (!ins[k].value) all_known = false;
     }
     ops::InferContext ctx(node, ins, node.outputs.size());
+    if (options.before_node) SRT_RETURN_IF_ERROR(options.before_node(node_index, ctx));
     SRT_RETURN_IF_ERROR(schema->infer(ctx));
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       ValueId id = node.outputs[k];

@@ -6,6 +6,7 @@
 // of a static last dim becomes a known value.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct InferOptions {
   std::unordered_map<ValueId, Dims> input_dims;
   // Contents known for some inputs (e.g. host data bound to a shape-tensor input).
   std::unordered_map<ValueId, Tensor> known_values;
+  // Called before each node's shape rule with the node's index and inputs; an error stops the
+  // pass (plan verification runs the ops' verify hooks here).
+  std::function<Status(size_t node_index, const ops::InferContext&)> before_node;
 };
 
 struct InferResult {

@@ -89,6 +89,20 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
+// Plan load: axis within the inputs' rank (the kernel strides over it).
+Status verify(const InferContext& ctx) {
+  SRT_ASSIGN_OR_RETURN(int64_t axis, read_axis(ctx.node()));
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    // Empty pieces of another rank are ignored (see the top of this file).
+    if (!ctx.has_input(i) || !ctx.input(i).has_shape || known_empty(ctx.input(i))) continue;
+    const int64_t rank = static_cast<int64_t>(ctx.input_dims(i).size());
+    if (rank > 0 && (axis < -rank || axis >= rank))
+      return ctx.error("attribute 'axis' is " + std::to_string(axis) + ", outside [" + std::to_string(-rank) +
+                       ", " + std::to_string(rank) + ") for input " + std::to_string(i));
+  }
+  return ok_status();
+}
+
 Status cpu(KernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(ConcatLayout l, concat_layout(ctx));
   const TensorRef& y = ctx.output(0);
@@ -132,6 +146,6 @@ Result<ConcatLayout> concat_layout(const KernelContext& ctx) {
   return ConcatLayout{rank, ax, dims_product(y.dims, 0, ax), dims_product(y.dims, ax + 1, rank)};
 }
 
-STREAMRT_REGISTER_OP(Concat, {.op_type = "Concat", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Concat, {.op_type = "Concat", .infer = infer, .cpu = cpu, .verify = verify});
 
 }  // namespace streamrt::ops

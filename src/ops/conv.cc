@@ -189,6 +189,18 @@ Status conv_f32(const ir::Node& node, const ConvShape& s, const float* x, const 
   return ok_status();
 }
 
+// Plan load: window attributes and group bounded, so the shape rule's arithmetic stays exact.
+// Pads no wider than the input plus the kernel (W's trailing dims).
+Status verify(const InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(verify_window_attrs(ctx.node()));
+  SRT_RETURN_IF_ERROR(verify_attr_range(ctx.node(), "group", 1, kMaxAttrExtent));
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input(0).has_shape || !ctx.input(1).has_shape) return ok_status();
+  const Dims& x = ctx.input_dims(0);
+  const Dims& w = ctx.input_dims(1);
+  if (x.size() < 3 || w.size() != x.size()) return ok_status();  // the shape rule's error
+  return verify_window_pads(ctx.node(), Dims(x.begin() + 2, x.end()), Dims(w.begin() + 2, w.end()));
+}
+
 Status cpu(KernelContext& ctx) {
   const TensorRef& x = ctx.input(0);
   const TensorRef& w = ctx.input(1);
@@ -238,6 +250,6 @@ Result<ConvEpilogue> read_conv_epilogue(const ir::Node& node, size_t num_inputs,
   return e;
 }
 
-STREAMRT_REGISTER_OP(Conv, {.op_type = "Conv", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Conv, {.op_type = "Conv", .infer = infer, .cpu = cpu, .verify = verify});
 
 }  // namespace streamrt::ops

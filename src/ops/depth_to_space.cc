@@ -103,6 +103,9 @@ Result<StridedView> depth_space_view(const KernelContext& ctx) {
 
 namespace {
 
+// Plan load: blocksize bounded (the shape rule multiplies dims by it).
+Status verify(const InferContext& ctx) { return verify_attr_range(ctx.node(), "blocksize", 1, kMaxAttrExtent); }
+
 Status cpu(KernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(StridedView v, depth_space_view(ctx));
   const TensorRef& x = ctx.input(0);
@@ -112,7 +115,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(DepthToSpace, {.op_type = "DepthToSpace", .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(SpaceToDepth, {.op_type = "SpaceToDepth", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(DepthToSpace, {.op_type = "DepthToSpace", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(SpaceToDepth, {.op_type = "SpaceToDepth", .infer = infer, .cpu = cpu, .verify = verify});
 
 }  // namespace streamrt::ops

@@ -65,6 +65,9 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
+// Plan load: axis within data's rank (the kernel strides over it).
+Status verify(const InferContext& ctx) { return verify_axis_attr(ctx, "axis", 0); }
+
 Status cpu(KernelContext& ctx) {
   SRT_RETURN_IF_ERROR(require_bound(ctx, 2));
   const TensorRef& data = ctx.input(0);
@@ -101,6 +104,6 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Gather, {.op_type = "Gather", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Gather, {.op_type = "Gather", .infer = infer, .cpu = cpu, .verify = verify});
 
 }  // namespace streamrt::ops

@@ -121,6 +121,9 @@ Status run_typed(KernelContext& ctx, int64_t rows, int64_t cols, float epsilon) 
   return ok_status();
 }
 
+// Plan load: axis within the input's rank (the kernel splits dims there).
+Status verify(const InferContext& ctx) { return verify_axis_attr(ctx, "axis", -1); }
+
 Status cpu(KernelContext& ctx) {
   const TensorRef& x = ctx.input(0);
   SRT_RETURN_IF_ERROR(check_layer_norm_params(ctx));
@@ -145,6 +148,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(LayerNormalization,
-                     {.op_type = "LayerNormalization", .min_opset = 17, .infer = infer, .cpu = cpu});
+                     {.op_type = "LayerNormalization", .min_opset = 17, .infer = infer, .cpu = cpu, .verify = verify});
 
 }  // namespace streamrt::ops

@@ -3,6 +3,8 @@
 //     and produce -1 where an output dim is not known; never fail only because of it),
 //   - a CPU reference kernel `Status cpu(KernelContext&)`,
 //   - a registration:  STREAMRT_REGISTER_OP(Relu, {.op_type = "Relu", .infer = ..., .cpu = ...});
+//   - for ops whose attributes drive sizes or indexing, a load-time check
+//     `Status verify(const InferContext&)` (.verify), next to the shape rule.
 // Adding an op touches its own file and tests, nothing central.
 #pragma once
 
@@ -144,6 +146,25 @@ class KernelContext {
 
 using InferFn = Status (*)(InferContext&);
 using KernelFn = Status (*)(KernelContext&);
+// Load-time check of one step of a plan read from a file (plan_verify runs it on every step,
+// before the step's shape rule, with the inputs at the profile's max dims and the contents of
+// weights and propagated shape tensors). A plan is untrusted input: this bounds what the shape
+// rule does not, so that neither the rule's arithmetic nor the kernels, which trust the
+// attributes, can overflow or index out of range. Outputs are not set yet. kInvalidModel
+// naming the node and attribute, as ctx.error() does.
+using VerifyFn = Status (*)(const InferContext&);
+
+// The largest magnitude a size-like attribute of a plan step (pads, strides, dilations, kernel
+// sizes, block sizes, ...) may have: far beyond any real tensor dim, yet small enough that the
+// sums and products of a few such values in a shape rule cannot overflow int64.
+inline constexpr int64_t kMaxAttrExtent = int64_t{1} << 30;
+
+// For verify functions: each value of INT / INTS attribute `attr`, when present, within [lo, hi].
+Status verify_attr_range(const ir::Node& node, const char* attr, int64_t lo, int64_t hi);
+// INT attribute `attr` (default `def`) an axis of a tensor of input `in`'s rank plus `extra`
+// (Unsqueeze-like ops count the new axes): in [-rank, rank) when the rank is known.
+Status verify_axis_attr(const InferContext& ctx, const char* attr, int64_t def, size_t in = 0,
+                        int64_t extra = 0);
 
 struct OpSchema {
   std::string op_type;
@@ -151,6 +172,7 @@ struct OpSchema {
   int min_opset = 1;   // oldest opset version whose semantics the rule and kernel handle
   InferFn infer = nullptr;
   KernelFn cpu = nullptr;
+  VerifyFn verify = nullptr;  // optional: see VerifyFn
   // Which inputs must be known at inference time (shape tensors such as Reshape's `shape`).
   // Values are propagated for these so the memory plan can be sized.
   std::vector<int> shape_inputs;

@@ -156,6 +156,18 @@ void average_pool(const PoolPlan& p, const T* x, T* y, bool count_include_pad) {
   }
 }
 
+// Plan load: window attributes bounded, so the shape rule's arithmetic stays exact.
+// Pads no wider than the input plus the kernel.
+Status verify(const InferContext& ctx) {
+  const ir::Node& node = ctx.node();
+  SRT_RETURN_IF_ERROR(verify_window_attrs(node));
+  if (!ctx.has_input(0) || !ctx.input(0).has_shape || !node.has_attr("kernel_shape")) return ok_status();
+  SRT_ASSIGN_OR_RETURN(auto ks, node.attr_ints("kernel_shape"));
+  const Dims& x = ctx.input_dims(0);
+  if (x.size() != ks.size() + 2) return ok_status();  // the shape rule's error
+  return verify_window_pads(node, Dims(x.begin() + 2, x.end()), ks);
+}
+
 Status cpu(KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const TensorRef& x = ctx.input(0);
@@ -189,7 +201,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(MaxPool, {.op_type = "MaxPool", .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(AveragePool, {.op_type = "AveragePool", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(MaxPool, {.op_type = "MaxPool", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(AveragePool, {.op_type = "AveragePool", .infer = infer, .cpu = cpu, .verify = verify});
 
 }  // namespace streamrt::ops

@@ -30,6 +30,34 @@ std::vector<std::string> OpRegistry::op_types() const {
   return out;
 }
 
+Status verify_attr_range(const ir::Node& node, const char* attr, int64_t lo, int64_t hi) {
+  auto it = node.attrs.find(attr);
+  if (it == node.attrs.end()) return ok_status();
+  const ir::Attribute& a = it->second;
+  std::vector<int64_t> values;
+  if (a.kind == ir::Attribute::Kind::kInt) values = {a.i};
+  else if (a.kind == ir::Attribute::Kind::kInts) values = a.ints;
+  else return ok_status();  // a wrong kind is the shape rule's error
+  for (size_t k = 0; k < values.size(); ++k)
+    if (values[k] < lo || values[k] > hi)
+      return node.error(StatusCode::kInvalidModel, std::string("attribute '") + attr + "'" +
+                                                       (values.size() > 1 ? "[" + std::to_string(k) + "]" : "") +
+                                                       " is " + std::to_string(values[k]) + ", outside [" +
+                                                       std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return ok_status();
+}
+
+Status verify_axis_attr(const InferContext& ctx, const char* attr, int64_t def, size_t in, int64_t extra) {
+  if (!ctx.has_input(in) || !ctx.input(in).has_shape) return ok_status();
+  const int64_t rank = static_cast<int64_t>(ctx.input_dims(in).size()) + extra;
+  SRT_ASSIGN_OR_RETURN(int64_t axis, ctx.node().attr_int(attr, def));
+  if (axis < -rank || axis >= rank)
+    return ctx.error(std::string("attribute '") + attr + "' is " + std::to_string(axis) +
+                     ", outside [" + std::to_string(-rank) + ", " + std::to_string(rank) + ") for rank " +
+                     std::to_string(rank));
+  return ok_status();
+}
+
 Result<std::vector<Tensor>> evaluate_on_host(const ir::Node& node, const std::vector<Tensor>& inputs) {
   const OpSchema* schema = OpRegistry::global().find(node.op_type, node.domain);
   if (!schema) return node.error(StatusCode::kUnsupported, "no such op");
@@ -37,6 +65,8 @@ Result<std::vector<Tensor>> evaluate_on_host(const ir::Node& node, const std::ve
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].empty()) infos[i] = TensorInfo{inputs[i].dtype(), inputs[i].dims(), true, &inputs[i]};
   InferContext ictx(node, infos, node.outputs.size());
+  // Programs run their kernels through here on untrusted steps: the op's load-time check too.
+  if (schema->verify) SRT_RETURN_IF_ERROR(schema->verify(ictx));
   SRT_RETURN_IF_ERROR(schema->infer(ictx));
   std::vector<Tensor> outputs(node.outputs.size());
   std::vector<TensorRef> in_refs(inputs.size()), out_refs(outputs.size());

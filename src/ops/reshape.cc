@@ -119,6 +119,10 @@ Status reshape_infer(InferContext& ctx) {
   return ok_status();
 }
 
+// Plan load: Flatten's axis within [-rank, rank] (the copy is a plain byte copy, but the rank
+// of its output follows from the axis).
+Status verify(const InferContext& ctx) { return verify_axis_attr(ctx, "axis", 1, 0, 1); }
+
 Status flatten_infer(InferContext& ctx) {
   if (!ctx.has_input(0)) return ctx.error("missing input 0");
   SRT_ASSIGN_OR_RETURN(int64_t axis, ctx.node().attr_int("axis", 1));
@@ -143,6 +147,6 @@ Status flatten_infer(InferContext& ctx) {
 
 STREAMRT_REGISTER_OP(Reshape, {.op_type = "Reshape", .infer = reshape_infer, .cpu = copy_bytes_cpu,
                                .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(Flatten, {.op_type = "Flatten", .infer = flatten_infer, .cpu = copy_bytes_cpu});
+STREAMRT_REGISTER_OP(Flatten, {.op_type = "Flatten", .infer = flatten_infer, .cpu = copy_bytes_cpu, .verify = verify});
 
 }  // namespace streamrt::ops

@@ -33,6 +33,9 @@ void rms_rows(const T* x, const T* scale, int64_t scale_n, T* y, int64_t rows, i
   }
 }
 
+// Plan load: axis within the input's rank (the kernel splits dims there).
+Status verify(const InferContext& ctx) { return verify_axis_attr(ctx, "axis", -1); }
+
 Status cpu(KernelContext& ctx) {
   const TensorRef& x = ctx.input(0);
   SRT_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.node().attr_int("axis", -1));
@@ -54,6 +57,6 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(RMSNormalization, {.op_type = "RMSNormalization", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(RMSNormalization, {.op_type = "RMSNormalization", .infer = infer, .cpu = cpu, .verify = verify});
 
 }  // namespace streamrt::ops

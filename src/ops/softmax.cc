@@ -79,6 +79,12 @@ void softmax_rows(const T* x, T* y, const Geometry& g, bool log_softmax) {
   }
 }
 
+// Plan load: axis within the input's rank.
+Status verify(const InferContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.input(0).has_shape) return ok_status();
+  return softmax_axis(ctx.node(), static_cast<int64_t>(ctx.input_dims(0).size())).status();
+}
+
 Status cpu(KernelContext& ctx) {
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
@@ -92,7 +98,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Softmax, {.op_type = "Softmax", .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(LogSoftmax, {.op_type = "LogSoftmax", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Softmax, {.op_type = "Softmax", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(LogSoftmax, {.op_type = "LogSoftmax", .infer = infer, .cpu = cpu, .verify = verify});
 
 }  // namespace streamrt::ops

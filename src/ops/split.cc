@@ -51,6 +51,13 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
+// Plan load: axis within the input's rank and split sizes (attribute form) non-negative and
+// bounded (the shape rule sums them).
+Status verify(const InferContext& ctx) {
+  SRT_RETURN_IF_ERROR(verify_axis_attr(ctx, "axis", 0));
+  return verify_attr_range(ctx.node(), "split", 0, kMaxAttrExtent);
+}
+
 Status cpu(KernelContext& ctx) {
   if (!ctx.has_input(0)) return ctx.error("input 0 is not bound");
   const TensorRef& x = ctx.input(0);
@@ -120,6 +127,6 @@ Result<std::vector<int64_t>> split_sizes(const ir::Node& node, const SplitSpec& 
   return sizes;
 }
 
-STREAMRT_REGISTER_OP(Split, {.op_type = "Split", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
+STREAMRT_REGISTER_OP(Split, {.op_type = "Split", .infer = infer, .cpu = cpu, .verify = verify, .shape_inputs = {1}});
 
 }  // namespace streamrt::ops

@@ -28,6 +28,12 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
+// Plan load: perm a permutation of the input's axes (the kernel indexes dims by it).
+Status verify(const InferContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.input(0).has_shape) return ok_status();
+  return resolve_perm(ctx.node(), ctx.input_dims(0).size()).status();
+}
+
 Status cpu(KernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(StridedView v, transpose_view(ctx));
   const TensorRef& x = ctx.input(0);
@@ -71,6 +77,6 @@ Result<StridedView> transpose_view(const KernelContext& ctx) {
   return v;
 }
 
-STREAMRT_REGISTER_OP(Transpose, {.op_type = "Transpose", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Transpose, {.op_type = "Transpose", .infer = infer, .cpu = cpu, .verify = verify});
 
 }  // namespace streamrt::ops

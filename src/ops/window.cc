@@ -65,6 +65,31 @@ Result<Window> read_window(const ir::Node& node, size_t rank,
   return w;
 }
 
+Status verify_window_attrs(const ir::Node& node) {
+  for (const char* attr : {"kernel_shape", "strides", "dilations"})
+    SRT_RETURN_IF_ERROR(verify_attr_range(node, attr, 1, kMaxAttrExtent));
+  return verify_attr_range(node, "pads", 0, kMaxAttrExtent);
+}
+
+Status verify_window_pads(const ir::Node& node, const Dims& in, const Dims& kernel) {
+  const size_t rank = in.size();
+  if (!node.has_attr("pads") || kernel.size() != rank) return ok_status();
+  SRT_ASSIGN_OR_RETURN(auto pads, node.attr_ints("pads"));
+  SRT_ASSIGN_OR_RETURN(auto dil, node.attr_ints("dilations", std::vector<int64_t>(rank, 1)));
+  if (pads.size() != 2 * rank || dil.size() != rank) return ok_status();  // the shape rule's error
+  for (size_t i = 0; i < pads.size(); ++i) {
+    const size_t a = i % rank;
+    // Bounded operands only (a kernel from a weight's dims may be anything).
+    if (in[a] < 0 || in[a] > kMaxAttrExtent || kernel[a] < 1 || kernel[a] > kMaxAttrExtent) continue;
+    const int64_t limit = in[a] + (kernel[a] - 1) * dil[a] + 1;
+    if (pads[i] > limit)
+      return bad(node, "attribute 'pads'[" + std::to_string(i) + "] is " + std::to_string(pads[i]) +
+                           ", more than spatial axis " + std::to_string(a) + "'s input size " +
+                           std::to_string(in[a]) + " plus its dilated kernel (" + std::to_string(limit) + ")");
+  }
+  return ok_status();
+}
+
 Result<Dims> window_output(const ir::Node& node, const Window& w, const Dims& in,
                            std::vector<int64_t>* pads_out) {
   const size_t rank = w.rank();

@@ -29,6 +29,16 @@ struct Window {
 Result<Window> read_window(const ir::Node& node, size_t rank,
                            const std::optional<std::vector<int64_t>>& kernel = std::nullopt);
 
+// Plan load (Conv / pooling verify hooks): kernel_shape, strides, dilations within
+// [1, kMaxAttrExtent] and pads within [0, kMaxAttrExtent], so the window arithmetic of
+// window_output and of the kernels cannot overflow.
+Status verify_window_attrs(const ir::Node& node);
+// Plan load: with the window's input sizes `in` (spatial, -1 unknown) and kernel sizes known,
+// no pad may exceed its axis' input size plus the dilated kernel: beyond that every window
+// sees padding only, which no model asks for, while the output (and its memory) grows with
+// the pad. Call after verify_window_attrs.
+Status verify_window_pads(const ir::Node& node, const Dims& in, const Dims& kernel);
+
 // Output size of each spatial axis for input sizes `in` (-1 = unknown -> -1 out). When
 // `pads_out` is given it receives the effective pads [begin.., end..] (auto_pad resolved);
 // those are only meaningful for known input sizes. An input too small for the window is an

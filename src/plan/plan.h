@@ -40,7 +40,17 @@
 //     of the rank of dims, static, min <= opt <= max, and equal to dims where dims is static;
 //   - weights: static dims, size == numel * dtype_size, offset 64-aligned, unique names, and
 //     (unless stripped) [offset, offset + size) inside the weights section;
-//   - step_ms: empty or one per step, each finite and >= 0; min_run_ms finite and >= 0.
+//   - step_ms: empty or one per step, each finite and >= 0; min_run_ms finite and >= 0;
+//   - arena layout: every activation's arena_offset is kArenaAlignment-aligned; two activations
+//     alive at once (first producing step to last reading step) share no arena byte, unless
+//     one is a view of the other (a Reshape / Flatten / Squeeze / Unsqueeze / Identity step
+//     whose output has its input's offset and size, as builder/lowering.cc plans them).
+// Step checks (verify_plan_steps(), run by read_plan() once the weights are mapped): every
+// step's shape rule runs again at the profile's max input dims, after its op's verify hook
+// (ops::OpSchema::verify: attribute ranges the rule does not bound), and each output whose
+// dims the rule knows must have the recorded dtype, agree with the recorded dims, equal
+// max_dims and (activations) fit its arena slot. So no attribute or weight can make a kernel
+// allocate beyond the plan's declared memory at its largest inputs, or index out of range.
 // A stripped plan (weights_stripped) has no weights section; one that is not stripped has
 // one whenever its weights hold any bytes (their views point into it).
 #pragma once
@@ -60,6 +70,7 @@ inline constexpr char kPlanMagic[8] = {'S', 'R', 'T', 'P', 'L', 'A', 'N', '\0'};
 inline constexpr uint32_t kPlanFormatVersion = 1;
 inline constexpr uint64_t kWeightsAlignment = 4096;
 inline constexpr uint64_t kWeightAlignment = 64;
+inline constexpr uint64_t kArenaAlignment = 64;  // activations' offsets (the memory planner's)
 
 #pragma pack(push, 1)
 struct PlanHeader {
@@ -150,6 +161,13 @@ Status write_plan(PlanData& plan, const std::string& path);
 // bounds the weights (ignored when plan.weights_stripped). kInvalidPlan naming the field and
 // its values (without a "plan ..." prefix: callers add their own context).
 Status verify_plan(const PlanData& plan, uint64_t weights_section_size);
+// Runs the step checks listed at the top of this file; weights' contents are plan.weight_data
+// (unless stripped). kInvalidPlan naming the step, output and field. An op this streamrt does
+// not have is left to the runtime (kIncompatible at load).
+Status verify_plan_steps(const PlanData& plan);
+// The step list as an ir::Graph for shape passes: values as declared (has_shape), weights as
+// constants (unless stripped), inputs and outputs in order.
+ir::Graph step_graph(const PlanData& plan);
 
 // Low level, for tools and tests: assembles a plan file from `plan` exactly as given
 // (weights' offset/size are NOT recomputed, weight_data is ignored, nothing is validated)

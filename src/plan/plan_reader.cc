@@ -306,6 +306,8 @@ Result<LoadedPlan> read_impl(const uint8_t* data, size_t size, std::shared_ptr<c
     for (const WeightEntry& w : plan.weights)
       plan.weight_data.push_back(Tensor::view(w.dtype, w.dims, section + w.offset, holder));
   }
+  // The steps' shape rules read shape tensors among the weights.
+  SRT_RETURN_IF_ERROR(verify_plan_steps(plan));
   LoadedPlan out;
   out.data = std::move(plan);
   out.mapping = std::move(holder);

@@ -6,9 +6,13 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "builder/memory_planner.h"
+#include "ir/shape_inference.h"
 #include "plan/plan.h"
 
 namespace streamrt::plan {
+
+static_assert(kArenaAlignment == builder::kArenaAlignment, "the verifier checks the memory planner's alignment");
 
 namespace {
 
@@ -222,7 +226,156 @@ Status check_steps(const PlanData& p) {
   return ok_status();
 }
 
+
+std::string step_where(const PlanData& p, size_t s) {
+  const ir::Node& n = p.steps[s];
+  return "step " + unum(s) + " '" + n.name + "' (" + n.op_type + ")";
+}
+
+// Step `s`'s output `k` (value `v`) against what its shape rule gives at the profile's max:
+// same dtype; where the rule knows every dim, the recorded dims' static entries and max_dims
+// agree with it, and an activation's arena slot holds it. A shape the rule cannot know (it
+// depends on data) is sized at run time and left alone.
+Status check_step_output(const PlanData& p, size_t s, size_t k, const ops::TensorInfo& info) {
+  const ValueEntry& v = p.values[static_cast<size_t>(p.steps[s].outputs[k])];
+  const std::string where = step_where(p, s) + " output " + unum(k) + " '" + v.name + "'";
+  if (info.dtype != DataType::kUndefined && info.dtype != v.dtype)
+    return invalid_plan(where + " is recorded as " + dtype_name(v.dtype) + " but the op makes " +
+                        dtype_name(info.dtype));
+  if (!info.has_shape || !dims_static(info.dims)) return ok_status();
+  const std::string max_dims = raw_dims(info.dims);
+  if (info.dims.size() != v.dims.size())
+    return invalid_plan(where + " has dims " + raw_dims(v.dims) + " but the op makes " + max_dims +
+                        " at the profile's max");
+  for (size_t d = 0; d < v.dims.size(); ++d)
+    if (v.dims[d] >= 0 && v.dims[d] != info.dims[d])
+      return invalid_plan(where + " has dims " + raw_dims(v.dims) + " but the op makes " + max_dims +
+                          " at the profile's max");
+  if (v.max_dims != info.dims)
+    return invalid_plan(where + " has max_dims " + raw_dims(v.max_dims) + " but the op makes " + max_dims +
+                        " at the profile's max");
+  auto n = checked_numel(info.dims, INT64_MAX / 8);
+  if (!n.ok()) return invalid_plan(where + ": dims " + max_dims + " hold too many elements");
+  const uint64_t need = static_cast<uint64_t>(*n) * dtype_size(v.dtype);
+  if (v.kind == ValueEntry::Kind::kActivation && need > v.arena_size)
+    return invalid_plan(where + " reserves " + unum(v.arena_size) + " arena bytes but " + max_dims + " " +
+                        dtype_name(v.dtype) + " at the profile's max needs " + unum(need));
+  return ok_status();
+}
+
+// Re-runs every step's shape rule, after its op's verify hook, on the profile's max input dims
+// (weights' contents known, small shape tensors propagated, as the builder's memory plan did),
+// and holds each output against the plan. So no attribute or weight can make a step allocate
+// beyond what the plan declares for its largest inputs, nor a kernel index past its tensors.
+Status check_step_shapes(const PlanData& p) {
+  // An op this streamrt lacks is not a broken plan: loading it reports kIncompatible.
+  for (const ir::Node& n : p.steps)
+    if (!ops::OpRegistry::global().find(n.op_type, n.domain)) return ok_status();
+  const ir::Graph g = step_graph(p);
+  ir::InferOptions opts;
+  for (const IoTensor& io : p.inputs) opts.input_dims[io.value] = io.max.empty() ? io.dims : io.max;
+  size_t at = 0;
+  opts.before_node = [&](size_t s, const ops::InferContext& ctx) {
+    at = s;
+    const ops::OpSchema* schema = ops::OpRegistry::global().find(ctx.node().op_type, ctx.node().domain);
+    return schema->verify ? schema->verify(ctx) : ok_status();
+  };
+  auto r = ir::infer_shapes_readonly(g, opts);
+  if (!r.ok()) return invalid_plan(step_where(p, at) + " at the profile's max: " + r.status().message());
+  for (size_t s = 0; s < p.steps.size(); ++s)
+    for (size_t k = 0; k < p.steps[s].outputs.size(); ++k)
+      if (p.steps[s].outputs[k] != ir::kNoValue)
+        SRT_RETURN_IF_ERROR(check_step_output(p, s, k, r->infos[static_cast<size_t>(p.steps[s].outputs[k])]));
+  return ok_status();
+}
+
+// The steps whose output shares input 0's bytes when the builder gives both one arena slot
+// (builder/lowering.cc: alias_views).
+bool is_view_step(const ir::Node& n) {
+  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1) return false;
+  const std::string& op = n.op_type;
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
+}
+
+// A set of activations sharing one arena slot (a tensor and its views) and the steps it spans.
+struct Slot {
+  uint64_t offset = 0, size = 0;
+  int32_t first = 0, last = 0;
+  size_t value = 0;  // a member, for messages
+};
+
+// Every activation aligned as the memory planner aligns; two whose lifetimes (first producing
+// step to last reading step, as the planner counts them) overlap share no byte unless one is a
+// view of the other (a view step whose output has its input's slot).
+Status check_arena_layout(const PlanData& p) {
+  const size_t n = p.values.size();
+  std::vector<int32_t> first(n, -1), last(n, -1);
+  for (int32_t s = 0; s < static_cast<int32_t>(p.steps.size()); ++s) {
+    for (int32_t in : p.steps[s].inputs)
+      if (in >= 0) last[in] = s;
+    for (int32_t out : p.steps[s].outputs)
+      if (out >= 0 && first[out] < 0) first[out] = s;
+  }
+  auto is_act = [&](int32_t v) { return v >= 0 && p.values[v].kind == ValueEntry::Kind::kActivation; };
+  std::vector<size_t> root(n);
+  for (size_t v = 0; v < n; ++v) root[v] = v;
+  for (const ir::Node& step : p.steps) {
+    if (!is_view_step(step) || !is_act(step.inputs[0]) || !is_act(step.outputs[0])) continue;
+    const ValueEntry& in = p.values[step.inputs[0]];
+    const ValueEntry& out = p.values[step.outputs[0]];
+    if (step.inputs[0] != step.outputs[0] && in.arena_offset == out.arena_offset && in.arena_size == out.arena_size)
+      root[step.outputs[0]] = root[step.inputs[0]];  // the input's root is final: it is produced earlier
+  }
+  std::vector<Slot> slots;
+  std::vector<int64_t> slot_of(n, -1);
+  for (size_t v = 0; v < n; ++v) {
+    const ValueEntry& e = p.values[v];
+    if (e.kind != ValueEntry::Kind::kActivation) continue;
+    if (e.arena_offset % kArenaAlignment != 0)
+      return invalid_plan("value " + unum(v) + " '" + e.name + "' has arena_offset " + unum(e.arena_offset) +
+                          ", not " + unum(kArenaAlignment) + "-byte aligned");
+    if (e.arena_size == 0) continue;
+    const int32_t lo = first[v], hi = std::max(first[v], last[v]);
+    int64_t& id = slot_of[root[v]];
+    if (id < 0) {
+      id = static_cast<int64_t>(slots.size());
+      slots.push_back({e.arena_offset, e.arena_size, lo, hi, v});
+    } else {
+      slots[id].first = std::min(slots[id].first, lo);
+      slots[id].last = std::max(slots[id].last, hi);
+    }
+  }
+  std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.offset < b.offset; });
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Slot& a = slots[i];
+    for (size_t j = i + 1; j < slots.size() && slots[j].offset < a.offset + a.size; ++j) {
+      const Slot& b = slots[j];
+      if (a.first > b.last || b.first > a.last) continue;
+      return invalid_plan("value " + unum(a.value) + " '" + p.values[a.value].name + "' (arena bytes " +
+                          unum(a.offset) + "+" + unum(a.size) + ", steps " + num(a.first) + ".." + num(a.last) +
+                          ") and value " + unum(b.value) + " '" + p.values[b.value].name + "' (arena bytes " +
+                          unum(b.offset) + "+" + unum(b.size) + ", steps " + num(b.first) + ".." + num(b.last) +
+                          ") are alive at once in overlapping arena bytes");
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
+
+ir::Graph step_graph(const PlanData& plan) {
+  ir::Graph g;
+  g.name = plan.name;
+  for (const auto& v : plan.values) g.add_value(v.name, v.dtype, v.dims, true);
+  if (!plan.weights_stripped && plan.weight_data.size() == plan.weights.size())
+    for (size_t v = 0; v < plan.values.size(); ++v)
+      if (plan.values[v].kind == ValueEntry::Kind::kWeight)
+        g.constants[static_cast<ir::ValueId>(v)] = plan.weight_data[static_cast<size_t>(plan.values[v].weight_index)];
+  g.nodes = plan.steps;
+  for (const auto& io : plan.inputs) g.inputs.push_back(io.value);
+  for (const auto& io : plan.outputs) g.outputs.push_back(io.value);
+  return g;
+}
 
 Status verify_plan(const PlanData& plan, uint64_t weights_section_size) {
   // Weights first: values refer to them.
@@ -231,7 +384,11 @@ Status verify_plan(const PlanData& plan, uint64_t weights_section_size) {
   SRT_RETURN_IF_ERROR(check_io(plan, plan.inputs, "input"));
   SRT_RETURN_IF_ERROR(check_io(plan, plan.outputs, "output"));
   SRT_RETURN_IF_ERROR(check_step_times(plan));
-  return check_steps(plan);
+  SRT_RETURN_IF_ERROR(check_steps(plan));
+  // The checks above make every index safe to follow.
+  return check_arena_layout(plan);
 }
+
+Status verify_plan_steps(const PlanData& plan) { return check_step_shapes(plan); }
 
 }  // namespace streamrt::plan

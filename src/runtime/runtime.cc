@@ -75,14 +75,7 @@ Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceT
       return incompatible("plan step " + step.describe() + " uses an op this streamrt does not have");
     st->schemas.push_back(s);
   }
-  ir::Graph& g = st->graph;
-  for (const auto& v : p.values) g.add_value(v.name, v.dtype, v.dims, true);
-  for (size_t v = 0; v < p.values.size(); ++v)
-    if (p.values[v].kind == plan::ValueEntry::Kind::kWeight && !p.weights_stripped)
-      g.constants[static_cast<ir::ValueId>(v)] = loaded.data.weight_data[p.values[v].weight_index];
-  g.nodes = p.steps;
-  for (const auto& io : p.inputs) g.inputs.push_back(io.value);
-  for (const auto& io : p.outputs) g.outputs.push_back(io.value);
+  st->graph = plan::step_graph(p);
   for (const auto& io : p.inputs) st->io_index[io.name] = io.value;
   for (const auto& io : p.outputs) st->io_index[io.name] = io.value;
   st->device = device;
