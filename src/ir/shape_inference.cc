@@ -54,6 +54,9 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
     }
     ops::InferContext ctx(node, ins, node.outputs.size());
     if (options.before_node) SRT_RETURN_IF_ERROR(options.before_node(node_index, ctx));
+    // The op's load-time checks hold at build time too, so the builder never writes a plan
+    // that its own loader would refuse.
+    if (schema->verify) SRT_RETURN_IF_ERROR(schema->verify(ctx));
     SRT_RETURN_IF_ERROR(schema->infer(ctx));
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       ValueId id = node.outputs[k];
