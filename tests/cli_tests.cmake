@@ -254,6 +254,32 @@ streamrt_cli_test(cache_no_subcommand fail "cache needs a subcommand: list, prun
 streamrt_cli_test(cache_list_missing_dir fail "NotFound: no engine cache at '.*no_such_cache'"
   ARGS cache list --cache-dir ${STREAMRT_CLI_TMP}/no_such_cache)
 streamrt_cli_test(cache_list_bad_option fail "not expected: --bogus" ARGS cache list --bogus)
+
+# --- a folder that is not a cache (a project with tmp/, models/ and entries/ of its own files) is
+# refused by build, list, prune and clear, and every file in it stays byte for byte.
+set(STREAMRT_CLI_PROJECT ${STREAMRT_CLI_TMP}/project)
+add_test(NAME cli_cache_project_reset COMMAND ${CMAKE_COMMAND} -E rm -rf ${STREAMRT_CLI_PROJECT})
+set_tests_properties(cli_cache_project_reset PROPERTIES LABELS cli FIXTURES_SETUP cli_cache_project_reset)
+foreach(sub tmp models entries)
+  add_test(NAME cli_cache_project_setup_${sub}
+           COMMAND ${CMAKE_COMMAND} -E copy_directory ${STREAMRT_CLI_REFIT} ${STREAMRT_CLI_PROJECT}/${sub})
+  set_tests_properties(cli_cache_project_setup_${sub} PROPERTIES LABELS cli
+                       FIXTURES_REQUIRED cli_cache_project_reset FIXTURES_SETUP cli_cache_project)
+endforeach()
+set(STREAMRT_CLI_NOT_A_CACHE "InvalidArgument: '[^']*project' is not a streamrt engine cache: it is not empty, has no STREAMRT_CACHE marker")
+streamrt_cli_test(cache_project_build fail "${STREAMRT_CLI_NOT_A_CACHE}"
+  FIXTURES_REQUIRED cli_cache_project FIXTURES_SETUP cli_cache_project_used
+  ARGS build ${STREAMRT_CLI_REFIT}/tiny_a.onnx -o ${STREAMRT_CLI_TMP}/never.plan ${STREAMRT_CLI_TINY} --cache-dir ${STREAMRT_CLI_PROJECT})
+foreach(cmd list prune clear)
+  streamrt_cli_test(cache_project_${cmd} fail "${STREAMRT_CLI_NOT_A_CACHE}"
+    FIXTURES_REQUIRED cli_cache_project FIXTURES_SETUP cli_cache_project_used
+    ARGS cache ${cmd} --cache-dir ${STREAMRT_CLI_PROJECT})
+endforeach()
+foreach(sub tmp models entries)
+  add_test(NAME cli_cache_project_intact_${sub}
+           COMMAND ${CMAKE_COMMAND} -E compare_files ${STREAMRT_CLI_REFIT}/tiny_a.onnx ${STREAMRT_CLI_PROJECT}/${sub}/tiny_a.onnx)
+  set_tests_properties(cli_cache_project_intact_${sub} PROPERTIES LABELS cli FIXTURES_REQUIRED cli_cache_project_used)
+endforeach()
 # --- weight streaming: build with --weight-streaming, --budget on run and inspect ------------
 streamrt_cli_test(build_mlp_weight_streaming pass "weight streaming: [1-9][0-9]* weights streamable"
   FILE ${STREAMRT_CLI_TMP}/mlp_ws.plan FIXTURES_SETUP cli_mlp_ws_plan

@@ -131,10 +131,12 @@ struct PruneReport {
   size_t evicted = 0;       // entries removed to get under max_bytes
   size_t broken = 0;        // entries whose files were incomplete or failed their checksum
   size_t orphans = 0;       // leftovers of killed writers and stale lock files
+  size_t skipped = 0;       // things streamrt did not write (other names, symlinks, FIFOs, ...): left in place
   uint64_t bytes_freed = 0;
 };
 
 // A cache directory shared by processes:
+//   <dir>/STREAMRT_CACHE          marks the directory as streamrt's (see "Ownership" below)
 //   <dir>/CACHEDIR.TAG            marks the directory as a cache (backup tools skip it)
 //   <dir>/entries/<key hex>/      plan (weight-stripped), meta.json, last_use (its mtime)
 //   <dir>/locks/<key hex>.lock    flock()ed by the builder of that key
@@ -145,9 +147,19 @@ struct PruneReport {
 // prune(). After each save, least-recently-used entries are evicted until the entries' size on
 // disk is at most max_bytes (sizes are measured on disk each time, so every process sees the
 // others' entries). Corrupt entries (checksum) are removed by build_plan_cached and prune().
+//
+// Ownership: the cache removes and writes only what it wrote. open() refuses a non-empty
+// directory without the STREAMRT_CACHE marker (unless it holds exactly an earlier streamrt's
+// cache layout, which it adopts); removal touches only streamrt's own names, and never a
+// symlink, FIFO, device or a directory where a file belongs (skipped and reported by prune and
+// clear, a miss with a warning on load). Files are read with O_NOFOLLOW and O_NONBLOCK, so a
+// FIFO entry cannot block. A cache that cannot be written (a read-only file system or
+// directory) opens read-only: loads work, save / remove / prune / clear fail with kIoError.
 class DiskEngineCache : public EngineCache {
  public:
-  // Creates `dir` (and parents) when missing. kIoError when it cannot be created or written.
+  // Creates `dir` (and parents) when missing. kInvalidArgument for a directory that is not a
+  // streamrt cache; kIoError for a path that is not a directory. A directory that cannot be
+  // created or written opens read-only (read_only_reason() says why).
   static Result<std::unique_ptr<DiskEngineCache>> open(const std::string& dir, uint64_t max_bytes);
 
   Result<CacheEntry> load(const CacheKey& key) override;  // touches last_use
@@ -170,12 +182,15 @@ class DiskEngineCache : public EngineCache {
   Result<PruneReport> clear();
   const std::string& dir() const { return dir_; }
   uint64_t max_bytes() const { return max_bytes_; }
+  // Why the cache cannot be written; empty when it can.
+  const std::string& read_only_reason() const { return read_only_; }
 
  private:
-  DiskEngineCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
-  Status evict(const CacheKey* keep, PruneReport* report);
+  DiskEngineCache(std::string dir, uint64_t max_bytes, std::string read_only)
+      : dir_(std::move(dir)), max_bytes_(max_bytes), read_only_(std::move(read_only)) {}
   std::string dir_;
   uint64_t max_bytes_;
+  std::string read_only_;
 };
 
 // $XDG_CACHE_HOME/streamrt/engines, else $HOME/.cache/streamrt/engines (kNotFound when neither

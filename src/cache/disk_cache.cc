@@ -10,6 +10,10 @@
 // Build locks. locks/<key>.lock is flock()ed by the builder of a key. A lock file may be
 // unlinked by prune() (only while it is unlocked); a locker therefore checks after flock() that
 // the path still names the file it locked, and retries otherwise.
+//
+// Ownership (layout.h). Everything here touches only names of streamrt's patterns, and only
+// regular files and real directories; anything else is skipped and reported by prune/clear.
+// A cache that cannot be written (read_only_) is read, never changed.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -24,6 +28,7 @@
 #include "cache/entry.h"
 #include "cache/fault_injection.h"
 #include "cache/file_util.h"
+#include "cache/layout.h"
 #include "cache/sha256.h"
 #include "core/logging.h"
 #include "streamrt/cache.h"
@@ -46,14 +51,6 @@ namespace {
 using namespace cache;
 
 constexpr uint64_t kMaxPlanBytes = 1ull << 30;  // a stripped plan is metadata only
-constexpr char kPlanFile[] = "plan";
-constexpr char kMetaFile[] = "meta.json";
-constexpr char kLastUseFile[] = "last_use";
-
-std::string unique_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
-}
 
 // An flock()ed file descriptor, unlocked and closed on destruction.
 class FileLock : public CacheLock {
@@ -70,19 +67,31 @@ class FileLock : public CacheLock {
 
 bool same_file(int fd, const std::string& path) {
   struct stat a {}, b {};
-  return ::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  return ::fstat(fd, &a) == 0 && ::lstat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-// Takes `path`'s lock without waiting and, if that worked, unlinks it while holding it.
-// True when the file was unlocked (its owner is gone) and is now removed.
+// Takes the lock of the regular file `path` without waiting and, if that worked, unlinks it
+// while holding it. True when the file was unlocked (its owner is gone) and is now removed.
 bool remove_if_unlocked(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return false;
+  auto fd = open_regular(path, O_RDWR);
+  if (!fd.ok()) return false;
   bool removed = false;
-  if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && same_file(fd, path)) removed = ::unlink(path.c_str()) == 0;
-  ::close(fd);
+  if (::flock(*fd, LOCK_EX | LOCK_NB) == 0 && same_file(*fd, path)) removed = ::unlink(path.c_str()) == 0;
+  ::close(*fd);
   return removed;
 }
+
+// kIoError when the cache cannot be written (`read_only` says why).
+Status check_writable(const std::string& dir, const std::string& read_only) {
+  if (read_only.empty()) return ok_status();
+  return io_error("the engine cache '" + dir + "' cannot be written (" + read_only + "); nothing changed there");
+}
+
+// What prune() and clear() left in place (names and files streamrt did not write), for the report.
+struct Skipped {
+  std::vector<std::string> why;
+  void add(std::string reason) { why.push_back(std::move(reason)); }
+};
 
 struct Scanned {
   DiskCacheEntryInfo info;
@@ -101,42 +110,34 @@ Result<std::string> default_cache_dir() {
 
 Result<std::unique_ptr<DiskEngineCache>> DiskEngineCache::open(const std::string& dir, uint64_t max_bytes) {
   if (dir.empty()) return invalid_argument("engine cache directory is empty");
-  for (const char* sub : {"entries", "locks", "tmp", "models"})
-    SRT_RETURN_IF_ERROR(make_dirs(dir + "/" + sub));
-  const std::string tag = dir + "/CACHEDIR.TAG";
-  if (::access(tag.c_str(), F_OK) != 0) {
-    static const char kTag[] =
-        "Signature: 8a477f597d28d172789f06886806bc55\n"
-        "# This file is a cache directory tag created by streamrt (engine cache).\n";
-    std::string tmp = dir + "/tmp/tag-" + unique_suffix();
-    if (write_new_file(tmp, kTag, sizeof(kTag) - 1).ok()) ::rename(tmp.c_str(), tag.c_str());
-    ::unlink(tmp.c_str());
-  }
-  if (::access((dir + "/tmp").c_str(), W_OK) != 0) return errno_status("cannot write to the engine cache", dir);
-  return std::unique_ptr<DiskEngineCache>(new DiskEngineCache(dir, max_bytes));
+  SRT_ASSIGN_OR_RETURN(std::string read_only, prepare_cache_dir(dir));
+  return std::unique_ptr<DiskEngineCache>(new DiskEngineCache(dir, max_bytes, std::move(read_only)));
 }
 
 namespace {
 
 std::string entry_dir(const std::string& dir, const CacheKey& key) { return dir + "/entries/" + key.hex(); }
 
-// Removes an entry atomically (rename out of entries/, then delete). OK when absent.
+// Removes an entry atomically (rename out of entries/, then delete its files). OK when absent;
+// kInvalidState, changing nothing, when it holds anything streamrt did not write.
 Status remove_entry(const std::string& dir, const CacheKey& key) {
-  std::string from = entry_dir(dir, key), to = dir + "/tmp/dead-" + key.hex() + "-" + unique_suffix();
+  const std::string from = entry_dir(dir, key), to = dir + "/tmp/dead-" + key.hex() + "-" + unique_suffix();
+  SRT_RETURN_IF_ERROR(check_entry_dir(from));
   if (::rename(from.c_str(), to.c_str()) != 0) {
     if (errno == ENOENT) return ok_status();
     return errno_status("cannot remove cache entry", from);
   }
-  remove_tree(to);
-  return ok_status();
+  return remove_entry_dir(to);
 }
 
 // Reads and verifies an entry. kNotFound when absent; kInvalidPlan when it fails verification.
+// An entry holding anything streamrt did not write (a FIFO, a symlink) is a kInvalidState miss.
 Result<CacheEntry> read_entry(const std::string& dir, const CacheKey& key) {
   const std::string d = entry_dir(dir, key);
+  if (Status own = check_entry_dir(d); !own.ok()) return own.with_context("cache entry " + key.hex());
   auto plan = read_file(d + "/" + kPlanFile, kMaxPlanBytes);
   if (!plan.ok()) {
-    if (plan.status().code() == StatusCode::kNotFound && ::access(d.c_str(), F_OK) != 0)
+    if (plan.status().code() == StatusCode::kNotFound && file_type(d) == FileType::kMissing)
       return not_found("no cache entry " + key.hex());
     return invalid_plan("cache entry " + key.hex() + ": " + plan.status().message());
   }
@@ -149,12 +150,20 @@ Result<CacheEntry> read_entry(const std::string& dir, const CacheKey& key) {
 
 // Every complete entry with its size on disk and last use, least recently used first; with
 // `details`, also its creation time and engine name (from the metadata).
-std::vector<Scanned> scan(const std::string& dir, bool details = false) {
+// Names that are not entries are reported to `skipped` (when given).
+std::vector<Scanned> scan(const std::string& dir, bool details = false, Skipped* skipped = nullptr) {
   std::vector<Scanned> out;
   for (const std::string& name : list_dir(dir + "/entries")) {
-    auto key = CacheKey::from_hex(name);
-    if (!key.ok()) continue;
     const std::string d = dir + "/entries/" + name;
+    mode_t mode = 0;
+    const FileType type = file_type(d, &mode);
+    auto key = CacheKey::from_hex(name);
+    if (!is_hex64(name) || !key.ok() || type != FileType::kDirectory) {
+      if (skipped && type != FileType::kMissing)
+        skipped->add("'" + d + "' is " + (is_hex64(name) ? describe_mode(mode) + ", not an entry" : "not an entry") +
+                     " streamrt made; left in place");
+      continue;
+    }
     int64_t created_ns = mtime_ns(d + "/" + kPlanFile);
     if (created_ns == 0) continue;  // being removed
     Scanned s;
@@ -185,52 +194,56 @@ bool older_than_an_hour(const std::string& path) {
   return t != 0 && static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec - t > 3600ll * 1000000000;
 }
 
-// True when `name` (<prefix>-<pid>-<n>, from unique_suffix) was made by a process that no longer
-// exists on this host. A cache shared between hosts could see another host's live writer as
-// gone; removing its temporary file then only makes that writer's save fail with a warning.
+// True when the process that made tmp/`name` (<...>-<pid>-<n>) no longer exists on this host. A
+// cache shared between hosts could see another host's live writer as gone; removing its
+// temporary file then only makes that writer's save fail with a warning.
 bool writer_is_gone(const std::string& name) {
-  const size_t a = name.find('-'), b = a == std::string::npos ? a : name.find('-', a + 1);
-  if (b == std::string::npos || b == a + 1) return false;
-  pid_t pid = 0;
-  for (size_t i = a + 1; i < b; ++i) {
-    if (name[i] < '0' || name[i] > '9' || pid > 1000000000) return false;
-    pid = pid * 10 + (name[i] - '0');
-  }
-  return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+  const long pid = tmp_name_pid(name);
+  return pid > 0 && pid <= 1000000000 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
-// Removes what killed writers and removers left in tmp/. Returns how many leftovers.
-size_t clean_tmp(const std::string& dir) {
+// Removes what killed writers and removers left in tmp/ (only streamrt's names: layout.h).
+// Returns how many leftovers; what is not streamrt's goes to `skipped` (when given).
+size_t clean_tmp(const std::string& dir, Skipped* skipped = nullptr) {
   const std::string tmp = dir + "/tmp";
   size_t removed = 0;
+  auto skip = [&](std::string why) {
+    if (skipped) skipped->add(std::move(why));
+  };
+  auto remove_dir = [&](const std::string& path) {
+    Status st = remove_entry_dir(path);
+    if (st.ok()) ++removed;
+    else skip(st.message());
+    return st.ok();
+  };
   for (const std::string& name : list_dir(tmp)) {
     const std::string path = tmp + "/" + name;
-    if (name.rfind("dead-", 0) == 0) {
-      remove_tree(path);
-      ++removed;
-    } else if (name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0) {
+    mode_t mode = 0;
+    const FileType type = file_type(path, &mode);
+    const TmpKind kind = classify_tmp(name);
+    const bool dir_kind = kind == TmpKind::kDead || kind == TmpKind::kStage;
+    if (type == FileType::kMissing) continue;  // handled with its lock, or by another process
+    if (kind == TmpKind::kForeign || type != (dir_kind ? FileType::kDirectory : FileType::kRegular)) {
+      skip("'" + path + "' is " + (kind == TmpKind::kForeign ? "not a name streamrt uses" : describe_mode(mode)) +
+           "; left in place");
+      continue;
+    }
+    if (kind == TmpKind::kDead) {
+      remove_dir(path);
+    } else if (kind == TmpKind::kStageLock) {
       // A writer holds this lock (it was locked before it got this name) until its staging
       // directory is gone: a lock we can take belongs to a dead writer.
-      std::string stage = path.substr(0, path.size() - 5);
-      int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-      if (fd < 0) continue;
-      if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-        remove_tree(stage);
-        ::unlink(path.c_str());
-        ++removed;
-      }
-      ::close(fd);
-    } else if (name.rfind("stage-", 0) == 0) {
+      auto fd = open_regular(path, O_RDWR);
+      if (!fd.ok()) continue;
+      if (::flock(*fd, LOCK_EX | LOCK_NB) == 0 && remove_dir(path.substr(0, path.size() - 5))) ::unlink(path.c_str());
+      ::close(*fd);
+    } else if (kind == TmpKind::kStage) {
       // (Its lock may have been handled above, removing it already.)
-      if (::access((path + ".lock").c_str(), F_OK) != 0 && ::access(path.c_str(), F_OK) == 0) {
-        remove_tree(path);  // its lock is gone, so its writer is too
-        ++removed;
-      }
+      if (file_type(path + ".lock") == FileType::kMissing) remove_dir(path);  // its lock is gone, so its writer is too
     } else if (older_than_an_hour(path) || writer_is_gone(name)) {
-      // lk-, tag- and model- files are renamed within moments of their creation: an old one, or
-      // one whose process no longer exists on this host, was left by a crash.
-      ::unlink(path.c_str());
-      ++removed;
+      // lk-, tag-, model- and probe- files are renamed or removed within moments of their
+      // creation: an old one, or one whose process no longer exists on this host, was left by a crash.
+      if (unlink_regular(path)) ++removed;
     }
   }
   return removed;
@@ -255,6 +268,33 @@ Status stage_and_publish(const std::string& dir, const CacheKey& key, const Cach
   return sync_dir(dir + "/entries");
 }
 
+// Removes least recently used entries (but `keep`) until the rest take at most `max_bytes`.
+// Entries that hold something streamrt did not write cannot be evicted; they are skipped (and
+// reported to `skipped` when given, else logged).
+Status evict(const std::string& dir, uint64_t max_bytes, const CacheKey* keep, PruneReport* report, Skipped* skipped) {
+  std::vector<Scanned> entries = scan(dir);
+  uint64_t total = 0;
+  for (const Scanned& s : entries) total += s.info.size;
+  for (const Scanned& s : entries) {
+    if (total <= max_bytes) break;
+    if (keep && s.info.key == *keep) continue;
+    Status st = remove_entry(dir, s.info.key);
+    if (st.code() == StatusCode::kInvalidState) {
+      if (skipped) skipped->add(st.message());
+      else log_warning("engine cache: cannot evict " + s.info.key.hex() + ": " + st.message());
+      continue;
+    }
+    SRT_RETURN_IF_ERROR(st);
+    total -= s.info.size;
+    log_info("engine cache: evicted " + s.info.key.hex() + " (" + std::to_string(s.info.size) + " bytes)");
+    if (report) {
+      ++report->evicted;
+      report->bytes_freed += s.info.size;
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<CacheEntry> DiskEngineCache::load(const CacheKey& key) {
@@ -262,17 +302,18 @@ Result<CacheEntry> DiskEngineCache::load(const CacheKey& key) {
   if (!e.ok()) {
     if (e.status().code() == StatusCode::kInvalidPlan) {
       // The caller (build_plan_cached) warns; here the entry only goes away.
-      Status removed = remove_entry(dir_, key);
+      Status removed = remove(key);
       return invalid_plan(e.status().message() + (removed.ok() ? "; removed" : "; removing it failed: " + removed.message()));
     }
     return e.status();
   }
   // The entry may have been removed since it was read; then there is nothing to touch.
-  (void)touch(entry_dir(dir_, key) + "/" + kLastUseFile);
+  if (read_only_.empty()) (void)touch(entry_dir(dir_, key) + "/" + kLastUseFile);
   return e;
 }
 
 Status DiskEngineCache::save(const CacheKey& key, const CacheEntry& entry) {
+  SRT_RETURN_IF_ERROR(check_writable(dir_, read_only_));
   uint64_t bytes = entry.plan.size() + entry.metadata.size();
   if (bytes > max_bytes_) {
     log_warning("engine cache: entry " + key.hex() + " (" + std::to_string(bytes) + " bytes) is larger than the cache (" +
@@ -291,26 +332,30 @@ Status DiskEngineCache::save(const CacheKey& key, const CacheEntry& entry) {
   if (st.ok() && ::rename(lock_tmp.c_str(), lock_path.c_str()) != 0) st = errno_status("cannot rename", lock_tmp);
   ::unlink(lock_tmp.c_str());
   if (st.ok()) st = stage_and_publish(dir_, key, entry, stage);
-  remove_tree(stage);  // gone after a successful rename; a partial one after a failure
+  (void)remove_entry_dir(stage);  // gone after a successful rename; a partial one after a failure
   ::unlink(lock_path.c_str());
   ::close(fd);
   if (!st.ok()) return st.with_context("engine cache: saving " + key.hex());
   SRT_RETURN_IF_ERROR(testing::fault("evict"));
-  return evict(&key, nullptr);
+  return evict(dir_, max_bytes_, &key, nullptr, nullptr);
 }
 
 bool DiskEngineCache::contains(const CacheKey& key) {
   const std::string d = entry_dir(dir_, key);
-  return ::access((d + "/" + kPlanFile).c_str(), F_OK) == 0 && ::access((d + "/" + kMetaFile).c_str(), F_OK) == 0;
+  return file_type(d + "/" + kPlanFile) == FileType::kRegular && file_type(d + "/" + kMetaFile) == FileType::kRegular;
 }
 
-Status DiskEngineCache::remove(const CacheKey& key) { return remove_entry(dir_, key); }
+Status DiskEngineCache::remove(const CacheKey& key) {
+  if (file_type(entry_dir(dir_, key)) == FileType::kMissing) return ok_status();
+  SRT_RETURN_IF_ERROR(check_writable(dir_, read_only_));
+  return remove_entry(dir_, key);
+}
 
 Result<std::unique_ptr<CacheLock>> DiskEngineCache::lock(const CacheKey& key) {
+  if (!read_only_.empty()) return std::unique_ptr<CacheLock>();  // nothing will be stored: no one to wait for
   const std::string path = dir_ + "/locks/" + key.hex() + ".lock";
   for (;;) {
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return errno_status("cannot open lock file", path);
+    SRT_ASSIGN_OR_RETURN(int fd, open_regular(path, O_RDWR | O_CREAT));
     int rc;
     while ((rc = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
     }
@@ -324,26 +369,9 @@ Result<std::unique_ptr<CacheLock>> DiskEngineCache::lock(const CacheKey& key) {
   }
 }
 
-Status DiskEngineCache::evict(const CacheKey* keep, PruneReport* report) {
-  std::vector<Scanned> entries = scan(dir_);
-  uint64_t total = 0;
-  for (const Scanned& s : entries) total += s.info.size;
-  for (const Scanned& s : entries) {
-    if (total <= max_bytes_) break;
-    if (keep && s.info.key == *keep) continue;
-    SRT_RETURN_IF_ERROR(remove_entry(dir_, s.info.key));
-    total -= s.info.size;
-    log_info("engine cache: evicted " + s.info.key.hex() + " (" + std::to_string(s.info.size) + " bytes)");
-    if (report) {
-      ++report->evicted;
-      report->bytes_freed += s.info.size;
-    }
-  }
-  return ok_status();
-}
-
 Result<std::vector<DiskCacheEntryInfo>> DiskEngineCache::list() const {
-  if (::access((dir_ + "/entries").c_str(), R_OK) != 0) return errno_status("cannot read the engine cache", dir_);
+  if (file_type(dir_ + "/entries") != FileType::kDirectory || ::access((dir_ + "/entries").c_str(), R_OK) != 0)
+    return errno_status("cannot read the engine cache", dir_);
   std::vector<DiskCacheEntryInfo> out;
   for (Scanned& s : scan(dir_, /*details=*/true)) out.push_back(std::move(s.info));
   return out;
@@ -356,34 +384,83 @@ Result<uint64_t> DiskEngineCache::total_size() const {
   return total;
 }
 
+namespace {
+
+// Unlocked lock files in locks/ (prune and clear); other names are skipped.
+size_t remove_stale_locks(const std::string& dir, Skipped& skipped) {
+  size_t removed = 0;
+  for (const std::string& name : list_dir(dir + "/locks")) {
+    const std::string path = dir + "/locks/" + name;
+    mode_t mode = 0;
+    const FileType type = file_type(path, &mode);
+    if (!is_hex64_named(name, ".lock") || type != FileType::kRegular) {
+      if (type != FileType::kMissing)
+        skipped.add("'" + path + "' is " + (type == FileType::kRegular ? "not a lock file streamrt made" : describe_mode(mode)) + "; left in place");
+      continue;
+    }
+    if (remove_if_unlocked(path)) ++removed;
+  }
+  return removed;
+}
+
+void finish_report(const char* what, Skipped& skipped, PruneReport& rep) {
+  std::sort(skipped.why.begin(), skipped.why.end());  // (an entry may be met twice: checked, then evicted)
+  skipped.why.erase(std::unique(skipped.why.begin(), skipped.why.end()), skipped.why.end());
+  rep.skipped = skipped.why.size();
+  for (const std::string& why : skipped.why) log_warning(std::string("engine cache ") + what + ": " + why);
+}
+
+}  // namespace
+
 Result<PruneReport> DiskEngineCache::prune() {
+  SRT_RETURN_IF_ERROR(check_writable(dir_, read_only_));
   PruneReport rep;
-  rep.orphans = clean_tmp(dir_);
-  for (const Scanned& s : scan(dir_)) {
+  Skipped skipped;
+  rep.orphans = clean_tmp(dir_, &skipped);
+  for (const Scanned& s : scan(dir_, false, &skipped)) {
     auto e = read_entry(dir_, s.info.key);
-    if (e.ok() || e.status().code() != StatusCode::kInvalidPlan) continue;
+    if (e.ok() || e.status().code() != StatusCode::kInvalidPlan) {
+      if (e.status().code() == StatusCode::kInvalidState) skipped.add(e.status().message());
+      continue;
+    }
     log_warning(e.status().message() + "; removed it");
-    SRT_RETURN_IF_ERROR(remove_entry(dir_, s.info.key));
+    Status removed = remove_entry(dir_, s.info.key);
+    if (removed.code() == StatusCode::kInvalidState) skipped.add(removed.message());
+    else SRT_RETURN_IF_ERROR(removed);
     ++rep.broken;
     rep.bytes_freed += s.info.size;
   }
-  for (const std::string& name : list_dir(dir_ + "/locks"))
-    if (remove_if_unlocked(dir_ + "/locks/" + name)) ++rep.orphans;
-  SRT_RETURN_IF_ERROR(evict(nullptr, &rep));
+  rep.orphans += remove_stale_locks(dir_, skipped);
+  SRT_RETURN_IF_ERROR(evict(dir_, max_bytes_, nullptr, &rep, &skipped));
+  finish_report("prune", skipped, rep);
   return rep;
 }
 
 Result<PruneReport> DiskEngineCache::clear() {
+  SRT_RETURN_IF_ERROR(check_writable(dir_, read_only_));
   PruneReport rep;
-  rep.orphans = clean_tmp(dir_);
-  for (const Scanned& s : scan(dir_)) {
-    SRT_RETURN_IF_ERROR(remove_entry(dir_, s.info.key));
+  Skipped skipped;
+  rep.orphans = clean_tmp(dir_, &skipped);
+  for (const Scanned& s : scan(dir_, false, &skipped)) {
+    Status removed = remove_entry(dir_, s.info.key);
+    if (removed.code() == StatusCode::kInvalidState) {
+      skipped.add(removed.message());
+      continue;
+    }
+    SRT_RETURN_IF_ERROR(removed);
     ++rep.evicted;
     rep.bytes_freed += s.info.size;
   }
-  for (const std::string& name : list_dir(dir_ + "/models")) ::unlink((dir_ + "/models/" + name).c_str());
-  for (const std::string& name : list_dir(dir_ + "/locks"))
-    if (remove_if_unlocked(dir_ + "/locks/" + name)) ++rep.orphans;
+  for (const std::string& name : list_dir(dir_ + "/models")) {
+    const std::string path = dir_ + "/models/" + name;
+    if (!is_hex64_named(name, ".json") || !unlink_regular(path)) {
+      mode_t mode = 0;
+      if (file_type(path, &mode) != FileType::kMissing)
+        skipped.add("'" + path + "' is " + (is_hex64_named(name, ".json") ? describe_mode(mode) : "not a record streamrt made") + "; left in place");
+    }
+  }
+  rep.orphans += remove_stale_locks(dir_, skipped);
+  finish_report("clear", skipped, rep);
   return rep;
 }
 
@@ -397,7 +474,10 @@ std::string record_path(const std::string& dir, const std::string& model) {
 
 std::optional<CacheKeyInfo> DiskEngineCache::last_key(const std::string& model) {
   auto bytes = read_file(record_path(dir_, model), kMaxMetadataBytes);
-  if (!bytes.ok()) return std::nullopt;
+  if (!bytes.ok()) {
+    if (bytes.status().code() != StatusCode::kNotFound) log_warning("engine cache: " + bytes.status().message());
+    return std::nullopt;
+  }
   auto j = nlohmann::json::parse(bytes->begin(), bytes->end(), nullptr, false);
   if (!j.is_object()) return std::nullopt;
   auto m = j.find("model"), k = j.find("key"), c = j.find("components");
@@ -413,6 +493,14 @@ std::optional<CacheKeyInfo> DiskEngineCache::last_key(const std::string& model) 
 }
 
 void DiskEngineCache::record_key(const std::string& model, const CacheKeyInfo& info) {
+  if (!read_only_.empty()) return;  // (the save already warned)
+  const std::string target = record_path(dir_, model);
+  mode_t mode = 0;
+  const FileType type = file_type(target, &mode);
+  if (type != FileType::kMissing && type != FileType::kRegular) {  // a rename would replace it
+    log_warning("engine cache: '" + target + "' is " + describe_mode(mode) + ", not a record streamrt wrote; left in place");
+    return;
+  }
   nlohmann::json j;
   j["model"] = model;
   j["key"] = info.key.hex();
@@ -420,8 +508,7 @@ void DiskEngineCache::record_key(const std::string& model, const CacheKeyInfo& i
   std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string tmp = dir_ + "/tmp/model-" + unique_suffix();
   Status st = write_new_file(tmp, text.data(), text.size());
-  if (st.ok() && ::rename(tmp.c_str(), record_path(dir_, model).c_str()) != 0)
-    st = errno_status("cannot rename", tmp);
+  if (st.ok() && ::rename(tmp.c_str(), target.c_str()) != 0) st = errno_status("cannot rename", tmp);
   if (!st.ok()) {
     ::unlink(tmp.c_str());
     log_warning("engine cache: cannot record the key of '" + model + "': " + st.message());

@@ -17,15 +17,29 @@ Status errno_status(const std::string& what, const std::string& path) {
   return io_error(what + " '" + path + "': " + std::strerror(errno));
 }
 
-Status make_dirs(const std::string& path) {
+Status make_dirs(const std::string& path, int* error) {
   std::error_code ec;
+  if (error) *error = 0;
+  if (!std::filesystem::is_directory(path, ec)) {
+    if (Status f = testing::fault("mkdir"); !f.ok()) {
+      if (error) *error = EROFS;
+      return f.with_context("cannot create directory '" + path + "'");
+    }
+  }
   std::filesystem::create_directories(path, ec);
-  if (ec) return io_error("cannot create directory '" + path + "': " + ec.message());
-  if (!std::filesystem::is_directory(path, ec)) return io_error("'" + path + "' is not a directory");
+  if (ec) {
+    if (error) *error = ec.value();
+    return io_error("cannot create directory '" + path + "': " + ec.message());
+  }
+  if (!std::filesystem::is_directory(path, ec)) {
+    if (error) *error = ENOTDIR;
+    return io_error("'" + path + "' is not a directory");
+  }
   return ok_status();
 }
 
 Status write_new_file(const std::string& path, const void* data, size_t size) {
+  // O_EXCL also refuses a symlink (even a dangling one) at `path`: nothing is written through it.
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return errno_status("cannot create", path);
   const auto* p = static_cast<const uint8_t*>(data);
@@ -48,13 +62,59 @@ Status write_new_file(const std::string& path, const void* data, size_t size) {
   return st;
 }
 
-Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? not_found("no file '" + path + "'") : errno_status("cannot open", path);
+std::string describe_mode(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+FileType file_type(const std::string& path, mode_t* mode) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? FileType::kMissing : FileType::kOther;
+  if (mode) *mode = st.st_mode;
+  if (S_ISREG(st.st_mode)) return FileType::kRegular;
+  if (S_ISDIR(st.st_mode)) return FileType::kDirectory;
+  return FileType::kOther;
+}
+
+Result<int> open_regular(const std::string& path, int flags) {
+  mode_t mode = 0;
+  if (file_type(path, &mode) == FileType::kOther && mode != 0)  // (not even opened: a device may react)
+    return io_error("'" + path + "' is " + describe_mode(mode) + ", not a file streamrt wrote; skipped");
+  // O_NONBLOCK: opening a FIFO would otherwise wait for its other end (forever).
+  int fd = ::open(path.c_str(), flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == ENOENT) return not_found("no file '" + path + "'");
+    if (errno == ELOOP) return io_error("'" + path + "' is a symbolic link, not a file streamrt wrote; not followed");
+    if (errno == ENXIO) return io_error("'" + path + "' is a FIFO or device, not a file streamrt wrote; skipped");
+    return errno_status("cannot open", path);
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    Status s = io_error("'" + path + "' is " + describe_mode(st.st_mode) + ", not a file streamrt wrote; skipped");
     ::close(fd);
-    return io_error("'" + path + "' is not a readable regular file");
+    return s;
+  }
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    Status s = errno_status("cannot clear O_NONBLOCK of", path);
+    ::close(fd);
+    return s;
+  }
+  return fd;
+}
+
+Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_bytes) {
+  SRT_ASSIGN_OR_RETURN(int fd, open_regular(path, O_RDONLY));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    Status s = errno_status("cannot stat", path);
+    ::close(fd);
+    return s;
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
@@ -92,27 +152,33 @@ Status touch(const std::string& path) {
   struct timespec now[2];
   ::clock_gettime(CLOCK_REALTIME, &now[0]);
   now[1] = now[0];
-  if (::utimensat(AT_FDCWD, path.c_str(), now, 0) == 0) return ok_status();
-  if (errno != ENOENT) return errno_status("cannot set the time of", path);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  mode_t mode = 0;
+  switch (file_type(path, &mode)) {
+    case FileType::kRegular:  // (never through a symlink, and never a FIFO's or a device's times)
+      if (::utimensat(AT_FDCWD, path.c_str(), now, AT_SYMLINK_NOFOLLOW) == 0) return ok_status();
+      if (errno != ENOENT) return errno_status("cannot set the time of", path);
+      break;
+    case FileType::kMissing:
+      break;
+    default:
+      return io_error("'" + path + "' is " + describe_mode(mode) + ", not a file streamrt wrote; left alone");
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return errno_status("cannot create", path);
   int rc = ::futimens(fd, now);
   ::close(fd);
   return rc == 0 ? ok_status() : errno_status("cannot set the time of", path);
 }
 
-void remove_tree(const std::string& path) {
-  std::error_code ec;
-  // Another process may delete parts of the same tree at once; retry until it is gone.
-  for (int attempt = 0; attempt < 4 && std::filesystem::symlink_status(path, ec).type() !=
-                                           std::filesystem::file_type::not_found; ++attempt)
-    std::filesystem::remove_all(path, ec);
-}
-
-std::vector<std::string> list_dir(const std::string& path) {
+std::vector<std::string> list_dir(const std::string& path, bool follow) {
   std::vector<std::string> out;
-  DIR* d = ::opendir(path.c_str());
-  if (!d) return out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+  if (fd < 0) return out;
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return out;
+  }
   while (struct dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name != "." && name != "..") out.push_back(std::move(name));
@@ -132,7 +198,7 @@ uint64_t disk_usage(const std::string& path) {
 
 int64_t mtime_ns(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return 0;
+  if (::lstat(path.c_str(), &st) != 0) return 0;
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 

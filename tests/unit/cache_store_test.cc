@@ -247,7 +247,8 @@ TEST(DiskEngineCache, PruneRemovesLeftoversOfKilledWritersButNotLiveOnes) {
   TempDir tmp;
   const std::string dir = tmp.file("cache"), t = dir + "/tmp/";
   auto c = open_disk(dir);
-  fs::create_directories(t + "dead-" + key_n(1).hex() + "-1-0/x");           // a killed remover
+  fs::create_directories(t + "dead-" + key_n(1).hex() + "-1-0");             // a killed remover
+  testing::write_file(t + "dead-" + key_n(1).hex() + "-1-0/plan", "p");
   fs::create_directories(t + "stage-" + key_n(2).hex() + "-2-0");             // lock file gone
   fs::create_directories(t + "stage-" + key_n(3).hex() + "-3-0");             // unlocked lock
   testing::write_file(t + "stage-" + key_n(3).hex() + "-3-0.lock", "");

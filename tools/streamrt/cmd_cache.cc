@@ -43,6 +43,8 @@ int list_entries(DiskEngineCache& cache) {
   for (const auto& e : *entries) total += e.size;
   std::printf("engine cache %s: %zu entries, %s of %s\n", cache.dir().c_str(), entries->size(),
               format_bytes(total).c_str(), format_bytes(cache.max_bytes()).c_str());
+  if (!cache.read_only_reason().empty())
+    std::printf("  read-only: %s (builds use its entries but store none)\n", cache.read_only_reason().c_str());
   if (entries->empty()) return 0;
   std::printf("%-64s  %10s  %-19s  %-19s  %s\n", "key", "size", "created", "last use", "engine");
   for (const auto& e : *entries)
@@ -54,6 +56,8 @@ int list_entries(DiskEngineCache& cache) {
 void print_report(const char* what, const PruneReport& r) {
   std::printf("%s: %zu entries removed, %zu broken entries removed, %zu leftover files removed, %s freed\n", what,
               r.evicted, r.broken, r.orphans, format_bytes(r.bytes_freed).c_str());
+  // (Each is named in a warning above.)
+  if (r.skipped) std::printf("%s: %zu things streamrt did not write left in place\n", what, r.skipped);
 }
 
 }  // namespace
