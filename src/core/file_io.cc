@@ -36,15 +36,6 @@ std::pair<std::string, std::string> split_path(const std::string& path) {
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
-// OK when `path` is absent or a regular file; refuses anything else without following links.
-Status check_write_target(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? ok_status() : errno_status("cannot stat", path);
-  if (S_ISREG(st.st_mode)) return ok_status();
-  return io_error("refusing to write '" + path + "': it is " + file_kind_name(st.st_mode) +
-                  ", not a regular file (streamrt only replaces regular files)");
-}
-
 bool all_digits(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
@@ -186,6 +177,14 @@ Result<std::string> read_whole_file(const std::string& path, uint64_t max_size) 
 
 // ---- writing -----------------------------------------------------------------------------
 
+Status check_output_path(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? ok_status() : errno_status("cannot stat", path);
+  if (S_ISREG(st.st_mode)) return ok_status();
+  return io_error("refusing to write '" + path + "': it is " + file_kind_name(st.st_mode) +
+                  ", not a regular file (streamrt only replaces regular files)");
+}
+
 std::string temp_prefix_for(const std::string& path) { return path + ".streamrt-tmp."; }
 
 int remove_stale_temps(const std::string& path) {
@@ -210,7 +209,7 @@ int remove_stale_temps(const std::string& path) {
 
 Status write_file_atomic(const std::string& path, const std::function<Status(const WriteSink&)>& produce) {
   if (path.empty() || path.back() == '/') return io_error("cannot write '" + path + "': not a file name");
-  SRT_RETURN_IF_ERROR(check_write_target(path));
+  SRT_RETURN_IF_ERROR(check_output_path(path));
   remove_stale_temps(path);
   std::string tmp;
   SRT_ASSIGN_OR_RETURN(int fd, create_temp(path, &tmp));
@@ -219,7 +218,7 @@ Status write_file_atomic(const std::string& path, const std::function<Status(con
   if (st.ok() && ::fsync(fd) != 0) st = errno_status("cannot fsync", tmp);
   if (::close(fd) != 0 && st.ok()) st = errno_status("cannot close", tmp);
   // Again, just before the rename: rename(2) would replace a FIFO or device made meanwhile.
-  if (st.ok()) st = check_write_target(path);
+  if (st.ok()) st = check_output_path(path);
   if (st.ok()) st = fault("rename").with_context("cannot rename '" + tmp + "' to '" + path + "'");
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
     st = io_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));

@@ -79,6 +79,10 @@ using WriteSink = std::function<Status(const void* data, size_t size)>;
 Status write_file_atomic(const std::string& path, const std::function<Status(const WriteSink&)>& produce);
 Status write_file_atomic(const std::string& path, const void* data, size_t size);
 
+// OK when `path` is absent or a regular file: what write_file_atomic() checks first. Commands
+// call it before long work (a build) so that a bad output fails at once.
+Status check_output_path(const std::string& path);
+
 // The temporary name prefix of `path`'s writes: "<path>.streamrt-tmp.".
 std::string temp_prefix_for(const std::string& path);
 // Removes "<path>.streamrt-tmp.<pid>.<n>" files whose process no longer exists (kill(pid, 0)

@@ -192,15 +192,16 @@ TEST_F(FileIo, RefusesToReplaceSymlinksFifosDevicesAndDirectories) {
   }));
   EXPECT_TRUE(fs::is_fifo(fifo));
 
-  // A character device of our own (/dev/null's numbers), and /dev/full itself: neither is
-  // replaced, and /dev/full is not taken for a file that was written.
-  if (::mknod(path("null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
-    EXPECT_TRUE(fails_with(write_file_atomic(path("null"), "new", 3), StatusCode::kIoError,
-                           {"a character device"}));
-    EXPECT_TRUE(fs::is_character_file(path("null")));
+  // Character devices of our own with /dev/null's and /dev/full's numbers (never the real
+  // ones: a regression would replace them on the test machine): neither is replaced, and the
+  // full one is not taken for a file that was written.
+  for (auto [name, minor] : {std::pair{"null", 3}, std::pair{"full", 7}}) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(::mknod(path(name).c_str(), S_IFCHR | 0666, makedev(1, minor)), 0) << "tests run as root";
+    EXPECT_TRUE(fails_with(write_file_atomic(path(name), "new", 3), StatusCode::kIoError,
+                           {name, "a character device"}));
+    EXPECT_TRUE(fs::is_character_file(path(name)));
   }
-  EXPECT_TRUE(fails_with(write_file_atomic("/dev/full", "new", 3), StatusCode::kIoError, {"a character device"}));
-  EXPECT_TRUE(fs::is_character_file("/dev/full"));
   EXPECT_TRUE(temps_in(dir_.path()).empty());
 }
 
