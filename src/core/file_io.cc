@@ -112,6 +112,11 @@ const char* file_kind_name(mode_t mode) {
 // ---- reading -----------------------------------------------------------------------------
 
 Result<InputFile> InputFile::open(const std::string& path, const Options& options, StatusCode too_large_code) {
+  // Devices are refused before they are opened too: opening some has effects (a watchdog arms).
+  // The fstat below still decides, on what was actually opened.
+  struct stat pre {};
+  if (::stat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode))
+    return io_error("'" + path + "' is " + file_kind_name(pre.st_mode) + ", not a regular file");
   const int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (options.follow_symlinks ? 0 : O_NOFOLLOW);
   const int fd = ::open(path.c_str(), flags);
   if (fd < 0) {
