@@ -344,3 +344,80 @@ streamrt_cli_test(compile_cache_bad_max_size fail "InvalidArgument: --cache-max-
 streamrt_cli_test(compile_cache_dir_is_a_file fail "IoError: cannot create directory '.*graph_break\\.onnx/entries'"
   FIXTURES_REQUIRED cli_break_model
   ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/never.pte --device cpu --cache-dir ${STREAMRT_CLI_BREAK})
+
+# --- files: outputs replace only regular files, inputs are regular files checked before reading ---
+# streamrt_cli_file_test(NAME <rc> REGEX SETUP CHECK ARGS ...): in a fresh folder $D
+# (${STREAMRT_CLI_TMP}/files/NAME), runs the shell lines SETUP, then streamrt ARGS (killed after
+# 60 s: a FIFO must not stall it), requires exit status <rc> exactly (a signal is never 0 or 1)
+# and REGEX (grep -E, no ' or ;) in its output, then runs the shell lines CHECK (each must hold).
+# Lines are separated by newlines: a ';' would split the CMake argument list.
+function(streamrt_cli_file_test name rc regex setup check)
+  cmake_parse_arguments(T "" "FIXTURES_REQUIRED" "ARGS" ${ARGN})
+  set(dir ${STREAMRT_CLI_TMP}/files/${name})
+  set(script "set -e\nD=${dir}\nrm -rf \"$D\"\nmkdir -p \"$D\"\n${setup}\nrc=0\n"
+             "timeout 60 \"$0\" \"$@\" >\"$D/log\" 2>&1 || rc=$?\ncat \"$D/log\"\necho \"exit: $rc\"\n"
+             "test \"$rc\" -eq ${rc}\ngrep -Eq '${regex}' \"$D/log\"\n${check}\n")
+  string(JOIN "" script ${script})
+  string(REPLACE "@D@" "${dir}" T_ARGS "${T_ARGS}")
+  add_test(NAME cli_${name} COMMAND sh -c "${script}" $<TARGET_FILE:streamrt_cli> ${T_ARGS})
+  set_tests_properties(cli_${name} PROPERTIES LABELS cli TIMEOUT 120)
+  if(T_FIXTURES_REQUIRED)
+    set_tests_properties(cli_${name} PROPERTIES FIXTURES_REQUIRED ${T_FIXTURES_REQUIRED})
+  endif()
+endfunction()
+set(STREAMRT_CLI_MLP_BUILD build ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu)
+set(STREAMRT_CLI_REFUSED "refusing to write")
+
+streamrt_cli_file_test(output_onto_symlink 1 "${STREAMRT_CLI_REFUSED} .*/link.: it is a symbolic link"
+  "echo keep > \"$D/target\"\nln -s \"$D/target\" \"$D/link\""
+  "test -L \"$D/link\"\ntest \"$(cat \"$D/target\")\" = keep\ntest -z \"$(ls \"$D\" | grep streamrt-tmp || true)\""
+  ARGS ${STREAMRT_CLI_MLP_BUILD} -o @D@/link)
+streamrt_cli_file_test(output_onto_fifo 1 "${STREAMRT_CLI_REFUSED} .*/fifo.: it is a FIFO"
+  "mkfifo \"$D/fifo\"" "test -p \"$D/fifo\"" ARGS ${STREAMRT_CLI_MLP_BUILD} -o @D@/fifo)
+# Device nodes of our own with /dev/null's and /dev/full's numbers: never the real ones, which a
+# regression would replace on the test machine. /dev/full would swallow the plan with ENOSPC:
+# refused, not reported as written.
+streamrt_cli_file_test(output_onto_char_device 1 "${STREAMRT_CLI_REFUSED} .*/null.: it is a character device"
+  "mknod \"$D/null\" c 1 3" "test -c \"$D/null\"" ARGS ${STREAMRT_CLI_MLP_BUILD} -o @D@/null)
+streamrt_cli_file_test(output_onto_dev_full 1 "${STREAMRT_CLI_REFUSED} .*/full.: it is a character device"
+  "mknod \"$D/full\" c 1 7" "test -c \"$D/full\"" ARGS ${STREAMRT_CLI_MLP_BUILD} -o @D@/full)
+streamrt_cli_file_test(output_onto_directory 1 "${STREAMRT_CLI_REFUSED} .*/dir.: it is a directory"
+  "mkdir \"$D/dir\"" "test -d \"$D/dir\"" ARGS ${STREAMRT_CLI_MLP_BUILD} -o @D@/dir)
+streamrt_cli_file_test(compile_output_onto_symlink 1 "${STREAMRT_CLI_REFUSED} .*/link.: it is a symbolic link"
+  "echo keep > \"$D/target\"\nln -s \"$D/target\" \"$D/link\"" "test \"$(cat \"$D/target\")\" = keep"
+  FIXTURES_REQUIRED cli_break_model ARGS compile ${STREAMRT_CLI_BREAK} -o @D@/link --device cpu)
+streamrt_cli_file_test(refit_output_onto_fifo 1 "${STREAMRT_CLI_REFUSED} .*/fifo.: it is a FIFO"
+  "mkfifo \"$D/fifo\"" "test -p \"$D/fifo\""
+  FIXTURES_REQUIRED cli_mlp_plan ARGS refit ${STREAMRT_CLI_TMP}/mlp_profile.plan --from ${STREAMRT_CLI_MLP}/model.onnx -o @D@/fifo)
+# A temporary of a process that is gone (a builder killed mid-write) is removed by the next
+# write of the same output; one of a live process (this shell) is kept.
+streamrt_cli_file_test(output_removes_stale_temps 0 "built .*out\\.plan"
+  "sh -c \"exit 0\" &\ndead=$!\nwait $dead\necho junk > \"$D/out.plan.streamrt-tmp.$dead.0\"\necho junk > \"$D/out.plan.tmp.$dead\"\necho junk > \"$D/out.plan.streamrt-tmp.$$.0\""
+  "test ! -e \"$D/out.plan.streamrt-tmp.$dead.0\"\ntest ! -e \"$D/out.plan.tmp.$dead\"\ntest -e \"$D/out.plan.streamrt-tmp.$$.0\"\ntest -s \"$D/out.plan\""
+  ARGS ${STREAMRT_CLI_MLP_BUILD} -o @D@/out.plan)
+# ONNX external data: a FIFO beside the model is refused without blocking; links out of the
+# model's folder, '..' and absolute paths are refused.
+streamrt_cli_file_test(external_data_fifo 1 "tensor .W.: external data .weights\\.bin.: .* is a FIFO"
+  "cp ${STREAMRT_CLI_CORPUS}/onnx/valid_external.onnx \"$D/model.onnx\"\nmkfifo \"$D/weights.bin\"" ""
+  ARGS build @D@/model.onnx -o @D@/never.plan --device cpu)
+streamrt_cli_file_test(external_data_symlink_outside 1 "external data path .escape\\.bin. resolves outside the model.s folder"
+  "cp ${STREAMRT_CLI_CORPUS}/onnx/corrupt_external_symlink_escape.onnx \"$D/model.onnx\"\nln -s /etc/passwd \"$D/escape.bin\"" ""
+  ARGS build @D@/model.onnx -o @D@/never.plan --device cpu)
+streamrt_cli_test(external_data_dotdot fail "InvalidModel: .*external data path '\\.\\./outside\\.bin' contains '\\.\\.'"
+  ARGS build ${STREAMRT_CLI_CORPUS}/onnx/corrupt_external_dotdot.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(external_data_absolute fail "InvalidModel: .*external data path '/etc/passwd' is absolute"
+  ARGS build ${STREAMRT_CLI_CORPUS}/onnx/corrupt_external_absolute.onnx -o ${STREAMRT_CLI_TMP}/never.plan)
+# Devices and folders named as inputs are refused before a byte is read.
+streamrt_cli_test(model_dev_zero fail "IoError: cannot open ONNX model '/dev/zero': '/dev/zero' is a character device"
+  ARGS build /dev/zero -o ${STREAMRT_CLI_TMP}/never.plan)
+streamrt_cli_test(run_plan_dev_zero fail "IoError: '/dev/zero' is a character device" ARGS run /dev/zero)
+streamrt_cli_test(input_dev_zero fail "IoError: '/dev/zero' is a character device, not a regular file"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --input input=/dev/zero)
+streamrt_cli_test(input_is_a_directory fail "IoError: '.*empty_dir' is a directory, not a regular file"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --input input=${STREAMRT_CLI_TMP}/empty_dir)
+streamrt_cli_test(program_input_is_a_directory fail "IoError: '.*empty_dir' is a directory, not a regular file"
+  FIXTURES_REQUIRED cli_break_pte ARGS run ${STREAMRT_CLI_PTE} --input x=${STREAMRT_CLI_TMP}/empty_dir)
+streamrt_cli_test(output_dir_under_a_file fail "IoError: --output-dir: cannot create directory '.*model\\.onnx/out'"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --output-dir ${STREAMRT_CLI_MLP}/model.onnx/out)
+streamrt_cli_test(program_output_dir_under_a_file fail "IoError: --output-dir: cannot create directory '.*model\\.onnx/out'"
+  FIXTURES_REQUIRED cli_break_pte ARGS run ${STREAMRT_CLI_PTE} --output-dir ${STREAMRT_CLI_MLP}/model.onnx/out)

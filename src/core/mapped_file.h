@@ -15,9 +15,14 @@ namespace streamrt {
 
 class MappedFile {
  public:
-  // Opens and maps `path` read-only. kIoError naming the path when it cannot be opened,
-  // is not a regular file, or cannot be mapped. An empty file maps to data() == nullptr.
-  static Result<std::shared_ptr<MappedFile>> open(const std::string& path);
+  // No plan or program comes near this; a larger "file" is a mistake, not data.
+  static constexpr uint64_t kDefaultMaxSize = uint64_t{1} << 40;  // 1 TiB
+
+  // Opens (core/file_io.h: never blocks on a FIFO or device) and maps `path` read-only.
+  // kIoError naming the path when it cannot be opened, is not a regular file (saying what it
+  // is), or cannot be mapped; kInvalidArgument when larger than `max_size`. An empty file maps
+  // to data() == nullptr.
+  static Result<std::shared_ptr<MappedFile>> open(const std::string& path, uint64_t max_size = kDefaultMaxSize);
 
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

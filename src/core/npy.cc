@@ -1,7 +1,8 @@
 #include "core/npy.h"
 
 #include <cstring>
-#include <fstream>
+
+#include "core/file_io.h"
 
 namespace streamrt {
 namespace {
@@ -164,10 +165,8 @@ Result<Tensor> parse_npy(const std::string& bytes, const std::string& what) {
   return Tensor::from_bytes(dtype, dims, bytes.data() + data_start, need);
 }
 
-Result<Tensor> load_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot open '" + path + "'");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+Result<Tensor> load_npy(const std::string& path, uint64_t max_bytes) {
+  SRT_ASSIGN_OR_RETURN(std::string bytes, read_whole_file(path, max_bytes));
   return parse_npy(bytes, path);
 }
 
@@ -183,16 +182,15 @@ Status save_npy(const Tensor& t, const std::string& path) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return io_error("cannot write '" + path + "'");
-  out.write("\x93NUMPY\x01\x00", 8);
   const uint16_t len = static_cast<uint16_t>(header.size());
-  out.put(static_cast<char>(len & 0xff));
-  out.put(static_cast<char>(len >> 8));
-  out << header;
-  out.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
-  if (!out) return io_error("write to '" + path + "' failed");
-  return ok_status();
+  std::string preamble("\x93NUMPY\x01\x00", 8);
+  preamble += static_cast<char>(len & 0xff);
+  preamble += static_cast<char>(len >> 8);
+  preamble += header;
+  return write_file_atomic(path, [&](const WriteSink& sink) {
+    SRT_RETURN_IF_ERROR(sink(preamble.data(), preamble.size()));
+    return sink(t.data(), t.nbytes());
+  });
 }
 
 }  // namespace streamrt

@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <climits>
-#include <filesystem>
-#include <fstream>
 #include <unordered_set>
 
+#include "core/file_io.h"
 #include "ir/shape_inference.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/tensor_proto.h"
@@ -179,15 +178,17 @@ Result<ir::Graph> import_onnx_bytes(const void* data, size_t size, const std::st
 }
 
 Result<ir::Graph> import_onnx_file(const std::string& path, const ImportOptions& options) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return io_error("ONNX model '" + path + "' is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot open ONNX model '" + path + "'");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return io_error("cannot read ONNX model '" + path + "'");
+  // Opened without blocking (a FIFO or device is refused) and sized before it is read.
+  auto file = InputFile::open(path, UINT64_MAX);
+  if (!file.ok()) return file.status().with_context("cannot open ONNX model '" + path + "'");
+  if (file->size() > static_cast<uint64_t>(INT_MAX))
+    return invalid_model("ONNX model '" + path + "' has " + std::to_string(file->size()) +
+                         " bytes, over protobuf's 2 GiB limit; store its weights as external data");
+  auto bytes = file->read_all();
+  if (!bytes.ok()) return bytes.status().with_context("cannot read ONNX model '" + path + "'");
   size_t slash = path.find_last_of('/');
   std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  auto g = import_onnx_bytes(bytes.data(), bytes.size(), dir, options);
+  auto g = import_onnx_bytes(bytes->data(), bytes->size(), dir, options);
   if (!g.ok()) return g.status().with_context(path);
   return g;
 }

@@ -1,15 +1,12 @@
 #include "onnx/tensor_proto.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <sstream>
 
+#include "core/file_io.h"
 #include "core/float16.h"
 #include "onnx/onnx_pb.h"
 
@@ -67,19 +64,12 @@ Result<std::string> resolve_external_path(const std::string& location, const std
   if (!realpath(full.c_str(), file_real))
     return io_error(what + ": external data file '" + full + "' not found");
   std::string b(base_real), f(file_real);
-  if (f.compare(0, b.size(), b) != 0 || (f.size() > b.size() && f[b.size()] != '/'))
+  if (b.back() != '/') b += '/';  // "/model" must not admit "/model2/x"; "/" admits all
+  if (f.compare(0, b.size(), b) != 0)
     return invalid_model(what + ": external data path '" + location +
                          "' resolves outside the model's folder");
   return f;
 }
-
-// Closes a file descriptor on every return path.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // Reads an external tensor of `nbytes` bytes. The file and the range are checked before the
 // tensor is allocated, so a tiny model cannot claim gigabytes it does not have.
@@ -102,28 +92,21 @@ Result<Tensor> read_external(const onnx::TensorProto& p, const std::string& base
     else if (kv.key() == "length") SRT_RETURN_IF_ERROR(parse(length));
   }
   SRT_ASSIGN_OR_RETURN(std::string path, resolve_external_path(location, base_dir, what));
-  FdCloser file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) return io_error(what + ": cannot open external data file '" + path + "'");
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0) return io_error(what + ": cannot stat external data file '" + path + "'");
-  if (!S_ISREG(st.st_mode))
-    return invalid_model(what + ": external data path '" + location + "' is not a regular file");
+  // The resolved path holds no links; O_NOFOLLOW keeps a link swapped in since from being
+  // followed, and the non-blocking open keeps a FIFO from stalling the import.
+  auto opened = InputFile::open(path, {UINT64_MAX, /*follow_symlinks=*/false});
+  if (!opened.ok()) return opened.status().with_context(what + ": external data '" + location + "'");
+  const InputFile& file = *opened;
+  const uint64_t size = file.size();
   if (length >= 0 && static_cast<uint64_t>(length) != need)
     return invalid_model(what + ": external data length " + std::to_string(length) +
                          " does not match the tensor's " + std::to_string(need) + " bytes");
-  if (static_cast<uint64_t>(offset) > static_cast<uint64_t>(st.st_size) ||
-      need > static_cast<uint64_t>(st.st_size) - static_cast<uint64_t>(offset))
+  if (static_cast<uint64_t>(offset) > size || need > size - static_cast<uint64_t>(offset))
     return invalid_model(what + ": external data (offset " + std::to_string(offset) + " + " +
                          std::to_string(need) + " bytes) extends past the end of '" + path +
-                         "' (" + std::to_string(st.st_size) + " bytes)");
+                         "' (" + std::to_string(size) + " bytes)");
   SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, dims));
-  auto* dst = static_cast<char*>(t.mutable_data());
-  uint64_t done = 0;
-  while (done < need) {
-    ssize_t n = ::pread(file.fd, dst + done, need - done, offset + static_cast<off_t>(done));
-    if (n <= 0) return io_error(what + ": read error in '" + path + "'");
-    done += static_cast<uint64_t>(n);
-  }
+  SRT_RETURN_IF_ERROR(file.read_at(t.mutable_data(), need, static_cast<uint64_t>(offset)).with_context(what));
   return t;
 }
 
@@ -198,9 +181,8 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& 
 }
 
 Result<Tensor> load_tensor_pb(const std::string& path, std::string* name) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot open '" + path + "'");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // protobuf parses at most 2 GiB; a larger file is refused before it is read.
+  SRT_ASSIGN_OR_RETURN(std::string bytes, read_whole_file(path, INT_MAX));
   onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes)) return invalid_argument("'" + path + "' is not a TensorProto");
   if (name) *name = proto.name();
@@ -214,9 +196,9 @@ Status save_tensor_pb(const Tensor& t, const std::string& name, const std::strin
   proto.set_data_type(dtype_to_onnx(t.dtype()));
   for (int64_t d : t.dims()) proto.add_dims(d);
   proto.set_raw_data(t.data(), t.nbytes());
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !proto.SerializeToOstream(&out)) return io_error("cannot write '" + path + "'");
-  return ok_status();
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes)) return invalid_argument("cannot write '" + path + "': tensor too large");
+  return write_file_atomic(path, bytes.data(), bytes.size());
 }
 
 }  // namespace streamrt::onnx_import

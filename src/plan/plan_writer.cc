@@ -1,15 +1,12 @@
 // Plan writer: PlanData -> header + metadata FlatBuffer + aligned weights section.
 // The file layout is documented at the top of plan.h.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <functional>
 
+#include "core/file_io.h"
 #include "plan/plan.h"
 #include "plan/plan_generated.h"
 
@@ -37,7 +34,7 @@ constexpr uint8_t kZeros[4096] = {};
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // Where bytes go: a vector, a file, or a checksum state.
-using Sink = std::function<Status(const void*, size_t)>;
+using Sink = WriteSink;
 
 Status write_zeros(const Sink& sink, uint64_t n) {
   while (n > 0) {
@@ -272,34 +269,6 @@ Result<std::vector<uint8_t>> emit_to_vector(const flatbuffers::DetachedBuffer& m
   return out;
 }
 
-Status errno_error(const std::string& what, const std::string& path) {
-  return io_error(what + " '" + path + "': " + std::strerror(errno));
-}
-
-Status write_all(int fd, const void* p, size_t n, const std::string& path) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  while (n > 0) {
-    ssize_t w = ::write(fd, b, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno_error("cannot write", path);
-    }
-    b += w;
-    n -= static_cast<size_t>(w);
-  }
-  return ok_status();
-}
-
-// Makes the rename durable: fsync the directory that holds `path`.
-void sync_parent_dir(const std::string& path) {
-  auto slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
 }  // namespace
 
 Result<std::vector<uint8_t>> serialize_plan(PlanData& plan) {
@@ -317,24 +286,11 @@ Result<std::vector<uint8_t>> assemble_plan(const PlanData& plan,
 Status write_plan(PlanData& plan, const std::string& path) {
   SRT_RETURN_IF_ERROR(compute_weight_layout(plan));
   auto meta = build_metadata(plan);
-  // Write a temporary file next to the target and rename it: readers never see a partial
-  // plan, and a crash leaves the old file intact.
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_error("cannot create", tmp);
-  Status st = emit_plan(meta, weights_from_plan(plan), [fd, &tmp](const void* p, size_t n) {
-    return write_all(fd, p, n, tmp);
+  // Atomic (a temporary renamed over the target): readers never see a partial plan, a crash
+  // leaves the old file intact, and a target that is not a regular file is refused.
+  return write_file_atomic(path, [&](const WriteSink& sink) {
+    return emit_plan(meta, weights_from_plan(plan), sink);
   });
-  if (st.ok() && ::fsync(fd) != 0) st = errno_error("cannot fsync", tmp);
-  if (::close(fd) != 0 && st.ok()) st = errno_error("cannot close", tmp);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    st = io_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  sync_parent_dir(path);
-  return ok_status();
 }
 
 }  // namespace streamrt::plan

@@ -3,11 +3,9 @@
 #include <xxhash.h>
 
 #include <bit>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <unistd.h>
 
+#include "core/file_io.h"
 #include "program/program_format.h"
 #include "program/program_generated.h"
 
@@ -167,19 +165,9 @@ Result<std::vector<uint8_t>> assemble_program(const ProgramData& program,
 Status write_program(ProgramData& program, const std::vector<std::vector<uint8_t>>& segments,
                      const std::string& path) {
   SRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_program(program, segments));
-  // A temporary file next to the target, renamed over it once complete and synced: readers
-  // never see half a program, and a crash leaves the old file intact.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return io_error("cannot create '" + tmp + "': " + std::strerror(errno));
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fflush(f) == 0 &&
-            ::fsync(::fileno(f)) == 0;
-  int err = errno;
-  ok = (std::fclose(f) == 0) && ok;
-  if (ok && std::rename(tmp.c_str(), path.c_str()) == 0) return ok_status();
-  if (ok) err = errno;
-  std::remove(tmp.c_str());
-  return io_error("cannot write program '" + path + "': " + std::strerror(err));
+  // Atomic (core/file_io.h): readers never see half a program, a crash leaves the old file
+  // intact, and a target that is not a regular file is refused.
+  return write_file_atomic(path, bytes.data(), bytes.size());
 }
 
 }  // namespace streamrt::program

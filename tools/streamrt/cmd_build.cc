@@ -3,6 +3,7 @@
 
 #include "builder/shape_spec.h"
 #include "commands.h"
+#include "core/file_io.h"
 #include "streamrt/builder.h"
 #include "streamrt/runtime.h"
 
@@ -59,6 +60,8 @@ Command add_build_command(CLI::App& app) {
   app.add_flag("--strip-weights", s->strip_weights, "write the plan without weights (refit it before running: streamrt refit)");
   add_cache_options(app, s->cache);
   return [s]() {
+    // Before the build: a bad -o (a directory, FIFO, device, symlink) fails at once.
+    if (Status st = check_output_path(s->output); !st.ok()) return report_error(st);
     auto config = make_builder_config(s->opts);
     if (!config.ok()) return report_error(config.status());
     config->strip_weights = s->strip_weights;

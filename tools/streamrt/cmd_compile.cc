@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "core/byte_size.h"
+#include "core/file_io.h"
 #include "delegate/compile.h"
 
 namespace streamrt::cli {
@@ -29,6 +30,7 @@ Command add_compile_command(CLI::App& app) {
                               "bake each engine's own budget (8GiB, 50%, auto, bytes)");
   add_cache_options(app, s->cache);
   return [s, total, each]() {
+    if (Status st = check_output_path(s->output); !st.ok()) return report_error(st);  // before the build
     auto config = make_builder_config(s->opts);
     if (!config.ok()) return report_error(config.status());
     delegate::CompileOptions o;

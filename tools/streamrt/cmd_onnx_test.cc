@@ -8,11 +8,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "commands.h"
+#include "core/file_io.h"
 #include "onnx_test_case.h"
 
 namespace streamrt::cli {
@@ -166,7 +166,8 @@ Command add_onnx_test_command(CLI::App& app) {
       for (size_t i = 0; i < cases.size(); ++i)
         j.push_back({{"case", cases[i]}, {"result", names[static_cast<int>(results[i].outcome)]},
                      {"message", results[i].message}});
-      std::ofstream(s->json) << j.dump(2) << "\n";
+      const std::string text = j.dump(2) + "\n";
+      if (Status st = write_file_atomic(s->json, text.data(), text.size()); !st.ok()) return report_error(st);
     }
     std::printf("%zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;

@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "core/byte_size.h"
+#include "core/file_io.h"
 #include "streamrt/refit.h"
 
 namespace streamrt::cli {
@@ -17,6 +18,7 @@ Command add_refit_command(CLI::App& app) {
   app.add_option("--from", s->from, "ONNX model of the same architecture holding the new weights")->required();
   app.add_option("-o,--output", s->output, "refitted plan to write")->required();
   return [s]() {
+    if (Status st = check_output_path(s->output); !st.ok()) return report_error(st);  // before the refit
     auto refitter = Refitter::open_plan(s->plan);
     if (!refitter.ok()) return report_error(refitter.status());
     Refitter& r = **refitter;

@@ -2,11 +2,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <random>
 
 #include "commands.h"
 #include "core/byte_size.h"
+#include "core/file_io.h"
 #include "core/float16.h"
 #include "core/npy.h"
 #include "core/tensor.h"
@@ -122,6 +122,19 @@ Command add_run_command(CLI::App& app) {
   return [s]() -> int {
     if (is_program_path(s->model))
       return run_program_command({s->model, s->inputs, s->backend_options, s->output_dir, s->iterations, s->warmup});
+    // Before the build and the runs, so that a folder that cannot be made fails at once.
+    if (!s->output_dir.empty())
+      if (Status st = make_directories(s->output_dir); !st.ok()) return report_error(st.with_context("--output-dir"));
+    // Inputs before the build, so that a bad file fails at once.
+    std::map<std::string, Tensor> given;
+    for (const auto& spec : s->inputs) {
+      size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return report_error(invalid_argument("bad --input '" + spec + "' (expected name=file.npy)"));
+      auto t = load_input_file(spec.substr(eq + 1));
+      if (!t.ok()) return report_error(t.status());
+      given[spec.substr(0, eq)] = std::move(t).value();
+    }
     auto config = make_builder_config(s->opts);
     if (!config.ok()) return report_error(config.status());
     RuntimeOptions ro;
@@ -143,15 +156,6 @@ Command add_run_command(CLI::App& app) {
 
     if (s->cuda_graph)
       if (Status st = (*ctx)->set_cuda_graph(true); !st.ok()) return report_error(st);
-    std::map<std::string, Tensor> given;
-    for (const auto& spec : s->inputs) {
-      size_t eq = spec.find('=');
-      if (eq == std::string::npos || eq == 0)
-        return report_error(invalid_argument("bad --input '" + spec + "' (expected name=file.npy)"));
-      auto t = load_input_file(spec.substr(eq + 1));
-      if (!t.ok()) return report_error(t.status());
-      given[spec.substr(0, eq)] = std::move(t).value();
-    }
     std::mt19937 rng(1234);
     std::map<std::string, Tensor> tensors;      // host copies
     std::map<std::string, DeviceBuffer> buffers;  // what the engine reads and writes
@@ -207,7 +211,6 @@ Command add_run_command(CLI::App& app) {
                 (*engine)->name().c_str(), device_type_name((*engine)->device()), (*engine)->num_steps(),
                 (*engine)->weights_size() / 1048576.0, (*engine)->device_memory_size() / 1048576.0);
     std::printf("outputs:\n");
-    if (!s->output_dir.empty()) std::filesystem::create_directories(s->output_dir);
     for (const TensorDesc& d : (*engine)->io_tensors()) {
       if (d.is_input) continue;
       auto dims = (*ctx)->tensor_shape(d.name);

@@ -5,11 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 
 #include "commands.h"
 #include "core/byte_size.h"
+#include "core/file_io.h"
 #include "core/npy.h"
 #include "onnx/tensor_proto.h"
 #include "ops/op.h"
@@ -126,6 +126,8 @@ bool is_program_path(const std::string& path) {
 int run_program_command(const RunProgramArgs& a) {
   auto options = parse_backend_options(a.backend_options);
   if (!options.ok()) return report_error(options.status());
+  if (!a.output_dir.empty())
+    if (Status st = make_directories(a.output_dir); !st.ok()) return report_error(st.with_context("--output-dir"));
   Module m(a.path);
   if (Status st = m.load(*options); !st.ok()) return report_error(st);
   const program::MethodData* forward = nullptr;
@@ -146,7 +148,6 @@ int run_program_command(const RunProgramArgs& a) {
   std::printf("program '%s': method forward, %zu instructions\n", a.path.c_str(), forward->instructions.size());
   print_budgets(m);
   std::printf("outputs:\n");
-  if (!a.output_dir.empty()) std::filesystem::create_directories(a.output_dir);
   for (size_t i = 0; i < outputs->size(); ++i) {
     const std::string name = forward->values[forward->outputs[i]].name;
     print_output(name, (*outputs)[i]);

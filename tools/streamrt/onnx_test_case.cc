@@ -24,7 +24,8 @@ Result<std::vector<Tensor>> load_numbered(const fs::path& dir, const std::string
   std::vector<Tensor> out;
   for (int i = 0;; ++i) {
     fs::path p = dir / (prefix + std::to_string(i) + ".pb");
-    if (!fs::exists(p)) break;
+    std::error_code ec;
+    if (!fs::exists(p, ec)) break;
     SRT_ASSIGN_OR_RETURN(Tensor t, onnx_import::load_tensor_pb(p.string()));
     out.push_back(std::move(t));
   }
@@ -33,8 +34,11 @@ Result<std::vector<Tensor>> load_numbered(const fs::path& dir, const std::string
 
 Result<std::vector<DataSet>> load_data_sets(const fs::path& dir) {
   std::vector<fs::path> sets;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->is_directory(ec) && it->path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(it->path());
+  if (ec) return io_error("cannot list '" + dir.string() + "': " + ec.message());
   std::sort(sets.begin(), sets.end());
   std::vector<DataSet> out;
   for (const auto& s : sets) {
@@ -151,7 +155,8 @@ std::vector<std::string> find_cases(const std::string& path) {
   if (fs::exists(fs::path(path) / "model.onnx", ec)) return {path};
   for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec))
-    if (it->is_regular_file() && it->path().filename() == "model.onnx") out.push_back(it->path().parent_path().string());
+    if (std::error_code file_ec; it->is_regular_file(file_ec) && it->path().filename() == "model.onnx")
+      out.push_back(it->path().parent_path().string());
   std::sort(out.begin(), out.end());
   return out;
 }
