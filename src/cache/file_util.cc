@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "cache/fault_injection.h"
+#include "core/file_io.h"
 
 namespace streamrt::cache {
 
@@ -62,15 +63,7 @@ Status write_new_file(const std::string& path, const void* data, size_t size) {
   return st;
 }
 
-std::string describe_mode(mode_t mode) {
-  if (S_ISREG(mode)) return "a regular file";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  return "not a regular file";
-}
+std::string describe_mode(mode_t mode) { return file_kind_name(mode); }
 
 FileType file_type(const std::string& path, mode_t* mode) {
   struct stat st {};
@@ -109,33 +102,11 @@ Result<int> open_regular(const std::string& path, int flags) {
 }
 
 Result<std::vector<uint8_t>> read_file(const std::string& path, uint64_t max_bytes) {
-  SRT_ASSIGN_OR_RETURN(int fd, open_regular(path, O_RDONLY));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    Status s = errno_status("cannot stat", path);
-    ::close(fd);
-    return s;
-  }
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    ::close(fd);
-    return invalid_plan("'" + path + "' has " + std::to_string(st.st_size) + " bytes, more than the " +
-                        std::to_string(max_bytes) + " allowed");
-  }
-  std::vector<uint8_t> out(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t r = ::read(fd, out.data() + done, out.size() - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      Status s = errno_status("cannot read", path);
-      ::close(fd);
-      return s;
-    }
-    if (r == 0) break;  // shrank meanwhile: the size check below reports it
-    done += static_cast<size_t>(r);
-  }
-  ::close(fd);
-  if (done != out.size()) return invalid_plan("'" + path + "' changed size while read");
+  if (file_type(path, nullptr) == FileType::kMissing) return not_found("no file '" + path + "'");
+  // Never through a link: a cache holds only files it wrote itself.
+  SRT_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path, {max_bytes, false}, StatusCode::kInvalidPlan));
+  std::vector<uint8_t> out(static_cast<size_t>(file.size()));
+  SRT_RETURN_IF_ERROR(file.read_at(out.data(), out.size(), 0));
   return out;
 }
 
