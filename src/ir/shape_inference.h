@@ -6,6 +6,7 @@
 // of a static last dim becomes a known value.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct InferOptions {
   std::unordered_map<ValueId, Dims> input_dims;
   // Contents known for some inputs (e.g. host data bound to a shape-tensor input).
   std::unordered_map<ValueId, Tensor> known_values;
+  // Inputs and outputs of static dims holding more elements than this (or so many that the count
+  // overflows) are an error naming the tensor (and its node): later rules and passes count
+  // elements in int64 and size buffers from them. The builder passes its max_tensor_elements.
+  int64_t max_tensor_elements = INT64_MAX;
 };
 
 struct InferResult {
