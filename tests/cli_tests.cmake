@@ -421,3 +421,22 @@ streamrt_cli_test(output_dir_under_a_file fail "IoError: --output-dir: cannot cr
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --output-dir ${STREAMRT_CLI_MLP}/model.onnx/out)
 streamrt_cli_test(program_output_dir_under_a_file fail "IoError: --output-dir: cannot create directory '.*model\\.onnx/out'"
   FIXTURES_REQUIRED cli_break_pte ARGS run ${STREAMRT_CLI_PTE} --output-dir ${STREAMRT_CLI_MLP}/model.onnx/out)
+# --- names that are not UTF-8 (bytes like \xff in node / tensor names, which ONNX allows): the
+# model builds, and inspect prints them escaped as \xHH in text and JSON instead of aborting ----
+add_test(NAME cli_write_non_utf8_model COMMAND streamrt_tests --gtest_filter=BuilderScaleFixture.WriteNonUtf8NamedModel)
+set_tests_properties(cli_write_non_utf8_model PROPERTIES LABELS cli FIXTURES_SETUP cli_non_utf8_model)
+set(STREAMRT_CLI_NON_UTF8 ${STREAMRT_CLI_TMP}/non_utf8)
+streamrt_cli_test(build_non_utf8_names pass "."
+  FILE ${STREAMRT_CLI_NON_UTF8}.plan FIXTURES_REQUIRED cli_non_utf8_model FIXTURES_SETUP cli_non_utf8_plan
+  ARGS build ${STREAMRT_CLI_NON_UTF8}.onnx -o ${STREAMRT_CLI_NON_UTF8}.plan --device cpu)
+streamrt_cli_test(inspect_non_utf8_names_text pass "plan 'graph\\\\xff'.*in\\\\xfe .*MatMul +mm\\\\xff .*relu\\\\xffend .*w\\\\xc0 "
+  FIXTURES_REQUIRED cli_non_utf8_plan ARGS inspect ${STREAMRT_CLI_NON_UTF8}.plan)
+streamrt_cli_test(inspect_non_utf8_names_json pass "name.: .mm\\\\\\\\xff.*name.: .relu\\\\\\\\xffend.*name.: .w\\\\\\\\xc0"
+  FIXTURES_REQUIRED cli_non_utf8_plan ARGS inspect ${STREAMRT_CLI_NON_UTF8}.plan --json)
+streamrt_cli_test(compile_non_utf8_names pass "."
+  FILE ${STREAMRT_CLI_NON_UTF8}.pte FIXTURES_REQUIRED cli_non_utf8_model FIXTURES_SETUP cli_non_utf8_pte
+  ARGS compile ${STREAMRT_CLI_NON_UTF8}.onnx -o ${STREAMRT_CLI_NON_UTF8}.pte --device cpu --fallback-ops Relu)
+streamrt_cli_test(inspect_program_non_utf8_names_text pass "input +in\\\\xfe .*kernel Relu 'relu\\\\xffend'"
+  FIXTURES_REQUIRED cli_non_utf8_pte ARGS inspect ${STREAMRT_CLI_NON_UTF8}.pte)
+streamrt_cli_test(inspect_program_non_utf8_names_json pass "node.: .relu\\\\\\\\xffend"
+  FIXTURES_REQUIRED cli_non_utf8_pte ARGS inspect ${STREAMRT_CLI_NON_UTF8}.pte --json)

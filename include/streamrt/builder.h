@@ -48,6 +48,16 @@ struct BuilderConfig {
   // Write the plan without its weights (TensorRT's kSTRIP_PLAN): a small plan that must be
   // refitted from the model (streamrt/refit.h) before it runs.
   bool strip_weights = false;
+  // Bounds on the work a model may ask of the builder, so that a broken or hostile model gets a
+  // clear error instead of exhausting memory. A graph of more nodes than max_nodes (as imported)
+  // is kInvalidArgument; a tensor whose static dims (graph inputs at the given shapes or the
+  // profile's max, every inferred intermediate) hold more than max_tensor_elements elements, or
+  // so many that the count overflows, is kInvalidModel naming the tensor and its node. The
+  // defaults are far above real models: a 100 000-node chain builds in seconds, and 2^36
+  // elements are 256 GiB of float32. Not in the engine-cache key: a plan that builds does not
+  // depend on them.
+  uint64_t max_nodes = 1'000'000;
+  int64_t max_tensor_elements = int64_t{1} << 36;
   // Adding a field? Add it to the engine-cache key too: src/cache/key.cc, append_builder_config().
 };
 

@@ -1,6 +1,8 @@
 // Status and Result<T>: the error model of every streamrt boundary.
 // No exception crosses the public API; a failing call returns a Status whose
-// message says what was wrong and where.
+// message says what was wrong and where. Exceptions thrown inside a call (std::bad_alloc
+// when memory runs out, a library's std::system_error, ...) are caught at its entry point
+// and returned as kOutOfMemory (bad_alloc) or kInternal, naming the call and the exception.
 #pragma once
 
 #include <cassert>

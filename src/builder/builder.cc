@@ -11,6 +11,7 @@
 #include "builder/precision.h"
 #include "builder/step_timing.h"
 #include "builder/tactics.h"
+#include "core/guard.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
 #include "onnx/importer.h"
@@ -104,19 +105,26 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
                             (config.float_precision == DataType::kFloat16 ? "fp16" : "bf16") +
                             " lets the builder change layer types; build without it (export the model in the "
                             "precision it should run in)");
+  if (g.nodes.size() > config.max_nodes)
+    return invalid_argument(source + ": the graph has " + std::to_string(g.nodes.size()) + " nodes, more than the " +
+                            std::to_string(config.max_nodes) + " the builder takes (BuilderConfig::max_nodes)");
   PreparedGraph out;
   out.device = backend->info();
   rep.nodes_imported = g.nodes.size();
   SRT_ASSIGN_OR_RETURN(out.profiles, apply_shapes(g, config));
-  auto st = ir::infer_shapes(g);
+  ir::InferOptions infer;
+  infer.max_tensor_elements = config.max_tensor_elements;
+  testing::throw_point("shapes");
+  auto st = ir::infer_shapes(g, infer);
   if (!st.ok()) return st.status().with_context(source);
+  testing::throw_point("passes");
   SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
   rep.nodes_fused = builder::run_fusions(g);
   if (config.float_precision != DataType::kFloat32) {
     SRT_RETURN_IF_ERROR(builder::convert_precision(g, config.float_precision));
-    auto again = ir::infer_shapes(g);
+    auto again = ir::infer_shapes(g, infer);
     if (!again.ok()) return again.status().with_context(std::string("in ") + dtype_name(config.float_precision));
   }
   if (config.engine_name.empty() && g.name.empty()) {
@@ -130,6 +138,7 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
 }
 
 Result<plan::PlanData> finish_plan(PreparedGraph& prepared, const BuilderConfig& config, BuildReport* report) {
+  testing::throw_point("lowering");
   SRT_ASSIGN_OR_RETURN(plan::PlanData plan, builder::lower_to_plan(prepared.graph, prepared.profiles, config, report));
   plan.device = prepared.device;
   SRT_RETURN_IF_ERROR(builder::choose_tactics(plan, config, report));
@@ -164,6 +173,7 @@ namespace {
 
 Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const BuilderConfig& config,
                                        BuildReport* report) {
+  testing::throw_point("import");
   SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
   SRT_ASSIGN_OR_RETURN(builder::PreparedGraph prepared, builder::prepare_graph(std::move(g), onnx_path, config, report));
   return builder::finish_plan(prepared, config, report);
@@ -174,14 +184,19 @@ Result<plan::PlanData> build_plan_data(const std::string& onnx_path, const Build
 Result<std::vector<uint8_t>> build_plan_from_onnx(const std::string& onnx_path,
                                                   const BuilderConfig& config,
                                                   BuildReport* report) {
-  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, build_plan_data(onnx_path, config, report));
-  return plan::serialize_plan(plan);
+  const auto where = [&] { return "building a plan from '" + onnx_path + "'"; };
+  return guard(where, [&]() -> Result<std::vector<uint8_t>> {
+    SRT_ASSIGN_OR_RETURN(plan::PlanData plan, build_plan_data(onnx_path, config, report));
+    return plan::serialize_plan(plan);
+  });
 }
 
 Status build_plan_file(const std::string& onnx_path, const BuilderConfig& config,
                        const std::string& plan_path, BuildReport* report) {
-  SRT_ASSIGN_OR_RETURN(plan::PlanData plan, build_plan_data(onnx_path, config, report));
-  return plan::write_plan(plan, plan_path);
+  return guard([&] { return "building plan '" + plan_path + "' from '" + onnx_path + "'"; }, [&]() -> Status {
+    SRT_ASSIGN_OR_RETURN(plan::PlanData plan, build_plan_data(onnx_path, config, report));
+    return plan::write_plan(plan, plan_path);
+  });
 }
 
 }  // namespace streamrt

@@ -138,7 +138,12 @@ class DimTracer {
     if (val.dims[axis] >= 0) return SymDim{ir::kNoValue, val.dims[axis]};
     auto key = std::make_pair(v, axis);
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    // Tracing recurses once per op up the graph: past kMaxDepth (a chain of thousands of
+    // element-wise ops) the dim stays its own symbol rather than overflowing the stack.
+    if (depth_ >= kMaxDepth) return SymDim{v, axis};
+    ++depth_;
     SymDim d = trace(v, axis).value_or(SymDim{v, axis});
+    --depth_;
     memo_[key] = d;
     return d;
   }
@@ -289,9 +294,11 @@ class DimTracer {
     return dim(n.inputs[0], axis);
   }
 
+  static constexpr int kMaxDepth = 256;
   const ir::Graph& g_;
   const GraphIndex& idx_;
   std::map<std::pair<ir::ValueId, int64_t>, SymDim> memo_;
+  int depth_ = 0;
 };
 
 struct Match {

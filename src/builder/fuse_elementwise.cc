@@ -38,9 +38,13 @@ size_t fuse_elementwise(ir::Graph& g) {
     for (ir::ValueId in : g.nodes[i].inputs) {
       int p = idx.producer(in);
       if (p < 0 || !ok[p] || root[p] != p || idx.single_consumer(in) != static_cast<int>(i)) continue;
+      // A tree stops growing at the kernel's register file (kMaxInstructions ops): a longer chain
+      // becomes consecutive fused steps of up to that many ops. Growing it further would only
+      // get it rejected below, after copying its members at every merge (quadratic on chains).
+      if (members[i].size() + members[p].size() > static_cast<size_t>(ops::fused::kMaxInstructions)) continue;
       for (int m : members[p]) root[m] = static_cast<int>(i);
       members[i].insert(members[i].end(), members[p].begin(), members[p].end());
-      members[p].clear();
+      std::vector<int>().swap(members[p]);
     }
   }
   size_t fused = 0;

@@ -82,6 +82,7 @@ Result<plan::PlanData> lower_to_plan(ir::Graph& g,
   SRT_RETURN_IF_ERROR(materialize_outputs(g));
   ir::InferOptions max_opts;
   for (const auto& [id, p] : profiles) max_opts.input_dims[id] = p.max;
+  max_opts.max_tensor_elements = config.max_tensor_elements;
   auto max_shapes = ir::infer_shapes_readonly(g, max_opts);
   if (!max_shapes.ok()) return max_shapes.status().with_context("inferring shapes at the profile's max");
 
@@ -145,8 +146,10 @@ Result<plan::PlanData> lower_to_plan(ir::Graph& g,
     // A tensor whose size depends on data gets no arena slot: the runtime allocates it.
     uint64_t bytes = 0;
     if (max_known[v] && dims_static(e.max_dims)) {
-      auto n = checked_numel(e.max_dims, INT64_MAX / 8);
-      if (n.ok()) bytes = static_cast<uint64_t>(*n) * dtype_size(e.dtype);
+      // Shape inference bounded the elements by max_tensor_elements; the bytes must fit too.
+      auto n = checked_numel(e.max_dims, INT64_MAX / 16);
+      if (!n.ok()) return invalid_model("activation '" + e.name + "': " + n.status().message());
+      bytes = static_cast<uint64_t>(*n) * dtype_size(e.dtype);
     }
     e.arena_size = bytes;
     req.push_back({bytes, first[v], std::max(first[v], last[v])});

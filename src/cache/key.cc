@@ -140,7 +140,7 @@ void graph_parts(const ir::Graph& g, const std::string& prefix, std::map<std::st
 
 // EVERY BuilderConfig field goes in here, one part each. Adding a field to BuilderConfig? Add
 // it below (or say here why it does not change the plan) and update the size check.
-static_assert(sizeof(BuilderConfig) == 168,
+static_assert(sizeof(BuilderConfig) == 184,
               "BuilderConfig changed: add the new field to append_builder_config() in src/cache/key.cc, then "
               "update this size");
 void append_builder_config(const BuilderConfig& c, std::map<std::string, std::string>& parts) {
@@ -181,6 +181,8 @@ void append_builder_config(const BuilderConfig& c, std::map<std::string, std::st
       h.str(v ? v : "");
     }
   });
+  // max_nodes and max_tensor_elements are left out on purpose: they bound the builder's work and
+  // only decide whether a plan builds, not what it is.
   // strip_weights is left out on purpose: entries are always stored stripped, and a hit serves
   // both stripped and full plans.
 }

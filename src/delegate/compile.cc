@@ -8,6 +8,7 @@
 
 #include "builder/build_graph.h"
 #include "builder/passes.h"
+#include "core/guard.h"
 #include "core/logging.h"
 #include "delegate/budget.h"
 #include "delegate/partitioner.h"
@@ -161,21 +162,23 @@ Result<CompiledProgram> compile_graph(ir::Graph g, const CompileOptions& options
 }
 
 Result<CompiledProgram> compile_onnx(const std::string& onnx_path, const CompileOptions& options) {
-  SRT_RETURN_IF_ERROR(check_options(options));
-  SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
-  if (g.name.empty()) {
-    const size_t slash = onnx_path.find_last_of('/');
-    g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);
-  }
-  CompileOptions o = options;
-  if (o.cache && o.cache_model_id.empty()) {  // one record per model file, whatever the working directory
-    std::error_code ec;
-    const auto abs = std::filesystem::absolute(onnx_path, ec);
-    o.cache_model_id = ec ? onnx_path : abs.lexically_normal().string();
-  }
-  auto r = compile_graph(std::move(g), o);
-  if (!r.ok()) return r.status().with_context(onnx_path);
-  return r;
+  return guard([&] { return "compiling '" + onnx_path + "'"; }, [&]() -> Result<CompiledProgram> {
+    SRT_RETURN_IF_ERROR(check_options(options));
+    SRT_ASSIGN_OR_RETURN(ir::Graph g, onnx_import::import_onnx_file(onnx_path));
+    if (g.name.empty()) {
+      const size_t slash = onnx_path.find_last_of('/');
+      g.name = onnx_path.substr(slash == std::string::npos ? 0 : slash + 1);
+    }
+    CompileOptions o = options;
+    if (o.cache && o.cache_model_id.empty()) {  // one record per model file, whatever the working directory
+      std::error_code ec;
+      const auto abs = std::filesystem::absolute(onnx_path, ec);
+      o.cache_model_id = ec ? onnx_path : abs.lexically_normal().string();
+    }
+    auto r = compile_graph(std::move(g), o);
+    if (!r.ok()) return r.status().with_context(onnx_path);
+    return r;
+  });
 }
 
 }  // namespace streamrt::delegate

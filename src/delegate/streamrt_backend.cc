@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "core/guard.h"
 #include "core/logging.h"
 
 namespace streamrt::delegate {
@@ -68,76 +69,85 @@ Result<BakedSpecs> parse_compile_specs(std::span<const CompileSpec> specs) {
 
 Result<DelegateHandle*> StreamRtBackend::init(BackendInitContext& context, FreeableBuffer* processed,
                                               std::span<const CompileSpec> compile_specs) {
-  SRT_ASSIGN_OR_RETURN(BudgetLevel load_time,
-                       budget_level_from_options(context.runtime_specs(), std::string(kStreamRtBackendName) + " load-time options"));
-  SRT_ASSIGN_OR_RETURN(BakedSpecs baked, parse_compile_specs(compile_specs));
-  InitRequest req;
-  req.record = {static_cast<const uint8_t*>(processed->data()), processed->size()};
-  req.release_record = [processed] { processed->free(); };
-  req.load_time = std::move(load_time);
-  req.compile_time = std::move(baked.budget);
-  req.engine_index = baked.engine_index;
-  req.engine_count = baked.engine_count;
-  req.group = context.load_id();
-  SRT_ASSIGN_OR_RETURN(EngineHandle * h, core_.init(std::move(req)));
-  return static_cast<DelegateHandle*>(h);
+  return guard("StreamRt backend: init", [&]() -> Result<DelegateHandle*> {
+    SRT_ASSIGN_OR_RETURN(BudgetLevel load_time,
+                         budget_level_from_options(context.runtime_specs(),
+                                                   std::string(kStreamRtBackendName) + " load-time options"));
+    SRT_ASSIGN_OR_RETURN(BakedSpecs baked, parse_compile_specs(compile_specs));
+    InitRequest req;
+    req.record = {static_cast<const uint8_t*>(processed->data()), processed->size()};
+    req.release_record = [processed] { processed->free(); };
+    req.load_time = std::move(load_time);
+    req.compile_time = std::move(baked.budget);
+    req.engine_index = baked.engine_index;
+    req.engine_count = baked.engine_count;
+    req.group = context.load_id();
+    SRT_ASSIGN_OR_RETURN(EngineHandle * h, core_.init(std::move(req)));
+    return static_cast<DelegateHandle*>(h);
+  });
 }
 
 Status StreamRtBackend::execute(BackendExecutionContext&, DelegateHandle* handle, std::span<EValue*> args) {
-  auto* h = static_cast<EngineHandle*>(handle);
-  const EngineRecord& rec = core_.record(h);
-  const size_t n_in = rec.inputs.size();
-  if (args.size() != n_in + rec.outputs.size())
-    return invalid_argument("engine '" + rec.engine_name + "' takes " + std::to_string(n_in) + " inputs and " +
-                            std::to_string(rec.outputs.size()) + " outputs, the call passes " +
-                            std::to_string(args.size()) + " values");
-  std::vector<Tensor> inputs, outputs;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const Tensor* t = args[i]->tensor();
-    if (!t && i < n_in)
-      return invalid_argument("engine '" + rec.engine_name + "' input '" + rec.inputs[i] + "' is a " +
-                              evalue_tag_name(args[i]->tag()) + ", expected a tensor");
-    (i < n_in ? inputs : outputs).push_back(t ? *t : Tensor());
-  }
-  SRT_RETURN_IF_ERROR(core_.execute(h, inputs, outputs));
-  for (size_t j = 0; j < outputs.size(); ++j) *args[n_in + j] = EValue(std::move(outputs[j]));
-  return ok_status();
+  return guard("StreamRt backend: execute", [&]() -> Status {
+    auto* h = static_cast<EngineHandle*>(handle);
+    const EngineRecord& rec = core_.record(h);
+    const size_t n_in = rec.inputs.size();
+    if (args.size() != n_in + rec.outputs.size())
+      return invalid_argument("engine '" + rec.engine_name + "' takes " + std::to_string(n_in) + " inputs and " +
+                              std::to_string(rec.outputs.size()) + " outputs, the call passes " +
+                              std::to_string(args.size()) + " values");
+    std::vector<Tensor> inputs, outputs;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Tensor* t = args[i]->tensor();
+      if (!t && i < n_in)
+        return invalid_argument("engine '" + rec.engine_name + "' input '" + rec.inputs[i] + "' is a " +
+                                evalue_tag_name(args[i]->tag()) + ", expected a tensor");
+      (i < n_in ? inputs : outputs).push_back(t ? *t : Tensor());
+    }
+    SRT_RETURN_IF_ERROR(core_.execute(h, inputs, outputs));
+    for (size_t j = 0; j < outputs.size(); ++j) *args[n_in + j] = EValue(std::move(outputs[j]));
+    return ok_status();
+  });
 }
 
 void StreamRtBackend::destroy(DelegateHandle* handle) { core_.destroy(static_cast<EngineHandle*>(handle)); }
 
 Status StreamRtBackend::set_option(BackendOptionContext& context, std::span<const BackendOption> options) {
-  SRT_ASSIGN_OR_RETURN(BudgetLevel level, budget_level_from_options(options, kStreamRtBackendName));
-  std::vector<EngineHandle*> handles = engine_handles(context);
-  return core_.set_budget(handles, level);
+  return guard("StreamRt backend: set_option", [&]() -> Status {
+    SRT_ASSIGN_OR_RETURN(BudgetLevel level, budget_level_from_options(options, kStreamRtBackendName));
+    std::vector<EngineHandle*> handles = engine_handles(context);
+    return core_.set_budget(handles, level);
+  });
 }
 
 Status StreamRtBackend::get_option(BackendOptionContext& context, std::span<BackendOption> options) {
-  std::vector<EngineHandle*> handles = engine_handles(context);
-  const std::vector<EngineBudgetStatus> engines = core_.budgets(handles);
-  for (BackendOption& o : options) {
-    const bool budget = o.key.rfind(kBudgetKey, 0) == 0;
-    const std::string_view base = budget ? kBudgetKey : "streamable_weights_size";
-    auto value = [&](const EngineBudgetStatus& e) { return budget ? e.budget : e.streamable_size; };
-    if (o.key == "num_engines") {
-      o.value = static_cast<int64_t>(engines.size());
-    } else if (o.key == base) {
-      uint64_t total = 0;
-      for (const auto& e : engines) total += value(e);
-      o.value = std::to_string(total);
-    } else if (o.key.size() > base.size() + 1 && o.key.rfind(base, 0) == 0 && o.key[base.size()] == '.') {
-      const std::string_view n(o.key.data() + base.size() + 1, o.key.size() - base.size() - 1);
-      size_t i = 0;
-      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), i);
-      if (ec != std::errc() || end != n.data() + n.size() || i >= engines.size())
-        return not_found(std::string(kStreamRtBackendName) + ": no option '" + o.key + "' (" +
-                         std::to_string(engines.size()) + " engines)");
-      o.value = std::to_string(value(engines[i]));
-    } else {
-      return not_found(std::string(kStreamRtBackendName) + ": no option '" + o.key + "'");
+  return guard("StreamRt backend: get_option", [&]() -> Status {
+    std::vector<EngineHandle*> handles = engine_handles(context);
+    const std::vector<EngineBudgetStatus> engines = core_.budgets(handles);
+    for (BackendOption& o : options) {
+      const bool budget = o.key.rfind(kBudgetKey, 0) == 0;
+      const std::string_view base = budget ? kBudgetKey : "streamable_weights_size";
+      auto value = [&](const EngineBudgetStatus& e) { return budget ? e.budget : e.streamable_size; };
+      if (o.key == "num_engines") {
+        o.value = static_cast<int64_t>(engines.size());
+      } else if (o.key == base) {
+        uint64_t total = 0;
+        for (const auto& e : engines) total += value(e);
+        o.value = std::to_string(total);
+      } else if (o.key.size() > base.size() + 1 && o.key.rfind(base, 0) == 0 && o.key[base.size()] == '.') {
+        const std::string_view n(o.key.data() + base.size() + 1, o.key.size() - base.size() - 1);
+        size_t i = 0;
+        auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), i);
+        if (ec != std::errc() || end != n.data() + n.size() || i >= engines.size())
+          return not_found(std::string(kStreamRtBackendName) + ": no option '" + o.key + "' (" +
+                           std::to_string(engines.size()) + " engines)");
+        o.value = std::to_string(value(engines[i]));
+      } else {
+        return not_found(std::string(kStreamRtBackendName) + ": no option '" + o.key + "'");
+      }
     }
-  }
-  return ok_status();
+    return ok_status();
+  });
 }
 
 namespace {

@@ -9,14 +9,21 @@ namespace {
 // make its value (e.g. Gather(Shape(x), -1) of a static last dim of a dynamic x).
 void keep_partial(InferResult& r, ValueId id, ops::PartialInts p) {
   const ops::TensorInfo& info = r.infos[id];
-  if (!info.has_shape || !dims_static(info.dims) || dims_numel(info.dims) != static_cast<int64_t>(p.size()) ||
-      p.size() > ops::kMaxPartialInts)
-    return;
+  if (!info.has_shape || !dims_static(info.dims) || p.size() > ops::kMaxPartialInts) return;
+  if (auto n = checked_numel(info.dims); !n.ok() || *n != static_cast<int64_t>(p.size())) return;
   if (ops::fully_known(p)) {
     if (auto t = ops::partial_to_tensor(p, info.dtype, info.dims)) r.values[id] = std::move(*t);
     return;
   }
   r.partials[id] = std::move(p);
+}
+
+// kInvalidModel when `info`'s static dims hold more than `limit` elements. `what` names the tensor.
+template <typename What>
+Status check_elements(const ops::TensorInfo& info, int64_t limit, const What& what) {
+  if (!info.has_shape || !dims_static(info.dims) || checked_numel(info.dims, limit).ok()) return ok_status();
+  return invalid_model(what() + " has dims " + dims_to_string(info.dims) + ": more than " + std::to_string(limit) +
+                       " elements (the builder's max_tensor_elements)");
 }
 
 }  // namespace
@@ -35,6 +42,9 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
     r.infos[id].dims = dims;
     r.infos[id].has_shape = true;
   }
+  for (ValueId id : graph.inputs)
+    SRT_RETURN_IF_ERROR(check_elements(r.infos[id], options.max_tensor_elements,
+                                       [&] { return "graph input '" + graph.value(id).name + "'"; }));
   for (const auto& [id, t] : graph.constants) r.values[id] = t;
   for (const auto& [id, t] : options.known_values) r.values[id] = t;
 
@@ -62,6 +72,9 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
       ValueId id = node.outputs[k];
       if (id == kNoValue) continue;
       r.infos[id] = ctx.outputs()[k];
+      SRT_RETURN_IF_ERROR(check_elements(r.infos[id], options.max_tensor_elements, [&] {
+        return node.describe() + ": output '" + graph.value(id).name + "'";
+      }));
       if (ctx.output_values()[k]) r.values[id] = std::move(ctx.output_values()[k]);
       else if (auto& p = ctx.output_partials()[k]; p && options.max_propagated_elements > 0)
         keep_partial(r, id, std::move(*p));
@@ -74,7 +87,7 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
       if (id == kNoValue || r.values[id]) continue;
       const auto& info = r.infos[id];
       if (!info.has_shape || !dims_static(info.dims) ||
-          dims_numel(info.dims) > options.max_propagated_elements)
+          !checked_numel(info.dims, options.max_propagated_elements).ok())
         small = false;
     }
     for (size_t k = 0; k < node.inputs.size() && small; ++k)

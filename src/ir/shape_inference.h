@@ -6,6 +6,7 @@
 // of a static last dim becomes a known value.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -29,6 +30,10 @@ struct InferOptions {
   // Called before each node's shape rule with the node's index and inputs; an error stops the
   // pass (plan verification runs the ops' verify hooks here).
   std::function<Status(size_t node_index, const ops::InferContext&)> before_node;
+  // Inputs and outputs of static dims holding more elements than this (or so many that the count
+  // overflows) are an error naming the tensor (and its node): later rules and passes count
+  // elements in int64 and size buffers from them. The builder passes its max_tensor_elements.
+  int64_t max_tensor_elements = INT64_MAX;
 };
 
 struct InferResult {

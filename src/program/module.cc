@@ -1,6 +1,8 @@
 // Module: a program file plus its loaded methods, and backend options across them.
 #include "program/method_state.h"
 
+#include "core/guard.h"
+
 namespace streamrt {
 
 namespace {
@@ -41,23 +43,25 @@ Module::Module(std::string path) : path_(std::move(path)) {}
 Module::~Module() = default;
 
 Status Module::load(const LoadBackendOptionsMap& options) {
-  std::unique_lock<std::shared_mutex> lock(mutex_);
-  // The previous methods go first: their delegates may hold device memory the new ones need.
-  methods_.clear();
-  if (!program_) {
-    auto p = Program::load(path_);
-    if (!p.ok()) return p.status();
-    program_ = std::move(p).value();
-  }
-  std::map<std::string, std::unique_ptr<Method>, std::less<>> loaded;
-  for (const std::string& name : program_->method_names()) {
-    auto m = program_->load_method(name, options);
-    if (!m.ok()) return m.status();
-    loaded.emplace(name, std::move(m).value());
-  }
-  methods_ = std::move(loaded);
-  options_ = options;
-  return ok_status();
+  return guard([&] { return "Module::load '" + path_ + "'"; }, [&]() -> Status {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    // The previous methods go first: their delegates may hold device memory the new ones need.
+    methods_.clear();
+    if (!program_) {
+      auto p = Program::load(path_);
+      if (!p.ok()) return p.status();
+      program_ = std::move(p).value();
+    }
+    std::map<std::string, std::unique_ptr<Method>, std::less<>> loaded;
+    for (const std::string& name : program_->method_names()) {
+      auto m = program_->load_method(name, options);
+      if (!m.ok()) return m.status();
+      loaded.emplace(name, std::move(m).value());
+    }
+    methods_ = std::move(loaded);
+    options_ = options;
+    return ok_status();
+  });
 }
 
 bool Module::is_loaded() const {
@@ -80,11 +84,13 @@ Result<std::vector<EValue>> Module::forward(std::vector<EValue> inputs) const {
 }
 
 Result<std::vector<EValue>> Module::execute(const std::string& method, std::vector<EValue> inputs) const {
-  std::shared_lock<std::shared_mutex> lock(mutex_);
-  if (methods_.empty()) return invalid_state("module '" + path_ + "' is not loaded (call load() first)");
-  auto it = methods_.find(method);
-  if (it == methods_.end()) return not_found("module '" + path_ + "' has no method '" + method + "'");
-  return it->second->execute(std::move(inputs));
+  return guard([&] { return "Module::execute '" + method + "'"; }, [&]() -> Result<std::vector<EValue>> {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    if (methods_.empty()) return invalid_state("module '" + path_ + "' is not loaded (call load() first)");
+    auto it = methods_.find(method);
+    if (it == methods_.end()) return not_found("module '" + path_ + "' has no method '" + method + "'");
+    return it->second->execute(std::move(inputs));
+  });
 }
 
 std::vector<const MethodState*> Module::method_states() const {
@@ -94,15 +100,19 @@ std::vector<const MethodState*> Module::method_states() const {
 }
 
 Status Module::set_backend_option(const std::string& backend, const BackendOptions& options) {
-  std::shared_lock<std::shared_mutex> lock(mutex_);
-  if (methods_.empty()) return invalid_state("module '" + path_ + "' is not loaded (call load() first)");
-  return MethodState::set_option(method_states(), backend, options.view());
+  return guard([&] { return "Module::set_backend_option '" + backend + "'"; }, [&]() -> Status {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    if (methods_.empty()) return invalid_state("module '" + path_ + "' is not loaded (call load() first)");
+    return MethodState::set_option(method_states(), backend, options.view());
+  });
 }
 
 Status Module::get_backend_option(const std::string& backend, std::span<BackendOption> options) const {
-  std::shared_lock<std::shared_mutex> lock(mutex_);
-  if (methods_.empty()) return invalid_state("module '" + path_ + "' is not loaded (call load() first)");
-  return MethodState::get_option(method_states(), backend, options);
+  return guard([&] { return "Module::get_backend_option '" + backend + "'"; }, [&]() -> Status {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    if (methods_.empty()) return invalid_state("module '" + path_ + "' is not loaded (call load() first)");
+    return MethodState::get_option(method_states(), backend, options);
+  });
 }
 
 }  // namespace streamrt

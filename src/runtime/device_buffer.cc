@@ -1,3 +1,4 @@
+#include "core/guard.h"
 #include "runtime/device_backend.h"
 
 namespace streamrt {
@@ -20,24 +21,33 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 Result<DeviceBuffer> DeviceBuffer::allocate(DeviceType device, size_t bytes) {
-  DeviceBackend* backend = find_device_backend(device);
-  if (!backend) return unsupported(std::string("no ") + device_type_name(device) + " backend in this build");
-  SRT_RETURN_IF_ERROR(backend->available());
-  DeviceBuffer b;
-  SRT_ASSIGN_OR_RETURN(b.data_, backend->allocate(bytes));
-  b.device_ = device;
-  b.size_ = bytes;
-  return b;
+  const auto where = [&] { return "DeviceBuffer::allocate of " + std::to_string(bytes) + " bytes"; };
+  return guard(where, [&]() -> Result<DeviceBuffer> {
+    DeviceBackend* backend = find_device_backend(device);
+    if (!backend) return unsupported(std::string("no ") + device_type_name(device) + " backend in this build");
+    SRT_RETURN_IF_ERROR(backend->available());
+    DeviceBuffer b;
+    SRT_ASSIGN_OR_RETURN(b.data_, backend->allocate(bytes));
+    b.device_ = device;
+    b.size_ = bytes;
+    return b;
+  });
 }
 
 Status DeviceBuffer::copy_from_host(const void* src, size_t bytes) {
-  if (bytes > size_) return invalid_argument("copy of " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(size_));
-  return find_device_backend(device_)->copy_to_device(data_, src, bytes);
+  return guard("DeviceBuffer::copy_from_host", [&]() -> Status {
+    if (bytes > size_)
+      return invalid_argument("copy of " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(size_));
+    return find_device_backend(device_)->copy_to_device(data_, src, bytes);
+  });
 }
 
 Status DeviceBuffer::copy_to_host(void* dst, size_t bytes) const {
-  if (bytes > size_) return invalid_argument("copy of " + std::to_string(bytes) + " bytes out of a buffer of " + std::to_string(size_));
-  return find_device_backend(device_)->copy_to_host(dst, data_, bytes);
+  return guard("DeviceBuffer::copy_to_host", [&]() -> Status {
+    if (bytes > size_)
+      return invalid_argument("copy of " + std::to_string(bytes) + " bytes out of a buffer of " + std::to_string(size_));
+    return find_device_backend(device_)->copy_to_host(dst, data_, bytes);
+  });
 }
 
 }  // namespace streamrt

@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "core/guard.h"
 #include "plan/plan.h"
 #include "runtime/device_backend.h"
 #include "runtime/engine_state.h"
@@ -63,19 +64,24 @@ Refitter::Refitter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Refitter::~Refitter() = default;
 
 Result<std::unique_ptr<Refitter>> Refitter::create(std::shared_ptr<Engine> engine) {
-  if (!engine) return invalid_argument("Refitter::create: no engine");
-  auto impl = std::make_unique<Impl>();
-  impl->engine = std::move(engine);
-  impl->init();
-  return std::unique_ptr<Refitter>(new Refitter(std::move(impl)));
+  return guard("Refitter::create", [&]() -> Result<std::unique_ptr<Refitter>> {
+    if (!engine) return invalid_argument("Refitter::create: no engine");
+    auto impl = std::make_unique<Impl>();
+    impl->engine = std::move(engine);
+    impl->init();
+    return std::unique_ptr<Refitter>(new Refitter(std::move(impl)));
+  });
 }
 
 Result<std::unique_ptr<Refitter>> Refitter::open_plan(const std::string& plan_path) {
-  auto impl = std::make_unique<Impl>();
-  SRT_ASSIGN_OR_RETURN(impl->loaded, plan::read_plan(plan_path));
-  impl->plan_path = plan_path;
-  impl->init();
-  return std::unique_ptr<Refitter>(new Refitter(std::move(impl)));
+  const auto where = [&] { return "Refitter::open_plan '" + plan_path + "'"; };
+  return guard(where, [&]() -> Result<std::unique_ptr<Refitter>> {
+    auto impl = std::make_unique<Impl>();
+    SRT_ASSIGN_OR_RETURN(impl->loaded, plan::read_plan(plan_path));
+    impl->plan_path = plan_path;
+    impl->init();
+    return std::unique_ptr<Refitter>(new Refitter(std::move(impl)));
+  });
 }
 
 std::vector<WeightDesc> Refitter::weights() const {
@@ -101,61 +107,70 @@ size_t Refitter::num_staged() const { return impl_->staged.size(); }
 
 Status Refitter::set_weights(const std::string& name, DataType dtype, const Dims& dims, const void* data,
                              size_t bytes) {
-  SRT_ASSIGN_OR_RETURN(int32_t i, impl_->find(name));
-  const plan::WeightEntry& w = impl_->data().weights[i];
-  if (dtype != w.dtype || dims != w.dims)
-    return invalid_argument(impl_->what() + ": weight '" + name + "' is " + dtype_name(w.dtype) + " " +
-                            dims_to_string(w.dims) + ", got " + dtype_name(dtype) + " " + dims_to_string(dims));
-  if (bytes != w.size || (!data && bytes))
-    return invalid_argument(impl_->what() + ": weight '" + name + "' needs " + std::to_string(w.size) +
-                            " bytes, got " + std::to_string(bytes));
-  SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::from_bytes(dtype, dims, data, bytes));
-  SRT_RETURN_IF_ERROR(impl_->check(i, t));
-  impl_->staged[i] = std::move(t);
-  return ok_status();
+  return guard([&] { return "Refitter::set_weights '" + name + "'"; }, [&]() -> Status {
+    SRT_ASSIGN_OR_RETURN(int32_t i, impl_->find(name));
+    const plan::WeightEntry& w = impl_->data().weights[i];
+    if (dtype != w.dtype || dims != w.dims)
+      return invalid_argument(impl_->what() + ": weight '" + name + "' is " + dtype_name(w.dtype) + " " +
+                              dims_to_string(w.dims) + ", got " + dtype_name(dtype) + " " + dims_to_string(dims));
+    if (bytes != w.size || (!data && bytes))
+      return invalid_argument(impl_->what() + ": weight '" + name + "' needs " + std::to_string(w.size) +
+                              " bytes, got " + std::to_string(bytes));
+    SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::from_bytes(dtype, dims, data, bytes));
+    SRT_RETURN_IF_ERROR(impl_->check(i, t));
+    impl_->staged[i] = std::move(t);
+    return ok_status();
+  });
 }
 
 Status Refitter::set_weights_from_onnx(const std::string& onnx_path) {
-  auto weights = refit::weights_from_onnx(impl_->data(), onnx_path);
-  if (!weights.ok()) return weights.status().with_context(impl_->what());
-  // All or nothing: check every weight before staging any.
-  for (size_t i = 0; i < weights->size(); ++i)
-    SRT_RETURN_IF_ERROR(impl_->check(static_cast<int32_t>(i), (*weights)[i]));
-  for (size_t i = 0; i < weights->size(); ++i) impl_->staged[static_cast<int32_t>(i)] = std::move((*weights)[i]);
-  return ok_status();
+  return guard([&] { return "Refitter::set_weights_from_onnx '" + onnx_path + "'"; }, [&]() -> Status {
+    auto weights = refit::weights_from_onnx(impl_->data(), onnx_path);
+    if (!weights.ok()) return weights.status().with_context(impl_->what());
+    // All or nothing: check every weight before staging any.
+    for (size_t i = 0; i < weights->size(); ++i)
+      SRT_RETURN_IF_ERROR(impl_->check(static_cast<int32_t>(i), (*weights)[i]));
+    for (size_t i = 0; i < weights->size(); ++i) impl_->staged[static_cast<int32_t>(i)] = std::move((*weights)[i]);
+    return ok_status();
+  });
 }
 
 Status Refitter::refit() {
-  Impl& m = *impl_;
-  if (!m.engine) {
-    SRT_RETURN_IF_ERROR(refit::apply_weights(m.loaded.data, nullptr, m.staged, nullptr));
+  return guard("Refitter::refit", [&]() -> Status {
+    Impl& m = *impl_;
+    if (!m.engine) {
+      SRT_RETURN_IF_ERROR(refit::apply_weights(m.loaded.data, nullptr, m.staged, nullptr));
+      m.staged.clear();
+      return ok_status();
+    }
+    EngineState& es = *m.state();
+    std::lock_guard<std::mutex> lock(es.mutex);
+    if (es.live_contexts.load() != 0)
+      return invalid_state(m.what() + ": refit needs that no execution context exists (" +
+                           std::to_string(es.live_contexts.load()) + " alive)");
+    DeviceBackend* backend = find_device_backend(es.device);
+    auto hook = [&](const std::vector<int32_t>& changed) { return backend->refit_weights(es, changed); };
+    SRT_RETURN_IF_ERROR(refit::apply_weights(es.plan.data, &es.graph, m.staged, hook));
     m.staged.clear();
     return ok_status();
-  }
-  EngineState& es = *m.state();
-  std::lock_guard<std::mutex> lock(es.mutex);
-  if (es.live_contexts.load() != 0)
-    return invalid_state(m.what() + ": refit needs that no execution context exists (" +
-                         std::to_string(es.live_contexts.load()) + " alive)");
-  DeviceBackend* backend = find_device_backend(es.device);
-  auto hook = [&](const std::vector<int32_t>& changed) { return backend->refit_weights(es, changed); };
-  SRT_RETURN_IF_ERROR(refit::apply_weights(es.plan.data, &es.graph, m.staged, hook));
-  m.staged.clear();
-  return ok_status();
+  });
 }
 
 Status Refitter::write_plan(const std::string& path) {
-  Impl& m = *impl_;
-  if (m.engine) return invalid_state(m.what() + ": write_plan is for refitters opened on a plan file");
-  if (!m.staged.empty())
-    return invalid_state(m.what() + ": " + std::to_string(m.staged.size()) + " staged weights were not applied (call refit())");
-  std::vector<std::string> missing = missing_weights();
-  if (!missing.empty())
-    return invalid_state(m.what() + ": " + std::to_string(missing.size()) + " weights have no value (first: '" +
-                         missing.front() + "'); supply them before writing");
-  plan::PlanData copy = m.loaded.data;  // write_plan recomputes offsets; keep ours untouched
-  copy.weights_stripped = false;
-  return plan::write_plan(copy, path);
+  return guard([&] { return "Refitter::write_plan '" + path + "'"; }, [&]() -> Status {
+    Impl& m = *impl_;
+    if (m.engine) return invalid_state(m.what() + ": write_plan is for refitters opened on a plan file");
+    if (!m.staged.empty())
+      return invalid_state(m.what() + ": " + std::to_string(m.staged.size()) +
+                           " staged weights were not applied (call refit())");
+    std::vector<std::string> missing = missing_weights();
+    if (!missing.empty())
+      return invalid_state(m.what() + ": " + std::to_string(missing.size()) + " weights have no value (first: '" +
+                           missing.front() + "'); supply them before writing");
+    plan::PlanData copy = m.loaded.data;  // write_plan recomputes offsets; keep ours untouched
+    copy.weights_stripped = false;
+    return plan::write_plan(copy, path);
+  });
 }
 
 }  // namespace streamrt

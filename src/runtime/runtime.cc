@@ -1,5 +1,6 @@
 #include "streamrt/runtime.h"
 
+#include "core/guard.h"
 #include "core/logging.h"
 #include "runtime/device_backend.h"
 #include "runtime/timing_engine.h"
@@ -7,13 +8,16 @@
 namespace streamrt {
 
 Result<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
-  DeviceBackend* cuda = find_device_backend(DeviceType::kCuda);
-  DeviceType device = options.device.value_or(cuda && cuda->available().ok() ? DeviceType::kCuda
-                                                                             : DeviceType::kCpu);
-  DeviceBackend* backend = find_device_backend(device);
-  if (!backend) return unsupported(std::string("this build of streamrt has no ") + device_type_name(device) + " backend");
-  SRT_RETURN_IF_ERROR(backend->available());
-  return std::unique_ptr<Runtime>(new Runtime(device));
+  return guard("Runtime::create", [&]() -> Result<std::unique_ptr<Runtime>> {
+    DeviceBackend* cuda = find_device_backend(DeviceType::kCuda);
+    DeviceType device = options.device.value_or(cuda && cuda->available().ok() ? DeviceType::kCuda
+                                                                               : DeviceType::kCpu);
+    DeviceBackend* backend = find_device_backend(device);
+    if (!backend)
+      return unsupported(std::string("this build of streamrt has no ") + device_type_name(device) + " backend");
+    SRT_RETURN_IF_ERROR(backend->available());
+    return std::unique_ptr<Runtime>(new Runtime(device));
+  });
 }
 
 namespace {
@@ -94,19 +98,23 @@ Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceT
 }  // namespace
 
 Result<std::shared_ptr<Engine>> Runtime::load_engine(const std::string& plan_path) {
-  auto loaded = plan::read_plan(plan_path);  // its errors name the file
-  if (!loaded.ok()) return loaded.status();
-  auto st = make_state(std::move(loaded).value(), device_);
-  if (!st.ok()) return st.status().with_context(plan_path);
-  return std::shared_ptr<Engine>(new Engine(std::move(st).value()));
+  return guard([&] { return "loading plan '" + plan_path + "'"; }, [&]() -> Result<std::shared_ptr<Engine>> {
+    auto loaded = plan::read_plan(plan_path);  // its errors name the file
+    if (!loaded.ok()) return loaded.status();
+    auto st = make_state(std::move(loaded).value(), device_);
+    if (!st.ok()) return st.status().with_context(plan_path);
+    return std::shared_ptr<Engine>(new Engine(std::move(st).value()));
+  });
 }
 
 Result<std::shared_ptr<Engine>> Runtime::load_engine_bytes(std::vector<uint8_t> bytes) {
-  auto holder = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
-  SRT_ASSIGN_OR_RETURN(plan::LoadedPlan loaded,
-                       plan::read_plan_bytes(holder->data(), holder->size(), holder));
-  SRT_ASSIGN_OR_RETURN(auto st, make_state(std::move(loaded), device_));
-  return std::shared_ptr<Engine>(new Engine(std::move(st)));
+  return guard("loading a plan from memory", [&]() -> Result<std::shared_ptr<Engine>> {
+    auto holder = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+    SRT_ASSIGN_OR_RETURN(plan::LoadedPlan loaded,
+                         plan::read_plan_bytes(holder->data(), holder->size(), holder));
+    SRT_ASSIGN_OR_RETURN(auto st, make_state(std::move(loaded), device_));
+    return std::shared_ptr<Engine>(new Engine(std::move(st)));
+  });
 }
 
 Result<std::shared_ptr<Engine>> EngineFactory::timing_engine(const plan::PlanData& plan, DeviceType device) {
@@ -137,23 +145,26 @@ uint64_t Engine::weight_streaming_automatic_budget() const { return automatic_bu
 uint64_t Engine::weight_streaming_scratch_size() const { return state_->scratch_bytes; }
 
 Status Engine::set_weight_streaming_budget(uint64_t bytes) {
-  EngineState& es = *state_;
-  if (es.streamable_bytes == 0)
-    return unsupported("engine '" + name() + "' has no streamable weights (build it with --weight-streaming)");
-  std::lock_guard<std::mutex> lock(es.mutex);
-  if (es.live_contexts.load() != 0)
-    return invalid_state("engine '" + name() + "': the weight-streaming budget can change only while no execution " +
-                         "context exists (" + std::to_string(es.live_contexts.load()) + " alive)");
-  uint64_t previous = es.budget;
-  es.budget = std::min(bytes, es.streamable_bytes);
-  Status st = apply_budget(es);
-  if (!st.ok()) {
-    es.budget = previous;
-    Status restore = apply_budget(es);
-    if (!restore.ok()) log_warning("engine '" + name() + "': restoring the previous budget failed: " + restore.message());
-    return st.with_context("engine '" + name() + "': weight-streaming budget " + std::to_string(bytes));
-  }
-  return ok_status();
+  return guard([&] { return "engine '" + name() + "': set_weight_streaming_budget"; }, [&]() -> Status {
+    EngineState& es = *state_;
+    if (es.streamable_bytes == 0)
+      return unsupported("engine '" + name() + "' has no streamable weights (build it with --weight-streaming)");
+    std::lock_guard<std::mutex> lock(es.mutex);
+    if (es.live_contexts.load() != 0)
+      return invalid_state("engine '" + name() + "': the weight-streaming budget can change only while no execution " +
+                           "context exists (" + std::to_string(es.live_contexts.load()) + " alive)");
+    uint64_t previous = es.budget;
+    es.budget = std::min(bytes, es.streamable_bytes);
+    Status st = apply_budget(es);
+    if (!st.ok()) {
+      es.budget = previous;
+      Status restore = apply_budget(es);
+      if (!restore.ok())
+        log_warning("engine '" + name() + "': restoring the previous budget failed: " + restore.message());
+      return st.with_context("engine '" + name() + "': weight-streaming budget " + std::to_string(bytes));
+    }
+    return ok_status();
+  });
 }
 bool Engine::weights_stripped() const { return state_->plan.data.weights_stripped; }
 
@@ -174,12 +185,15 @@ std::vector<TensorDesc> Engine::io_tensors() const {
 }
 
 Result<std::unique_ptr<ExecutionContext>> Engine::create_execution_context() {
-  if (weights_stripped())
-    return invalid_state("engine '" + name() + "' was built without weights; refit it before running");
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  SRT_ASSIGN_OR_RETURN(auto impl, find_device_backend(state_->device)->create_context(shared_from_this()));
-  state_->live_contexts.fetch_add(1);
-  return std::unique_ptr<ExecutionContext>(new ExecutionContext(std::move(impl), shared_from_this()));
+  const auto where = [&] { return "engine '" + name() + "': create_execution_context"; };
+  return guard(where, [&]() -> Result<std::unique_ptr<ExecutionContext>> {
+    if (weights_stripped())
+      return invalid_state("engine '" + name() + "' was built without weights; refit it before running");
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    SRT_ASSIGN_OR_RETURN(auto impl, find_device_backend(state_->device)->create_context(shared_from_this()));
+    state_->live_contexts.fetch_add(1);
+    return std::unique_ptr<ExecutionContext>(new ExecutionContext(std::move(impl), shared_from_this()));
+  });
 }
 
 }  // namespace streamrt

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "builder/tactics.h"
 #include "plan/plan.h"
+#include "printable_json.h"
 
 namespace streamrt::cli {
 namespace {
@@ -109,6 +110,7 @@ Command add_inspect_command(CLI::App& app) {
       if (!split.ok()) return report_error(split.status());
       j["weight_streaming"] = *split;
     }
+    j = printable_json(j);
     if (s->json) std::printf("%s\n", j.dump(2).c_str());
     else print_text(j);
     if (!s->json && j.contains("weight_streaming")) print_streaming_split(j["weight_streaming"]);

@@ -8,6 +8,7 @@
 #include "core/byte_size.h"
 #include "delegate/engine_record.h"
 #include "delegate/streamrt_backend.h"
+#include "printable_json.h"
 #include "program/program_format.h"
 
 namespace streamrt::cli {
@@ -140,7 +141,7 @@ void print_text(const std::string& path, const json& j) {
 int inspect_program_command(const std::string& path, bool as_json) {
   auto lp = program::read_program(path);
   if (!lp.ok()) return report_error(lp.status());
-  const json j = to_json(*lp);
+  const json j = printable_json(to_json(*lp));
   if (as_json) std::printf("%s\n", j.dump(2).c_str());
   else print_text(path, j);
   return 0;

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "commands.h"
+#include "core/guard.h"
 
 namespace streamrt::cli {
 
@@ -35,8 +36,18 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (...) {
+    return report_error(streamrt::exception_status("streamrt: reading the command line"));
   }
-  for (auto& [sub, cmd] : commands)
-    if (sub->parsed()) return cmd();
+  for (auto& [sub, cmd] : commands) {
+    if (!sub->parsed()) continue;
+    // The library returns a Status for every failure; whatever still escapes a command (the
+    // CLI's own code, a library bug) ends it with an error and exit 1, never with an abort.
+    try {
+      return cmd();
+    } catch (...) {
+      return report_error(streamrt::exception_status("streamrt " + sub->get_name()));
+    }
+  }
   return 1;
 }
