@@ -440,3 +440,9 @@ streamrt_cli_test(inspect_program_non_utf8_names_text pass "input +in\\\\xfe .*k
   FIXTURES_REQUIRED cli_non_utf8_pte ARGS inspect ${STREAMRT_CLI_NON_UTF8}.pte)
 streamrt_cli_test(inspect_program_non_utf8_names_json pass "node.: .relu\\\\\\\\xffend"
   FIXTURES_REQUIRED cli_non_utf8_pte ARGS inspect ${STREAMRT_CLI_NON_UTF8}.pte --json)
+
+# --- the builder's size limits from the command line ------------------------------------------
+streamrt_cli_test(build_max_nodes fail "more than the 2 .*max_nodes"
+  ARGS ${STREAMRT_CLI_MLP_BUILD} --max-nodes 2 -o ${STREAMRT_CLI_TMP}/never_max_nodes.plan)
+streamrt_cli_test(build_max_tensor_elements fail "more than 4 elements"
+  ARGS ${STREAMRT_CLI_MLP_BUILD} --max-tensor-elements 4 -o ${STREAMRT_CLI_TMP}/never_max_elems.plan)

@@ -24,6 +24,11 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
   app.add_flag("--tf32", o.tf32,
                "CUDA: float32 MatMul/Gemm/Conv may use TF32 tensor cores (faster; about 1e-3 relative error, "
                "so the fp32 conformance tolerance (rtol 1e-4) does not hold: compare at ~1e-2)");
+  app.add_option("--max-nodes", o.max_nodes, "refuse models of more nodes than this (a guard against runaway graphs)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-tensor-elements", o.max_tensor_elements,
+                 "refuse models with a tensor of more elements than this at the shapes built for")
+      ->capture_default_str()->check(CLI::PositiveNumber);
 }
 
 Result<DeviceType> resolve_device(const std::string& name) {
@@ -40,6 +45,8 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   if (o.bf16) c.float_precision = DataType::kBFloat16;
   c.weight_streaming = o.weight_streaming;
   c.tactics = !o.no_tactics;
+  c.max_nodes = o.max_nodes;
+  c.max_tensor_elements = o.max_tensor_elements;
   c.allow_tf32 = o.tf32;
   for (const auto& s : o.shapes) SRT_RETURN_IF_ERROR(parse_shape_specs(s, &c.shapes));
   for (const auto& p : o.profiles) SRT_RETURN_IF_ERROR(parse_profile_spec(p, &c.profiles));

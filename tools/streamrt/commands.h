@@ -45,6 +45,8 @@ struct BuildOptions {
   bool fp16 = false, bf16 = false;
   bool weight_streaming = false;
   bool no_tactics = false, tf32 = false;
+  uint64_t max_nodes = BuilderConfig{}.max_nodes;
+  int64_t max_tensor_elements = BuilderConfig{}.max_tensor_elements;
 };
 // "auto" -> CUDA when a GPU answers, else the CPU; "cpu" | "cuda" as named.
 Result<DeviceType> resolve_device(const std::string& name);
