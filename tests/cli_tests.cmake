@@ -318,3 +318,14 @@ streamrt_cli_test(compile_cache_bad_max_size fail "InvalidArgument: --cache-max-
 streamrt_cli_test(compile_cache_dir_is_a_file fail "IoError: cannot create directory '.*graph_break\\.onnx/entries'"
   FIXTURES_REQUIRED cli_break_model
   ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/never.pte --device cpu --cache-dir ${STREAMRT_CLI_BREAK})
+
+# --- byte flips and truncations of a small plan and program through the CLI, sampled --------
+# (scripts/mutate_check.py; `make mutate-check` runs every structural byte). Fails on a crash,
+# a hang, an unclean exit or a mutant accepted for no known reason.
+find_program(STREAMRT_CLI_PYTHON3 python3)
+if(STREAMRT_CLI_PYTHON3)
+  add_test(NAME cli_mutate_check_quick
+           COMMAND ${STREAMRT_CLI_PYTHON3} ${CMAKE_SOURCE_DIR}/scripts/mutate_check.py
+                   --cli $<TARGET_FILE:streamrt_cli> --jobs 2 --stride 256)
+  set_tests_properties(cli_mutate_check_quick PROPERTIES LABELS cli TIMEOUT 600)
+endif()
