@@ -446,3 +446,13 @@ streamrt_cli_test(build_max_nodes fail "more than the 2 .*max_nodes"
   ARGS ${STREAMRT_CLI_MLP_BUILD} --max-nodes 2 -o ${STREAMRT_CLI_TMP}/never_max_nodes.plan)
 streamrt_cli_test(build_max_tensor_elements fail "more than 4 elements"
   ARGS ${STREAMRT_CLI_MLP_BUILD} --max-tensor-elements 4 -o ${STREAMRT_CLI_TMP}/never_max_elems.plan)
+# --- byte flips and truncations of a small plan and program through the CLI, sampled --------
+# (scripts/mutate_check.py; `make mutate-check` runs every structural byte). Fails on a crash,
+# a hang, an unclean exit or a mutant accepted for no known reason.
+find_program(STREAMRT_CLI_PYTHON3 python3)
+if(STREAMRT_CLI_PYTHON3)
+  add_test(NAME cli_mutate_check_quick
+           COMMAND ${STREAMRT_CLI_PYTHON3} ${CMAKE_SOURCE_DIR}/scripts/mutate_check.py
+                   --cli $<TARGET_FILE:streamrt_cli> --jobs 2 --stride 256)
+  set_tests_properties(cli_mutate_check_quick PROPERTIES LABELS cli TIMEOUT 600)
+endif()

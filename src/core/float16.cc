@@ -1,5 +1,7 @@
 #include "core/float16.h"
 
+#include "core/cpu_features.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -28,7 +30,7 @@ __attribute__((target("avx,f16c"))) void floats_to_half_f16c(const float* src, u
 }
 
 bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool yes = cpu_features().avx && cpu_features().f16c;
   return yes;
 }
 #endif

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/env.h"
 #include "ops/gemm_util.h"
 
@@ -23,8 +24,8 @@ namespace {
 // STREAMRT_NO_SIMD=1 takes the portable loops (for tests and to rule the vector code out).
 bool use_simd() {
 #if SRT_HAVE_X86
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c") && !env_flag("STREAMRT_NO_SIMD");
+  const CpuFeatures& cpu = cpu_features();
+  static const bool yes = cpu.avx2 && cpu.fma && cpu.f16c && !env_flag("STREAMRT_NO_SIMD");
   return yes;
 #else
   return false;
