@@ -1,5 +1,6 @@
 #include "cache/entry.h"
 
+#include <algorithm>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -10,9 +11,31 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Nesting of '[' / '{' outside strings. The metadata streamrt writes is one flat object; a deep
+// one (60 000 '[' fit in 64 KiB) would cost a recursive DOM build and teardown per read.
+int max_nesting(const std::string& text) {
+  int depth = 0, most = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      most = std::max(most, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return most;
+}
+
 // Parses without exceptions; a discarded value for anything that is not one JSON object.
 Json parse_object(const std::string& text) {
-  if (text.size() > kMaxMetadataBytes) return Json(Json::value_t::discarded);
+  constexpr int kMaxNesting = 8;
+  if (text.size() > kMaxMetadataBytes || max_nesting(text) > kMaxNesting) return Json(Json::value_t::discarded);
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   return j.is_object() ? j : Json(Json::value_t::discarded);
 }
@@ -48,7 +71,7 @@ CacheEntry make_entry(std::vector<uint8_t> stripped_plan, const CacheKey& key, c
 Status verify_entry(const CacheEntry& entry, const CacheKey& key) {
   const std::string where = "cache entry " + key.hex();
   Json j = parse_object(entry.metadata);
-  if (j.is_discarded()) return invalid_plan(where + ": metadata is not a JSON object of at most 64 KiB");
+  if (j.is_discarded()) return invalid_plan(where + ": metadata is not a JSON object of at most 64 KiB and 8 levels of nesting");
   uint64_t format = 0, bytes = 0;
   if (!uint_field(j, "format", &format) || format != kEntryFormat)
     return invalid_plan(where + ": metadata format is not " + std::to_string(kEntryFormat));

@@ -88,6 +88,13 @@ TEST(CacheEntry, VerificationNamesWhatIsWrong) {
     m.metadata = bad;
     EXPECT_EQ(cache::verify_entry(m, key_n(1)).code(), StatusCode::kInvalidPlan) << bad.substr(0, 20);
   }
+  // Deep nesting is refused before a DOM is built; brackets inside strings do not count.
+  CacheEntry deep = e;
+  deep.metadata = e.metadata.substr(0, e.metadata.size() - 1) + ", \"x\": " + std::string(9, '[') + std::string(9, ']') + "}";
+  EXPECT_NE(cache::verify_entry(deep, key_n(1)).message().find("8 levels of nesting"), std::string::npos);
+  CacheEntry shallow = e;
+  shallow.metadata = e.metadata.substr(0, e.metadata.size() - 1) + ", \"x\": [[\"[[[[[[[[[[\\\"\"]]}";
+  EXPECT_TRUE(cache::verify_entry(shallow, key_n(1)).ok()) << shallow.metadata;
 }
 
 // The fuzz seeds (fuzz/corpus/cache_entry: "<metadata>\0<plan>", all-zero key) are what
