@@ -190,7 +190,7 @@ def outcome(cmd, timeout):
 
 def commands(cli, path):
     return {"inspect": [cli, "inspect", path],
-            "run": [cli, "run", path, "--iterations", "1", "--warmup", "0"]}
+            "run": [cli, "run", path, "--device", "cpu", "--iterations", "1", "--warmup", "0"]}
 
 
 def check_mutant(cli, work, ext, data, mutation, timeout):

@@ -115,7 +115,8 @@ Result<InputFile> InputFile::open(const std::string& path, const Options& option
   // Devices are refused before they are opened too: opening some has effects (a watchdog arms).
   // The fstat below still decides, on what was actually opened.
   struct stat pre {};
-  if (::stat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode))
+  const int pre_rc = options.follow_symlinks ? ::stat(path.c_str(), &pre) : ::lstat(path.c_str(), &pre);
+  if (pre_rc == 0 && !S_ISREG(pre.st_mode))
     return io_error("'" + path + "' is " + file_kind_name(pre.st_mode) + ", not a regular file");
   const int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (options.follow_symlinks ? 0 : O_NOFOLLOW);
   const int fd = ::open(path.c_str(), flags);
