@@ -52,6 +52,7 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
     const Node& node = graph.nodes[node_index];
     const ops::OpSchema* schema = ops::OpRegistry::global().find(node.op_type, node.domain);
     if (!schema) return node.error(StatusCode::kUnsupported, "unsupported op");
+    SRT_RETURN_IF_ERROR(ops::verify_first_output(node));
     std::vector<ops::TensorInfo> ins(node.inputs.size());
     bool all_known = true;
     for (size_t k = 0; k < node.inputs.size(); ++k) {

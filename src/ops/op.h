@@ -159,6 +159,9 @@ using VerifyFn = Status (*)(const InferContext&);
 // sums and products of a few such values in a shape rule cannot overflow int64.
 inline constexpr int64_t kMaxAttrExtent = int64_t{1} << 30;
 
+// Every ONNX op's first output is required, and kernels write it unchecked: a node without one
+// (a crafted plan or program) is an error naming it. Shape inference and evaluate_on_host call it.
+Status verify_first_output(const ir::Node& node);
 // For verify functions: each value of INT / INTS attribute `attr`, when present, within [lo, hi].
 Status verify_attr_range(const ir::Node& node, const char* attr, int64_t lo, int64_t hi);
 // INT attribute `attr` (default `def`) an axis of a tensor of input `in`'s rank plus `extra`

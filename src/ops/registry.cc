@@ -30,6 +30,12 @@ std::vector<std::string> OpRegistry::op_types() const {
   return out;
 }
 
+Status verify_first_output(const ir::Node& node) {
+  if (node.outputs.empty() || node.outputs[0] == ir::kNoValue)
+    return node.error(StatusCode::kInvalidModel, "has no first output (every op's first output is required)");
+  return ok_status();
+}
+
 Status verify_attr_range(const ir::Node& node, const char* attr, int64_t lo, int64_t hi) {
   auto it = node.attrs.find(attr);
   if (it == node.attrs.end()) return ok_status();
@@ -61,6 +67,7 @@ Status verify_axis_attr(const InferContext& ctx, const char* attr, int64_t def, 
 Result<std::vector<Tensor>> evaluate_on_host(const ir::Node& node, const std::vector<Tensor>& inputs) {
   const OpSchema* schema = OpRegistry::global().find(node.op_type, node.domain);
   if (!schema) return node.error(StatusCode::kUnsupported, "no such op");
+  SRT_RETURN_IF_ERROR(verify_first_output(node));
   std::vector<TensorInfo> infos(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].empty()) infos[i] = TensorInfo{inputs[i].dtype(), inputs[i].dims(), true, &inputs[i]};

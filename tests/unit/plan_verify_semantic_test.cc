@@ -236,6 +236,16 @@ TEST(PlanVerifySemantic, GatherAxisOutOfRangeIsRejected) {
   expect_rejected(p, {"step 4 'gather'", "axis"});
 }
 
+// Found by plan_run_fuzz: an Identity step of a weight with no outputs was evaluated at load (its
+// input is known), and the kernel wrote an output that did not exist.
+TEST(PlanVerifySemantic, StepWithoutItsFirstOutputIsRejected) {
+  for (std::vector<int32_t> outs : {std::vector<int32_t>{}, std::vector<int32_t>{ir::kNoValue}}) {
+    plan::PlanData p = chain_plan();
+    p.steps.push_back(step("ident", "Identity", {6}, outs));
+    expect_rejected(p, {"'ident'", "no first output"});
+  }
+}
+
 TEST(PlanVerifySemantic, OutputDtypeMustBeWhatTheStepMakes) {
   plan::PlanData p = chain_plan();
   p.values[3].dtype = DataType::kFloat16;  // s: Add of two float32 tensors
