@@ -23,7 +23,8 @@ Status copy_input0(KernelContext& ctx) {
   if (x.dtype != y.dtype || x.numel() != y.numel())
     return ctx.error("output " + std::string(dtype_name(y.dtype)) + " " + dims_to_string(y.dims) +
                      " does not match input " + dtype_name(x.dtype) + " " + dims_to_string(x.dims));
-  if (x.data != y.data) std::memmove(y.data, x.data, x.nbytes());
+  // An empty tensor may have no buffer at all (null): memmove of null is undefined even for 0 bytes.
+  if (x.data != y.data && x.nbytes() > 0) std::memmove(y.data, x.data, x.nbytes());
   return ok_status();
 }
 
