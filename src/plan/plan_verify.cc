@@ -123,6 +123,31 @@ Status check_values(const PlanData& p) {
   return ok_status();
 }
 
+// Input and output values are the user's buffers: each one must be listed as such (once), and
+// each listed tensor must be a value of that kind. Otherwise a step could write a value that no
+// address is ever bound to (found by plan_run_fuzz: an output value missing from the list).
+Status check_io_kinds(const PlanData& p) {
+  std::vector<int> listed(p.values.size(), 0);
+  auto mark = [&](const std::vector<IoTensor>& list, ValueEntry::Kind kind, const char* what) -> Status {
+    for (const IoTensor& io : list) {
+      const ValueEntry& v = p.values[static_cast<size_t>(io.value)];
+      if (v.kind != kind || listed[static_cast<size_t>(io.value)]++)
+        return invalid_plan(std::string(what) + " '" + io.name + "' names value " + num(io.value) + " '" + v.name +
+                            "', which is not an " + what + " value, or is listed twice");
+    }
+    return ok_status();
+  };
+  SRT_RETURN_IF_ERROR(mark(p.inputs, ValueEntry::Kind::kInput, "input"));
+  SRT_RETURN_IF_ERROR(mark(p.outputs, ValueEntry::Kind::kOutput, "output"));
+  for (size_t i = 0; i < p.values.size(); ++i) {
+    const ValueEntry::Kind k = p.values[i].kind;
+    if ((k == ValueEntry::Kind::kInput || k == ValueEntry::Kind::kOutput) && !listed[i])
+      return invalid_plan("value " + unum(i) + " '" + p.values[i].name + "' is an " +
+                          (k == ValueEntry::Kind::kInput ? "input" : "output") + " the plan does not list");
+  }
+  return ok_status();
+}
+
 // One optimization-profile bound: empty, or static dims of the tensor's rank that agree with
 // its static dims.
 Status check_profile_dims(const IoTensor& io, const Dims& d, const char* field,
@@ -382,6 +407,7 @@ Status verify_plan(const PlanData& plan, uint64_t weights_section_size) {
   SRT_RETURN_IF_ERROR(check_values(plan));
   SRT_RETURN_IF_ERROR(check_io(plan, plan.inputs, "input"));
   SRT_RETURN_IF_ERROR(check_io(plan, plan.outputs, "output"));
+  SRT_RETURN_IF_ERROR(check_io_kinds(plan));
   SRT_RETURN_IF_ERROR(check_step_times(plan));
   SRT_RETURN_IF_ERROR(check_steps(plan));
   // The checks above make every index safe to follow.

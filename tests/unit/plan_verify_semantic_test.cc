@@ -246,6 +246,21 @@ TEST(PlanVerifySemantic, StepWithoutItsFirstOutputIsRejected) {
   }
 }
 
+// Found by plan_run_fuzz: an output value the plan did not list got no buffer, and the step
+// writing it wrote through a null pointer.
+TEST(PlanVerifySemantic, EveryInputAndOutputValueIsListed) {
+  plan::PlanData p = chain_plan();
+  p.outputs.clear();
+  expect_rejected(p, {"value 5 'y'", "output the plan does not list"});
+  p = chain_plan();
+  p.outputs.push_back(p.outputs[0]);
+  expect_rejected(p, {"output 'y'", "listed twice"});
+  p = chain_plan();
+  p.outputs[0].value = 0;  // the input value
+  p.outputs[0].dims = p.outputs[0].max = {2, 3};
+  expect_rejected(p, {"output 'y'", "not an output value"});
+}
+
 TEST(PlanVerifySemantic, OutputDtypeMustBeWhatTheStepMakes) {
   plan::PlanData p = chain_plan();
   p.values[3].dtype = DataType::kFloat16;  // s: Add of two float32 tensors
