@@ -7,19 +7,13 @@
 #include "core/env.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
+#include "plan/view_steps.h"
 
 namespace streamrt::builder {
 
 using plan::ValueEntry;
 
 namespace {
-
-// Ops whose output is input 0's bytes under other dims.
-bool is_view_op(const ir::Node& n) {
-  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1) return false;
-  const std::string& op = n.op_type;
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
-}
 
 // Makes the output of each view step whose input and output are both arena activations of the
 // same planned size share the input's bytes (BufferRequest::alias); the kernels skip the copy
@@ -32,7 +26,7 @@ size_t alias_views(const plan::PlanData& plan, const std::vector<int32_t>& req_v
   for (size_t i = 0; i < req_value.size(); ++i) req_of[req_value[i]] = static_cast<int32_t>(i);
   size_t views = 0;
   for (const ir::Node& step : plan.steps) {
-    if (!is_view_op(step) || step.inputs[0] < 0 || step.outputs[0] < 0) continue;
+    if (!plan::is_view_step(step) || step.inputs[0] < 0 || step.outputs[0] < 0) continue;
     const int32_t in = req_of[step.inputs[0]], out = req_of[step.outputs[0]];
     if (in < 0 || out <= in || req[in].size == 0 || req[out].size != req[in].size) continue;
     req[out].alias = in;

@@ -9,6 +9,7 @@
 #include "builder/memory_planner.h"
 #include "ir/shape_inference.h"
 #include "plan/plan.h"
+#include "plan/view_steps.h"
 
 namespace streamrt::plan {
 
@@ -311,14 +312,6 @@ Status check_step_shapes(const PlanData& p) {
       if (p.steps[s].outputs[k] != ir::kNoValue)
         SRT_RETURN_IF_ERROR(check_step_output(p, s, k, r->infos[static_cast<size_t>(p.steps[s].outputs[k])]));
   return ok_status();
-}
-
-// The steps whose output shares input 0's bytes when the builder gives both one arena slot
-// (builder/lowering.cc: alias_views).
-bool is_view_step(const ir::Node& n) {
-  if (!n.domain.empty() || n.inputs.empty() || n.outputs.size() != 1) return false;
-  const std::string& op = n.op_type;
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
 }
 
 // A set of activations sharing one arena slot (a tensor and its views) and the steps it spans.
