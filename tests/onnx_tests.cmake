@@ -36,3 +36,23 @@ add_test(NAME onnx_attention_cuda_bf16
          COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_ATTENTION_DIR}/fp32 -j 2 --device cuda --against-cpu
                  --bf16 --rtol 1e-2 --atol 2e-2)
 set_tests_properties(onnx_attention_cuda onnx_attention_cuda_bf16 PROPERTIES TIMEOUT 600 LABELS "onnx;gpu")
+# The transformers corpus (tests/corpus/transformers/README.md) and the opset-23 function ops
+# (scripts/make_function_op_cases.py): real exports, so every case must run (--no-skip).
+set(STREAMRT_CORPUS_DIR ${CMAKE_SOURCE_DIR}/tests/corpus/transformers)
+set(STREAMRT_FUNCTION_OPS_DIR ${CMAKE_SOURCE_DIR}/tests/fixtures/function_ops)
+add_test(NAME onnx_transformers_corpus
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_CORPUS_DIR} -j 2 --no-skip --rtol 1e-3 --atol 1e-4)
+add_test(NAME onnx_function_ops
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_FUNCTION_OPS_DIR} -j 2 --no-skip --rtol 1e-4 --atol 1e-5)
+set_tests_properties(onnx_transformers_corpus onnx_function_ops PROPERTIES TIMEOUT 1200 LABELS onnx)
+add_test(NAME onnx_transformers_corpus_cuda
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_CORPUS_DIR} ${STREAMRT_FUNCTION_OPS_DIR} -j 2
+                 --device cuda --no-skip --rtol 1e-3 --atol 1e-4)
+add_test(NAME onnx_transformers_corpus_cuda_fp16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_CORPUS_DIR} ${STREAMRT_FUNCTION_OPS_DIR} -j 2
+                 --device cuda --fp16 --no-skip --rtol 2e-2 --atol 2e-2)
+add_test(NAME onnx_transformers_corpus_cuda_bf16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_CORPUS_DIR} ${STREAMRT_FUNCTION_OPS_DIR} -j 2
+                 --device cuda --bf16 --no-skip --rtol 5e-2 --atol 5e-2)
+set_tests_properties(onnx_transformers_corpus_cuda onnx_transformers_corpus_cuda_fp16
+                     onnx_transformers_corpus_cuda_bf16 PROPERTIES TIMEOUT 1200 LABELS "onnx;gpu")

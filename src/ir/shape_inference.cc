@@ -50,8 +50,6 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
 
   for (size_t node_index = 0; node_index < graph.nodes.size(); ++node_index) {
     const Node& node = graph.nodes[node_index];
-    const ops::OpSchema* schema = ops::OpRegistry::global().find(node.op_type, node.domain);
-    if (!schema) return node.error(StatusCode::kUnsupported, "unsupported op");
     SRT_RETURN_IF_ERROR(ops::verify_first_output(node));
     std::vector<ops::TensorInfo> ins(node.inputs.size());
     bool all_known = true;
@@ -64,7 +62,10 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
       if (!ins[k].value) all_known = false;
     }
     ops::InferContext ctx(node, ins, node.outputs.size());
+    // Before the schema lookup: the importer stops here at ops it expands into others (no schema).
     if (options.before_node) SRT_RETURN_IF_ERROR(options.before_node(node_index, ctx));
+    const ops::OpSchema* schema = ops::OpRegistry::global().find(node.op_type, node.domain);
+    if (!schema) return node.error(StatusCode::kUnsupported, "unsupported op");
     // The op's load-time checks hold at build time too, so the builder never writes a plan
     // that its own loader would refuse.
     if (schema->verify) SRT_RETURN_IF_ERROR(schema->verify(ctx));

@@ -8,6 +8,7 @@
 
 #include "core/file_io.h"
 #include "ir/shape_inference.h"
+#include "onnx/functions/function_op.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/tensor_proto.h"
 
@@ -168,6 +169,8 @@ Result<ir::Graph> import_onnx_bytes(const void* data, size_t size, const std::st
   Importer imp{base_dir, {}, {}};
   SRT_RETURN_IF_ERROR(imp.read_opsets(model));
   SRT_RETURN_IF_ERROR(imp.read_graph(model.graph()));
+  // Function ops (ONNX Attention, RotaryEmbedding) become their bodies; they need the graph in order.
+  if (imp.g.topo_sort().ok()) SRT_RETURN_IF_ERROR(expand_function_ops(imp.g));
   if (options.check_supported) {
     std::string missing = ir::unsupported_ops(imp.g);
     if (!missing.empty()) return unsupported("unsupported ops: " + missing);

@@ -8,7 +8,7 @@
 namespace streamrt::onnx_import {
 
 inline constexpr int kMinOpset = 7;
-inline constexpr int kMaxOpset = 21;
+inline constexpr int kMaxOpset = 23;
 
 struct ImportOptions {
   // Report every node whose op streamrt lacks (all at once) as kUnsupported.

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "core/file_io.h"
 #include "onnx_test_case.h"
+#include "onnx_test_skips.h"
 
 namespace streamrt::cli {
 namespace {
@@ -91,10 +92,10 @@ std::string case_name(const std::string& dir) {
 Command add_onnx_test_command(CLI::App& app) {
   struct State {
     std::vector<std::string> paths;
-    std::string device = "auto", json;
+    std::string device = "auto", json, expected_skips;
     int jobs = 0, timeout_s = 120;
     double rtol = 1e-3, atol = 1e-5;
-    bool quiet = false, fp16 = false, bf16 = false, against_cpu = false;
+    bool quiet = false, fp16 = false, bf16 = false, against_cpu = false, no_skip = false;
   };
   auto s = std::make_shared<State>();
   app.add_option("paths", s->paths, "case folders or trees of them")->required();
@@ -109,7 +110,18 @@ Command add_onnx_test_command(CLI::App& app) {
   app.add_flag("--bf16", s->bf16, "build float layers in bfloat16 (loosen --rtol/--atol to match)")->excludes(fp16);
   app.add_flag("--against-cpu", s->against_cpu,
                "compare with the CPU backend built the same way, not the stored outputs (conformance)");
+  auto* no_skip = app.add_flag("--no-skip", s->no_skip, "a skipped case fails (unless the device is absent)");
+  app.add_option("--expected-skips", s->expected_skips,
+                 "file of 'case reason' lines: a case that skips for another reason than an op streamrt lacks "
+                 "must be listed; a listed case that passes fails")
+      ->excludes(no_skip);
   return [s]() {
+    SkipPolicy policy{s->no_skip, !s->expected_skips.empty(), {}};
+    if (policy.use_list) {
+      auto listed = read_expected_skips(s->expected_skips);
+      if (!listed.ok()) return report_error(listed.status());
+      policy.listed = std::move(listed).value();
+    }
     // CUDA must not be initialized in this process: cases run in forked children, and a
     // child cannot use CUDA once its parent has. "auto" is resolved in a child of its own.
     Result<DeviceType> device = s->device == "auto" ? probe_device_in_child() : parse_device_type(s->device);
@@ -125,7 +137,8 @@ Command add_onnx_test_command(CLI::App& app) {
     std::vector<CaseResult> results(cases.size());
     std::vector<Child> running;
     size_t next = 0, passed = 0, failed = 0, skipped = 0;
-    auto report = [&](size_t i, const CaseResult& r) {
+    auto report = [&](size_t i, const CaseResult& raw) {
+      const CaseResult r = apply_skip_policy(policy, case_name(cases[i]), raw);
       results[i] = r;
       const char* tag = r.outcome == CaseOutcome::kPass ? "pass" : r.outcome == CaseOutcome::kSkip ? "skip" : "FAIL";
       (r.outcome == CaseOutcome::kPass ? passed : r.outcome == CaseOutcome::kSkip ? skipped : failed)++;

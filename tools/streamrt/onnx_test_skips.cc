@@ -1,0 +1,49 @@
+#include "onnx_test_skips.h"
+
+#include <sstream>
+
+#include "core/file_io.h"
+
+namespace streamrt::cli {
+namespace {
+
+bool device_absent(const std::string& msg) {
+  return msg.find("no CUDA device") != std::string::npos || msg.find("built without CUDA") != std::string::npos;
+}
+
+bool op_not_listed(const std::string& msg) { return msg.find("unsupported ops: ") != std::string::npos; }
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> read_expected_skips(const std::string& path) {
+  auto file = InputFile::open(path, 16 << 20);
+  if (!file.ok()) return file.status().with_context("expected-skips file");
+  SRT_ASSIGN_OR_RETURN(std::string text, file->read_all());
+  std::istringstream in(text);
+  std::map<std::string, std::string> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream fields(line);
+    std::string name, reason;
+    if (!(fields >> name)) continue;
+    std::getline(fields >> std::ws, reason);
+    if (reason.empty())
+      return invalid_argument(path + ":" + std::to_string(n) + ": case '" + name + "' has no reason");
+    if (!out.emplace(name, reason).second)
+      return invalid_argument(path + ":" + std::to_string(n) + ": case '" + name + "' is listed twice");
+  }
+  return out;
+}
+
+CaseResult apply_skip_policy(const SkipPolicy& policy, const std::string& case_name, CaseResult r) {
+  const auto listed = policy.listed.find(case_name);
+  if (r.outcome == CaseOutcome::kPass && listed != policy.listed.end())
+    return {CaseOutcome::kFail, "passes but is listed as an expected skip (" + listed->second + "): remove it"};
+  if (r.outcome != CaseOutcome::kSkip || device_absent(r.message)) return r;
+  if (policy.no_skip) return {CaseOutcome::kFail, "skipped, and every case must run: " + r.message};
+  if (!policy.use_list || op_not_listed(r.message) || listed != policy.listed.end()) return r;
+  return {CaseOutcome::kFail, "skipped for a reason the expected-skips file does not list: " + r.message};
+}
+
+}  // namespace streamrt::cli
