@@ -259,9 +259,12 @@ Status infer(InferContext& ctx) {
   SRT_ASSIGN_OR_RETURN(std::string policy, ctx.node().attr_string("keep_aspect_ratio_policy", "stretch"));
   const bool sized_alone = in.sizes && policy == "stretch";
   SRT_ASSIGN_OR_RETURN(auto axes, resized_axes(ctx.node(), x.size()));
+  // keep_aspect_ratio_policy: one scale from every resized axis, so one unknown hides them all.
+  bool common_unknown = false;
+  for (int64_t d : axes) common_unknown = common_unknown || (in.sizes && policy != "stretch" && x[d] < 0);
   for (size_t d = 0; d < x.size(); ++d) {
     const bool resized = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
-    if (x[d] < 0 && !(sized_alone && resized)) out[d] = kDynamicDim;
+    if ((x[d] < 0 && !(sized_alone && resized)) || (resized && common_unknown)) out[d] = kDynamicDim;
   }
   ctx.set_output(0, t, std::move(out));
   return ok_status();

@@ -169,6 +169,12 @@ TEST(ResizeOp, Infer) {
   r = infer(make_node("Resize", 4, 1, {}, 13), {info(DataType::kFloat32, {-1, 3, 4, 5}), absent(), known(scales), absent()});
   ASSERT_TRUE(r.status.ok()) << r.status.to_string();
   EXPECT_EQ(r.outs[0].dims, (Dims{-1, 3, 8, 2}));
+  // keep_aspect_ratio_policy: a dynamic resized axis hides the common scale.
+  Tensor two = i64({2}, {3, 5});
+  r = infer(make_node("Resize", 4, 1, {{"axes", ais({2, 3})}, {"keep_aspect_ratio_policy", as("not_larger")}}, 18),
+            {info(DataType::kFloat32, {2, 3, -1, 4}), absent(), absent(), known(two)});
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_EQ(r.outs[0].dims, (Dims{2, 3, -1, -1}));
   // Unknown sizes: the rank only.
   r = infer(make_node("Resize", 4, 1, {}, 13),
             {info(DataType::kFloat32, {1, 3, 4, 4}), absent(), absent(), info(DataType::kInt64, {4})});
