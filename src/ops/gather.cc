@@ -5,21 +5,11 @@
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/indexing.h"
 #include "ops/partial_ints.h"
 
 namespace streamrt::ops {
 namespace {
-
-bool is_index_type(DataType t) { return t == DataType::kInt64 || t == DataType::kInt32; }
-
-// Checks that every index lies in [-dim, dim); the message names the first bad one.
-Status check_indices(const ir::Node& node, StatusCode code, const std::vector<int64_t>& idx, int64_t dim) {
-  for (size_t i = 0; i < idx.size(); ++i)
-    if (idx[i] < -dim || idx[i] >= dim)
-      return node.error(code, "index " + std::to_string(idx[i]) + " (at position " + std::to_string(i) +
-                                  ") is out of range for an axis of length " + std::to_string(dim));
-  return ok_status();
-}
 
 // Gather from a shape vector whose elements are partly known (Gather(Shape(x), -1)): the picked
 // elements, known where the data's are. Only for 1-D data and known indices.

@@ -7,11 +7,10 @@
 // bounds: the slices of an out-of-range index are written as zeros instead.
 #include "backends/cuda/kernels/data_movement.cuh"
 #include "ops/data_movement.h"
+#include "ops/indexing.h"
 
 namespace streamrt::cuda {
 namespace {
-
-bool is_index_type(DataType t) { return t == DataType::kInt64 || t == DataType::kInt32; }
 
 // E is the copy unit; `block` is the slice after the axis in units of E.
 template <typename E, typename Idx>
@@ -35,7 +34,7 @@ Status gather_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef& y = ctx.output(0);
   const size_t rank = data.dims.size();
   if (rank == 0) return ctx.error("data must have rank >= 1");
-  if (!is_index_type(indices.dtype)) return ctx.error("indices must be int32 or int64");
+  if (!ops::is_index_type(indices.dtype)) return ctx.error("indices must be int32 or int64");
   SRT_ASSIGN_OR_RETURN(int64_t axis, ctx.node().attr_int("axis", 0));
   SRT_ASSIGN_OR_RETURN(int64_t a, ops::normalize_axis(ctx.node(), axis, static_cast<int64_t>(rank)));
   const size_t ax = static_cast<size_t>(a);
