@@ -97,5 +97,17 @@ TEST(ArgReduce, ShapesAndErrors) {
   EXPECT_EQ(out[0].dims(), (Dims{0, 1}));
 }
 
+TEST(ArgReduce, PlanLoadBoundsAxis) {
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    const ops::OpSchema* s = ops::OpRegistry::global().find(op);
+    ASSERT_TRUE(s && s->verify);
+    for (int64_t axis : {-3, -1, 0, 2, 3}) {
+      ir::Node n = arg_node(op, axis, 1);
+      ops::InferContext ctx(n, {info(DataType::kFloat32, {2, 3, 4})}, 1);
+      EXPECT_EQ(s->verify(ctx).ok(), axis < 3) << op << " axis " << axis;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace streamrt

@@ -68,5 +68,20 @@ TEST(Hardmax, AxisOutOfRange) {
   EXPECT_EQ(run_status(hardmax(1, 13), {i32({2, 2}, {1, 2, 3, 4})}).code(), StatusCode::kUnsupported);
 }
 
+TEST(Hardmax, PlanLoadBoundsAxis) {
+  const ops::OpSchema* s = ops::OpRegistry::global().find("Hardmax");
+  ASSERT_TRUE(s && s->verify);
+  auto ok = [&](int64_t axis, int opset) {
+    ir::Node n = hardmax(axis, opset);
+    ops::InferContext ctx(n, {info(DataType::kFloat32, {2, 3, 4})}, 1);
+    return s->verify(ctx).ok();
+  };
+  EXPECT_TRUE(ok(2, 13));
+  EXPECT_FALSE(ok(3, 13));
+  EXPECT_TRUE(ok(3, 1));  // before opset 11, axis == rank is a coerced [N, 1] view
+  EXPECT_FALSE(ok(4, 1));
+  EXPECT_FALSE(ok(-4, 13));
+}
+
 }  // namespace
 }  // namespace streamrt

@@ -102,5 +102,18 @@ TEST(TopK, ShapesAndBadK) {
   EXPECT_EQ((*infos)[1].dims, (Dims{5, 3}));
 }
 
+TEST(TopK, PlanLoadBoundsAxisAndKAttribute) {
+  const ops::OpSchema* s = ops::OpRegistry::global().find("TopK");
+  ASSERT_TRUE(s && s->verify);
+  auto verify = [&](const ir::Node& n) {
+    ops::InferContext ctx(n, {info(DataType::kFloat32, {4, 5})}, 2);
+    return s->verify(ctx);
+  };
+  EXPECT_TRUE(verify(topk_node(1, {{"k", ai(3)}})).ok());
+  EXPECT_EQ(verify(topk_node(1, {{"k", ai(int64_t{1} << 40)}})).code(), StatusCode::kInvalidModel);
+  EXPECT_EQ(verify(topk_node(1, {{"k", ai(-1)}})).code(), StatusCode::kInvalidModel);
+  EXPECT_EQ(verify(topk_node(1, {{"k", ai(1)}, {"axis", ai(2)}})).code(), StatusCode::kInvalidModel);
+}
+
 }  // namespace
 }  // namespace streamrt
