@@ -126,6 +126,19 @@ Status nll_loss_cpu(const ir::Node& node, const LossAttrs& attrs, const LossShap
   return ok_status();
 }
 
+Status nll_loss_to_output(KernelContext& ctx, const LossAttrs& attrs, const LossShape& s, const float* logp) {
+  const std::vector<int64_t> target = read_int_values(ctx.input(1));
+  const TensorRef& y = ctx.output(0);
+  return dispatch<kFloats>(y.dtype, ctx.node().describe(), [&]<typename T>() {
+    std::optional<FloatView<T>> w;
+    if (ctx.has_input(2)) w.emplace(ctx.input(2).as<T>(), s.c);
+    std::vector<float> out;
+    SRT_RETURN_IF_ERROR(nll_loss_cpu(ctx.node(), attrs, s, logp, target, w ? w->get() : nullptr, out));
+    for (size_t i = 0; i < out.size(); ++i) y.as<T>()[i] = store<T>(out[i]);
+    return ok_status();
+  });
+}
+
 namespace {
 
 Status infer(InferContext& ctx) {
@@ -137,16 +150,9 @@ Status cpu(KernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(LossAttrs attrs, read_loss_attrs(ctx.node()));
   SRT_ASSIGN_OR_RETURN(LossShape s, check_loss_kernel(ctx, attrs));
   const TensorRef& x = ctx.input(0);
-  const std::vector<int64_t> target = read_int_values(ctx.input(1));
   return dispatch<kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() {
     FloatView<T> logp(x.as<T>(), x.numel());
-    std::optional<FloatView<T>> w;
-    if (ctx.has_input(2)) w.emplace(ctx.input(2).as<T>(), s.c);
-    std::vector<float> out;
-    SRT_RETURN_IF_ERROR(nll_loss_cpu(ctx.node(), attrs, s, logp.get(), target, w ? w->get() : nullptr, out));
-    T* y = ctx.output(0).as<T>();
-    for (size_t i = 0; i < out.size(); ++i) y[i] = store<T>(out[i]);
-    return ok_status();
+    return nll_loss_to_output(ctx, attrs, s, logp.get());
   });
 }
 

@@ -48,4 +48,8 @@ Result<LossShape> check_loss_kernel(const KernelContext& ctx, const LossAttrs& a
 Status nll_loss_cpu(const ir::Node& node, const LossAttrs& attrs, const LossShape& s, const float* logp,
                     const std::vector<int64_t>& target, const float* weight, std::vector<float>& out);
 
+// nll_loss_cpu for a kernel: the target from input 1, the weight from optional input 2, the
+// result stored to output 0 (its dtype, checked by check_loss_kernel).
+Status nll_loss_to_output(KernelContext& ctx, const LossAttrs& attrs, const LossShape& s, const float* logp);
+
 }  // namespace streamrt::ops
