@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <type_traits>
 
 #include "ops/common.h"
 #include "ops/data_movement.h"
+#include "ops/gemm_util.h"
 
 namespace streamrt::ops::einsum {
 namespace {
@@ -233,6 +235,83 @@ void advance(const Plan& p, const std::vector<int>& indices, std::vector<int64_t
   }
 }
 
+// The two-operand contraction as batched GEMM: every output index is a batch index (both
+// operands vary along it), an M index (only the first does, or neither) or an N index (only
+// the second); every summed index a K index along which both vary. The operands are packed
+// into [batch, M, K] and [batch, K, N] float buffers by the same strided walk as the generic
+// kernel (so diagonals and broadcast dims need nothing special), multiplied with sgemm, and
+// the [batch, M, N] result scattered to the output's index order. nullopt when the equation is
+// not of that form (a summed index only one operand varies along): the generic loop runs.
+struct GemmSplit {
+  std::vector<int> batch, m, n, k;
+};
+
+std::optional<GemmSplit> gemm_split(const Plan& p) {
+  if (p.strides.size() != 2) return std::nullopt;
+  GemmSplit g;
+  for (int i : p.out_indices) {
+    const auto u = static_cast<size_t>(i);
+    if (p.strides[1][u] == 0) g.m.push_back(i);
+    else if (p.strides[0][u] == 0) g.n.push_back(i);
+    else g.batch.push_back(i);
+  }
+  for (int i : p.sum_indices) {
+    const auto u = static_cast<size_t>(i);
+    if (p.sizes[u] != 1 && (p.strides[0][u] == 0 || p.strides[1][u] == 0)) return std::nullopt;
+    g.k.push_back(i);
+  }
+  return g;
+}
+
+int64_t extent(const Plan& p, const std::vector<int>& idx) {
+  int64_t e = 1;
+  for (int i : idx) e *= p.sizes[static_cast<size_t>(i)];
+  return e;
+}
+
+// Copies operand k's elements in the order of `order` (outermost first) into `dst`.
+template <typename T>
+void pack(const Plan& p, size_t k, const T* src, const std::vector<int>& order, float* dst) {
+  Plan one{p.sizes, {p.strides[k]}, {}, {}, {}};
+  std::vector<int64_t> counter(order.size(), 0), off(1, 0);
+  for (int64_t i = 0, n = extent(p, order); i < n; ++i) {
+    dst[i] = static_cast<float>(load(src[off[0]]));
+    advance(one, order, counter, off);
+  }
+}
+
+template <typename T>
+Status run_gemm(const Plan& p, const GemmSplit& g, const T* a, const T* b, T* y) {
+  const int64_t nb = extent(p, g.batch), m = extent(p, g.m), n = extent(p, g.n), k = extent(p, g.k);
+  auto cat = [](std::vector<int> x, const std::vector<int>& y1, const std::vector<int>& y2) {
+    x.insert(x.end(), y1.begin(), y1.end());
+    x.insert(x.end(), y2.begin(), y2.end());
+    return x;
+  };
+  std::vector<float> pa(static_cast<size_t>(nb * m * k)), pb(static_cast<size_t>(nb * k * n)),
+      pc(static_cast<size_t>(nb * m * n));
+  pack(p, 0, a, cat(g.batch, g.m, g.k), pa.data());
+  pack(p, 1, b, cat(g.batch, g.k, g.n), pb.data());
+  for (int64_t i = 0; i < nb; ++i)
+    SRT_RETURN_IF_ERROR(sgemm(false, false, m, n, k, 1.f, pa.data() + i * m * k, k, pb.data() + i * k * n, n, 0.f,
+                              pc.data() + i * m * n, n));
+  // Scatter: walk [batch, M, N] with the output's strides for those indices.
+  std::vector<int64_t> out_stride(p.sizes.size(), 0);
+  int64_t s = 1;
+  for (size_t d = p.out_indices.size(); d-- > 0;) {
+    out_stride[static_cast<size_t>(p.out_indices[d])] = s;
+    s *= p.sizes[static_cast<size_t>(p.out_indices[d])];
+  }
+  Plan out{p.sizes, {out_stride}, {}, {}, {}};
+  const std::vector<int> order = cat(g.batch, g.m, g.n);
+  std::vector<int64_t> counter(order.size(), 0), off(1, 0);
+  for (size_t i = 0; i < pc.size(); ++i) {
+    y[off[0]] = store<T>(pc[i]);
+    advance(out, order, counter, off);
+  }
+  return ok_status();
+}
+
 template <typename T>
 void run(const Plan& p, const std::vector<const T*>& x, T* y) {
   // Integers wrap (unsigned 64-bit) instead of overflowing, which would be undefined.
@@ -270,6 +349,9 @@ Status cpu(KernelContext& ctx) {
   return dispatch<kNumeric>(ctx.input(0).dtype, ctx.node().describe(), [&]<typename T>() {
     std::vector<const T*> x;
     for (size_t k = 0; k < ctx.num_inputs(); ++k) x.push_back(ctx.input(k).as<T>());
+    if constexpr (!std::is_integral_v<T>) {
+      if (auto g = gemm_split(p)) return run_gemm<T>(p, *g, x[0], x[1], ctx.output(0).as<T>());
+    }
     run<T>(p, x, ctx.output(0).as<T>());
     return ok_status();
   });

@@ -87,6 +87,41 @@ TEST(Einsum, ThreeOperandsAndIntegers) {
   EXPECT_EQ(values_f32(out[0]), (std::vector<float>{0, 0, 0, 0}));
 }
 
+// Float two-operand contractions go through the packed GEMM path, int64 ones through the
+// generic loop: on integer-valued data both must agree exactly.
+TEST(Einsum, GemmPathMatchesGenericLoop) {
+  struct Case {
+    std::string eq;
+    Dims a, b;
+  };
+  const std::vector<Case> cases = {
+      {"...kj,...jj->j...k", {2, 3, 4}, {1, 4, 4}},  // diagonal, broadcast, no summed index
+      {"ij,kj->ki", {3, 5}, {2, 5}},               // transposed operand and output
+      {"...ij,...jk->...ik", {2, 1, 2, 3}, {3, 3, 2}},  // broadcast ellipsis batch
+      {"ij,k->k", {2, 3}, {4}},                    // j summed in one operand only: generic loop
+      {"abc,cba->", {2, 3, 2}, {2, 3, 2}},         // full contraction
+  };
+  for (const Case& c : cases) {
+    std::vector<float> fa, fb;
+    std::vector<int64_t> ia, ib;
+    for (int64_t i = 0; i < dims_numel(c.a); ++i) ia.push_back((i * 5) % 7 - 3);
+    for (int64_t i = 0; i < dims_numel(c.b); ++i) ib.push_back((i * 3) % 5 - 2);
+    for (int64_t v : ia) fa.push_back(static_cast<float>(v));
+    for (int64_t v : ib) fb.push_back(static_cast<float>(v));
+    auto f = run_ok(einsum_node(c.eq, 2), {f32(c.a, fa), f32(c.b, fb)});
+    auto g = run_ok(einsum_node(c.eq, 2), {i64(c.a, ia), i64(c.b, ib)});
+    ASSERT_EQ(f.size(), 1u) << c.eq;
+    ASSERT_EQ(g.size(), 1u) << c.eq;
+    EXPECT_EQ(f[0].dims(), g[0].dims()) << c.eq;
+    std::vector<float> want;
+    for (int64_t v : values_i64(g[0])) want.push_back(static_cast<float>(v));
+    EXPECT_EQ(values_f32(f[0]), want) << c.eq;
+  }
+  // The generic loop itself, checked by hand for the one-sided sum: sum(a) * b.
+  auto g = run_ok(einsum_node("ij,k->k", 2), {i64({1, 2}, {3, 4}), i64({2}, {1, -2})});
+  EXPECT_EQ(values_i64(g[0]), (std::vector<int64_t>{7, -14}));
+}
+
 TEST(Einsum, InferWithDynamicDims) {
   auto r = infer_infos(einsum_node("bij,bjk->bik", 2),
                        {known(DataType::kFloat32, {-1, 3, -1}), known(DataType::kFloat32, {2, 4, 5})});
