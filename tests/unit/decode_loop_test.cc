@@ -41,12 +41,14 @@ struct Feeds {
   std::map<std::string, Tensor> t;  // the pasts are views of the previous step's present buffers
 };
 
-// A profile that covers the loop: batch 1..4, the total / past length 1..64.
+// A profile that covers the loop: batch 1..4, past length 1..63 and the mask over past + 1 new token
+// 2..64. The ranges must agree with each other: shape inference at the max runs the graph's own
+// index arithmetic on them (a mask longer than past + 1 indexes past the end of its tables).
 ShapeProfile profile_for(const std::string& name, const Dims& d) {
   ShapeProfile p{d, d, d};
   p.min[0] = 1, p.max[0] = 4;
-  const int grows = name == "attention_mask" ? 1 : name.rfind("past_key_values.", 0) == 0 ? 2 : -1;
-  if (grows >= 0) p.min[grows] = 1, p.max[grows] = 64;
+  if (name == "attention_mask") p.min[1] = 2, p.max[1] = 64;
+  if (name.rfind("past_key_values.", 0) == 0) p.min[2] = 1, p.max[2] = 63;
   return p;
 }
 
