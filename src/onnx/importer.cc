@@ -196,4 +196,28 @@ Result<ir::Graph> import_onnx_file(const std::string& path, const ImportOptions&
   return g;
 }
 
+Result<std::vector<ir::Node>> read_node_ops(const std::string& path) {
+  auto file = InputFile::open(path, INT_MAX);
+  if (!file.ok()) return file.status().with_context("cannot open ONNX model '" + path + "'");
+  SRT_ASSIGN_OR_RETURN(std::string bytes, file->read_all());
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                                static_cast<int>(bytes.size()));
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&stream)) return invalid_model(path + ": not a valid ONNX model");
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& o : model.opset_import())
+    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = static_cast<int>(std::clamp<int64_t>(o.version(), -1, INT_MAX));
+  std::vector<ir::Node> out;
+  for (const auto& np : model.graph().node()) {
+    ir::Node n;
+    n.name = np.name();
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.opset = opsets.count(n.domain) ? opsets[n.domain] : 0;
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
 }  // namespace streamrt::onnx_import

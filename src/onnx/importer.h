@@ -23,4 +23,8 @@ Result<ir::Graph> import_onnx_file(const std::string& path, const ImportOptions&
 Result<ir::Graph> import_onnx_bytes(const void* data, size_t size, const std::string& base_dir,
                                     const ImportOptions& options = {});
 
+// The op type, domain and opset of every top-level node of the model at `path`, without converting
+// anything else (for tools that classify models an import refuses for another reason).
+Result<std::vector<ir::Node>> read_node_ops(const std::string& path);
+
 }  // namespace streamrt::onnx_import
