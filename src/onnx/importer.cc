@@ -168,10 +168,10 @@ Result<ir::Graph> import_onnx_bytes(const void* data, size_t size, const std::st
   Importer imp{base_dir, {}, {}};
   SRT_RETURN_IF_ERROR(imp.read_opsets(model));
   SRT_RETURN_IF_ERROR(imp.read_graph(model.graph()));
-  if (options.check_supported) {
-    std::string missing = ir::unsupported_ops(imp.g);
-    if (!missing.empty()) return unsupported("unsupported ops: " + missing);
-  }
+  // An op older than its min_opset had other semantics: refused even when unknown ops are
+  // left for later, so it is never run with the newer meaning.
+  std::string missing = ir::unsupported_ops(imp.g, options.check_supported);
+  if (!missing.empty()) return unsupported("unsupported ops: " + missing);
   SRT_RETURN_IF_ERROR(imp.g.topo_sort());
   if (imp.g.outputs.empty()) return invalid_model("ONNX graph has no outputs");
   return std::move(imp.g);
