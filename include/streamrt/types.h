@@ -21,7 +21,14 @@ enum class DataType : uint8_t {
   kInt8 = 6,
   kUInt8 = 7,
   kBool = 8,
+  kFloat64 = 9,
+  kInt16 = 10,
+  kUInt16 = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
 };
+// The highest value in use (is_valid_dtype's bound); move it when appending.
+inline constexpr DataType kLastDataType = DataType::kUInt64;
 
 // Bytes per element (0 for kUndefined).
 size_t dtype_size(DataType t);
@@ -29,8 +36,14 @@ size_t dtype_size(DataType t);
 const char* dtype_name(DataType t);
 // Parses a dtype_name() string.
 Result<DataType> parse_dtype(const std::string& name);
-bool is_float(DataType t);    // float32, float16, bfloat16
-bool is_integer(DataType t);  // int64, int32, int8, uint8
+// The float family that computes in float (GEMM, conv, norms, fusions): float32, float16,
+// bfloat16. float64 is deliberately not in it: kernels written for this family compute in
+// float and would silently lose float64's precision.
+bool is_float(DataType t);
+bool is_floating_point(DataType t);  // is_float() or float64
+// int64, int32, int16, int8 and uint8, uint16, uint32, uint64 (not bool).
+bool is_integer(DataType t);
+bool is_unsigned(DataType t);  // uint8, uint16, uint32, uint64
 // True for values that fit the enum (used when reading untrusted files).
 bool is_valid_dtype(int raw);
 

@@ -7,15 +7,22 @@
 namespace streamrt {
 namespace {
 
+// bfloat16 has no numpy dtype: it is written as its uint16 bits ("<u2") and reads back as
+// uint16; a caller that knows it wants bfloat16 reinterprets it (Tensor::retyped).
 const char* descr_of(DataType t) {
   switch (t) {
     case DataType::kFloat32: return "<f4";
     case DataType::kFloat16: return "<f2";
     case DataType::kBFloat16: return "<u2";
+    case DataType::kFloat64: return "<f8";
     case DataType::kInt64: return "<i8";
     case DataType::kInt32: return "<i4";
+    case DataType::kInt16: return "<i2";
     case DataType::kInt8: return "|i1";
     case DataType::kUInt8: return "|u1";
+    case DataType::kUInt16: return "<u2";
+    case DataType::kUInt32: return "<u4";
+    case DataType::kUInt64: return "<u8";
     case DataType::kBool: return "|b1";
     default: return "";
   }
@@ -23,9 +30,10 @@ const char* descr_of(DataType t) {
 
 Result<DataType> dtype_of(const std::string& d, const std::string& what) {
   static const std::pair<const char*, DataType> table[] = {
-      {"<f4", DataType::kFloat32}, {"<f2", DataType::kFloat16}, {"<i8", DataType::kInt64},
-      {"<i4", DataType::kInt32},   {"|i1", DataType::kInt8},    {"|u1", DataType::kUInt8},
-      {"|b1", DataType::kBool},    {"<u2", DataType::kBFloat16}};
+      {"<f4", DataType::kFloat32}, {"<f2", DataType::kFloat16}, {"<f8", DataType::kFloat64},
+      {"<i8", DataType::kInt64},   {"<i4", DataType::kInt32},   {"<i2", DataType::kInt16},
+      {"|i1", DataType::kInt8},    {"|u1", DataType::kUInt8},   {"<u2", DataType::kUInt16},
+      {"<u4", DataType::kUInt32},  {"<u8", DataType::kUInt64},  {"|b1", DataType::kBool}};
   for (const auto& [s, t] : table)
     if (d == s) return t;
   return unsupported(what + ": numpy dtype '" + d + "' is not supported");

@@ -60,14 +60,38 @@ Result<Tensor> Tensor::reshaped(const Dims& dims) const {
   return t;
 }
 
+Result<Tensor> Tensor::retyped(DataType dtype) const {
+  if (dtype == DataType::kUndefined || dtype_size(dtype) != dtype_size(dtype_))
+    return invalid_argument(std::string("cannot reinterpret ") + dtype_name(dtype_) + " as " +
+                            dtype_name(dtype));
+  Tensor t = *this;
+  t.dtype_ = dtype;
+  return t;
+}
+
+Tensor uint16_bits_as(const Tensor& t, DataType want) {
+  if (t.dtype() != DataType::kUInt16 || want != DataType::kBFloat16) return t;
+  return t.retyped(want).value();  // same element size: cannot fail
+}
+
 Result<std::vector<int64_t>> Tensor::to_int64_vector() const {
   std::vector<int64_t> out(static_cast<size_t>(numel()));
   for (size_t i = 0; i < out.size(); ++i) {
     switch (dtype_) {
       case DataType::kInt64: out[i] = data_as<int64_t>()[i]; break;
       case DataType::kInt32: out[i] = data_as<int32_t>()[i]; break;
+      case DataType::kInt16: out[i] = data_as<int16_t>()[i]; break;
       case DataType::kInt8: out[i] = data_as<int8_t>()[i]; break;
       case DataType::kUInt8: out[i] = data_as<uint8_t>()[i]; break;
+      case DataType::kUInt16: out[i] = data_as<uint16_t>()[i]; break;
+      case DataType::kUInt32: out[i] = data_as<uint32_t>()[i]; break;
+      case DataType::kUInt64: {
+        const uint64_t v = data_as<uint64_t>()[i];
+        if (v > static_cast<uint64_t>(INT64_MAX))
+          return invalid_argument("uint64 value " + std::to_string(v) + " does not fit int64");
+        out[i] = static_cast<int64_t>(v);
+        break;
+      }
       case DataType::kBool: out[i] = data_as<uint8_t>()[i] != 0; break;
       default: return invalid_argument(std::string("expected an integer tensor, got ") +
                                        dtype_name(dtype_));
@@ -76,22 +100,32 @@ Result<std::vector<int64_t>> Tensor::to_int64_vector() const {
   return out;
 }
 
-Result<std::vector<float>> Tensor::to_float_vector() const {
-  std::vector<float> out(static_cast<size_t>(numel()));
+Result<std::vector<double>> Tensor::to_double_vector() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
   for (size_t i = 0; i < out.size(); ++i) {
     switch (dtype_) {
       case DataType::kFloat32: out[i] = data_as<float>()[i]; break;
+      case DataType::kFloat64: out[i] = data_as<double>()[i]; break;
       case DataType::kFloat16: out[i] = Half::to_float(data_as<uint16_t>()[i]); break;
       case DataType::kBFloat16: out[i] = BFloat16::to_float(data_as<uint16_t>()[i]); break;
-      case DataType::kInt64: out[i] = static_cast<float>(data_as<int64_t>()[i]); break;
-      case DataType::kInt32: out[i] = static_cast<float>(data_as<int32_t>()[i]); break;
+      case DataType::kInt64: out[i] = static_cast<double>(data_as<int64_t>()[i]); break;
+      case DataType::kInt32: out[i] = data_as<int32_t>()[i]; break;
+      case DataType::kInt16: out[i] = data_as<int16_t>()[i]; break;
       case DataType::kInt8: out[i] = data_as<int8_t>()[i]; break;
       case DataType::kUInt8: out[i] = data_as<uint8_t>()[i]; break;
-      case DataType::kBool: out[i] = data_as<uint8_t>()[i] ? 1.f : 0.f; break;
+      case DataType::kUInt16: out[i] = data_as<uint16_t>()[i]; break;
+      case DataType::kUInt32: out[i] = data_as<uint32_t>()[i]; break;
+      case DataType::kUInt64: out[i] = static_cast<double>(data_as<uint64_t>()[i]); break;
+      case DataType::kBool: out[i] = data_as<uint8_t>()[i] ? 1.0 : 0.0; break;
       default: return invalid_argument("tensor has no data type");
     }
   }
   return out;
+}
+
+Result<std::vector<float>> Tensor::to_float_vector() const {
+  SRT_ASSIGN_OR_RETURN(std::vector<double> d, to_double_vector());
+  return std::vector<float>(d.begin(), d.end());
 }
 
 }  // namespace streamrt

@@ -43,10 +43,15 @@ class Tensor {
 
   // Reinterprets with new dims of the same element count (shares storage).
   Result<Tensor> reshaped(const Dims& dims) const;
+  // Reinterprets the bytes as `dtype` of the same element size (shares storage); e.g. ONNX
+  // test data that stores bfloat16 bits as uint16.
+  Result<Tensor> retyped(DataType dtype) const;
   // Values of an integer tensor widened to int64 (for shape tensors and indices).
   Result<std::vector<int64_t>> to_int64_vector() const;
   // Values of a numeric tensor as float.
   Result<std::vector<float>> to_float_vector() const;
+  // Values of a numeric tensor as double (exact for every type but 64-bit integers > 2^53).
+  Result<std::vector<double>> to_double_vector() const;
 
  private:
   DataType dtype_ = DataType::kUndefined;
@@ -55,6 +60,10 @@ class Tensor {
   bool writable_ = false;
   std::shared_ptr<const void> holder_;
 };
+
+// numpy has no bfloat16: .npy files and ONNX test data (.pb) hold bfloat16 as uint16 bits.
+// Returns `t` reinterpreted as bfloat16 when it is uint16 and `want` is bfloat16, else `t`.
+Tensor uint16_bits_as(const Tensor& t, DataType want);
 
 template <typename T>
 Tensor Tensor::from_vector(DataType dtype, const Dims& dims, const std::vector<T>& v) {

@@ -14,6 +14,11 @@ size_t dtype_size(DataType t) {
     case DataType::kInt8: return 1;
     case DataType::kUInt8: return 1;
     case DataType::kBool: return 1;
+    case DataType::kFloat64: return 8;
+    case DataType::kInt16: return 2;
+    case DataType::kUInt16: return 2;
+    case DataType::kUInt32: return 4;
+    case DataType::kUInt64: return 8;
     case DataType::kUndefined: return 0;
   }
   return 0;
@@ -29,13 +34,18 @@ const char* dtype_name(DataType t) {
     case DataType::kInt8: return "int8";
     case DataType::kUInt8: return "uint8";
     case DataType::kBool: return "bool";
+    case DataType::kFloat64: return "float64";
+    case DataType::kInt16: return "int16";
+    case DataType::kUInt16: return "uint16";
+    case DataType::kUInt32: return "uint32";
+    case DataType::kUInt64: return "uint64";
     case DataType::kUndefined: return "undefined";
   }
   return "undefined";
 }
 
 Result<DataType> parse_dtype(const std::string& name) {
-  for (int i = 1; i <= static_cast<int>(DataType::kBool); ++i) {
+  for (int i = 1; i <= static_cast<int>(kLastDataType); ++i) {
     auto t = static_cast<DataType>(i);
     if (name == dtype_name(t)) return t;
   }
@@ -46,13 +56,20 @@ bool is_float(DataType t) {
   return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
 }
 
+bool is_floating_point(DataType t) { return is_float(t) || t == DataType::kFloat64; }
+
+bool is_unsigned(DataType t) {
+  return t == DataType::kUInt8 || t == DataType::kUInt16 || t == DataType::kUInt32 ||
+         t == DataType::kUInt64;
+}
+
 bool is_integer(DataType t) {
-  return t == DataType::kInt64 || t == DataType::kInt32 || t == DataType::kInt8 ||
-         t == DataType::kUInt8;
+  return t == DataType::kInt64 || t == DataType::kInt32 || t == DataType::kInt16 ||
+         t == DataType::kInt8 || is_unsigned(t);
 }
 
 bool is_valid_dtype(int raw) {
-  return raw >= static_cast<int>(DataType::kFloat32) && raw <= static_cast<int>(DataType::kBool);
+  return raw >= static_cast<int>(DataType::kFloat32) && raw <= static_cast<int>(kLastDataType);
 }
 
 bool dims_static(const Dims& d) {

@@ -119,11 +119,11 @@ Result<InferResult> infer_shapes(Graph& graph, const InferOptions& options) {
   return r;
 }
 
-std::string unsupported_ops(const Graph& graph) {
+std::string unsupported_ops(const Graph& graph, bool missing_ops) {
   std::string out;
   for (const Node& node : graph.nodes) {
     const ops::OpSchema* s = ops::OpRegistry::global().find(node.op_type, node.domain);
-    if (s && node.opset >= s->min_opset) continue;
+    if (s ? node.opset >= s->min_opset : !missing_ops) continue;
     if (!out.empty()) out += ", ";
     out += (node.domain.empty() ? "" : node.domain + ".") + node.op_type + " (node '" + node.name + "'";
     if (s) out += ", opset " + std::to_string(node.opset) + " < " + std::to_string(s->min_opset);

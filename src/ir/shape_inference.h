@@ -50,7 +50,9 @@ Result<InferResult> infer_shapes(Graph& graph, const InferOptions& options = {})
 // Same inference without touching the graph.
 Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions& options = {});
 
-// Lists every node whose op has no schema: "Foo (node 'n1'), Bar (node 'n7')". Empty if none.
-std::string unsupported_ops(const Graph& graph);
+// Lists every node whose op has no schema, or whose opset is older than the schema's
+// min_opset: "Foo (node 'n1'), Add (node 'n7', opset 6 < 7)". Empty if none. With
+// `missing_ops` false only the second kind is listed.
+std::string unsupported_ops(const Graph& graph, bool missing_ops = true);
 
 }  // namespace streamrt::ir

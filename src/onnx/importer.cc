@@ -171,10 +171,10 @@ Result<ir::Graph> import_onnx_bytes(const void* data, size_t size, const std::st
   SRT_RETURN_IF_ERROR(imp.read_graph(model.graph()));
   // Function ops (ONNX Attention, RotaryEmbedding) become their bodies; they need the graph in order.
   if (imp.g.topo_sort().ok()) SRT_RETURN_IF_ERROR(expand_function_ops(imp.g));
-  if (options.check_supported) {
-    std::string missing = ir::unsupported_ops(imp.g);
-    if (!missing.empty()) return unsupported("unsupported ops: " + missing);
-  }
+  // An op older than its min_opset had other semantics: refused even when unknown ops are
+  // left for later, so it is never run with the newer meaning.
+  std::string missing = ir::unsupported_ops(imp.g, options.check_supported);
+  if (!missing.empty()) return unsupported("unsupported ops: " + missing);
   SRT_RETURN_IF_ERROR(imp.g.topo_sort());
   if (imp.g.outputs.empty()) return invalid_model("ONNX graph has no outputs");
   return std::move(imp.g);

@@ -7,11 +7,14 @@
 
 namespace streamrt::onnx_import {
 
-inline constexpr int kMinOpset = 7;
+// The model-wide range; each op's OpSchema::min_opset refuses the opsets whose semantics it
+// does not implement (e.g. the legacy broadcast attributes of Add before opset 7).
+inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 23;
 
 struct ImportOptions {
-  // Report every node whose op streamrt lacks (all at once) as kUnsupported.
+  // Report every node whose op streamrt lacks (all at once) as kUnsupported. Nodes older
+  // than their op's min_opset are refused either way.
   bool check_supported = true;
 };
 

@@ -22,6 +22,11 @@ Result<DataType> dtype_from_onnx(int t, const std::string& what) {
     case onnx::TensorProto_DataType_INT8: return DataType::kInt8;
     case onnx::TensorProto_DataType_UINT8: return DataType::kUInt8;
     case onnx::TensorProto_DataType_BOOL: return DataType::kBool;
+    case onnx::TensorProto_DataType_DOUBLE: return DataType::kFloat64;
+    case onnx::TensorProto_DataType_INT16: return DataType::kInt16;
+    case onnx::TensorProto_DataType_UINT16: return DataType::kUInt16;
+    case onnx::TensorProto_DataType_UINT32: return DataType::kUInt32;
+    case onnx::TensorProto_DataType_UINT64: return DataType::kUInt64;
     default: break;
   }
   std::string name = onnx::TensorProto_DataType_IsValid(t)
@@ -40,6 +45,11 @@ int dtype_to_onnx(DataType t) {
     case DataType::kInt8: return onnx::TensorProto_DataType_INT8;
     case DataType::kUInt8: return onnx::TensorProto_DataType_UINT8;
     case DataType::kBool: return onnx::TensorProto_DataType_BOOL;
+    case DataType::kFloat64: return onnx::TensorProto_DataType_DOUBLE;
+    case DataType::kInt16: return onnx::TensorProto_DataType_INT16;
+    case DataType::kUInt16: return onnx::TensorProto_DataType_UINT16;
+    case DataType::kUInt32: return onnx::TensorProto_DataType_UINT32;
+    case DataType::kUInt64: return onnx::TensorProto_DataType_UINT64;
     default: return onnx::TensorProto_DataType_UNDEFINED;
   }
 }
@@ -134,7 +144,8 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& 
   if (!external) {
     uint64_t have = p.has_raw_data() ? p.raw_data().size()
                     : static_cast<uint64_t>(p.float_data_size() + p.int32_data_size()) * 4 +
-                          static_cast<uint64_t>(p.int64_data_size()) * 8;
+                          static_cast<uint64_t>(p.int64_data_size() + p.double_data_size() +
+                                                p.uint64_data_size()) * 8;
     if (p.has_raw_data() && have != nbytes)
       return invalid_model(what + ": raw_data has " + std::to_string(have) + " bytes, shape " +
                            dims_to_string(dims) + " " + dtype_name(dtype) + " needs " +
@@ -174,6 +185,25 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& 
       SRT_RETURN_IF_ERROR(copy_typed(p.int32_data(), numel, what, [&](int64_t i, int32_t v) {
         static_cast<uint8_t*>(d)[i] = static_cast<uint8_t>(dtype == DataType::kBool ? v != 0 : v);
       }));
+      break;
+    case DataType::kInt16:
+    case DataType::kUInt16:  // int32_data, like the 8-bit types
+      SRT_RETURN_IF_ERROR(copy_typed(p.int32_data(), numel, what, [&](int64_t i, int32_t v) {
+        static_cast<uint16_t*>(d)[i] = static_cast<uint16_t>(v);
+      }));
+      break;
+    case DataType::kFloat64:
+      SRT_RETURN_IF_ERROR(copy_typed(p.double_data(), numel, what,
+                                     [&](int64_t i, double v) { static_cast<double*>(d)[i] = v; }));
+      break;
+    case DataType::kUInt32:  // uint64_data holds uint32 and uint64
+      SRT_RETURN_IF_ERROR(copy_typed(p.uint64_data(), numel, what, [&](int64_t i, uint64_t v) {
+        static_cast<uint32_t*>(d)[i] = static_cast<uint32_t>(v);
+      }));
+      break;
+    case DataType::kUInt64:
+      SRT_RETURN_IF_ERROR(copy_typed(p.uint64_data(), numel, what,
+                                     [&](int64_t i, uint64_t v) { static_cast<uint64_t*>(d)[i] = v; }));
       break;
     default: return internal_error(what + ": unhandled dtype");
   }

@@ -1,7 +1,8 @@
 // BatchNormalization, inference form: y = scale * (x - mean) / sqrt(var + epsilon) + B per
 // channel (axis 1). Training mode (opset 14's training_mode=1, or the running-statistics
 // outputs of older opsets) is kUnsupported. Opsets 7/8 'spatial=0' takes per-element
-// parameters of shape X.dims[1:].
+// parameters of shape X.dims[1:]. Opsets 1 and 6 (consumed_inputs, is_test=0 meaning
+// training) are refused: min_opset 7.
 #include <cmath>
 
 #include "ops/common.h"
@@ -108,6 +109,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(BatchNormalization,
-                     {.op_type = "BatchNormalization", .infer = infer, .cpu = cpu});
+                     {.op_type = "BatchNormalization", .min_opset = 7, .infer = infer, .cpu = cpu});
 
 }  // namespace streamrt::ops

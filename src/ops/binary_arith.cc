@@ -1,7 +1,8 @@
-// Add, Sub, Mul, Div, Pow: numpy-broadcast binary arithmetic.
+// Add, Sub, Mul, Div, Pow: numpy-broadcast binary arithmetic. Opset 7 replaced the legacy
+// 'broadcast' / 'axis' attributes with numpy broadcasting; older opsets are refused.
 #include <cmath>
 
-#include "ops/common.h"
+#include "ops/elementwise_util.h"
 
 namespace streamrt::ops {
 namespace {
@@ -33,17 +34,38 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
+// Integer add / sub / mul wrap modulo 2^bits like numpy. They are done in the unsigned type
+// of the promoted operands: int16 * int16 is int arithmetic in C++ and could overflow (UB).
+template <typename C, typename Fn>
+C wrapping(C a, C b, Fn&& fn) {
+  using U = std::make_unsigned_t<decltype(a + b)>;
+  return static_cast<C>(fn(static_cast<U>(a), static_cast<U>(b)));
+}
+
 template <typename C>
 C apply(Arith op, C a, C b) {
+  constexpr bool kInt = std::is_integral_v<C>;
   switch (op) {
-    case Arith::kAdd: return a + b;
-    case Arith::kSub: return a - b;
-    case Arith::kMul: return a * b;
+    case Arith::kAdd:
+      if constexpr (kInt) return wrapping(a, b, [](auto x, auto y) { return x + y; });
+      else return a + b;
+    case Arith::kSub:
+      if constexpr (kInt) return wrapping(a, b, [](auto x, auto y) { return x - y; });
+      else return a - b;
+    case Arith::kMul:
+      if constexpr (kInt) return wrapping(a, b, [](auto x, auto y) { return x * y; });
+      else return a * b;
     case Arith::kDiv:
-      if constexpr (std::is_integral_v<C>) return b == 0 ? C(0) : static_cast<C>(a / b);
-      else return a / b;
+      if constexpr (kInt) {
+        if (b == 0) return C(0);
+        if constexpr (std::is_signed_v<C>)
+          if (b == -1) return wrapping_neg(a);  // INT_MIN / -1 would overflow
+        return static_cast<C>(a / b);
+      } else {
+        return a / b;
+      }
     case Arith::kPow:
-      if constexpr (std::is_integral_v<C>) return static_cast<C>(std::pow(double(a), double(b)));
+      if constexpr (kInt) return saturate_cast<C>(std::pow(double(a), double(b)));
       else return std::pow(a, b);
   }
   return a;
@@ -64,13 +86,14 @@ Status run_typed(KernelContext& ctx, Arith op) {
     return ok_status();
   }
   // Pow with a different exponent type: compute in double.
-  std::vector<float> exps;
-  auto bvals = Tensor::view(b.dtype, b.dims, b.data, nullptr).to_float_vector();
+  std::vector<double> exps;
+  auto bvals = Tensor::view(b.dtype, b.dims, b.data, nullptr).to_double_vector();
   if (!bvals.ok()) return bvals.status();
   exps = std::move(bvals).value();
   for_each_broadcast<2>(y.dims, {a.dims, b.dims}, [&](int64_t i, const std::array<int64_t, 2>& o) {
-    double r = std::pow(static_cast<double>(load(pa[o[0]])), static_cast<double>(exps[o[1]]));
-    py[i] = store<T>(static_cast<compute_t<T>>(r));
+    double r = std::pow(static_cast<double>(load(pa[o[0]])), exps[o[1]]);
+    if constexpr (std::is_integral_v<T>) py[i] = saturate_cast<T>(r);
+    else py[i] = store<T>(static_cast<compute_t<T>>(r));
   });
   return ok_status();
 }
@@ -83,10 +106,10 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Add, {.op_type = "Add", .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(Sub, {.op_type = "Sub", .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(Mul, {.op_type = "Mul", .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(Div, {.op_type = "Div", .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(Pow, {.op_type = "Pow", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Add, {.op_type = "Add", .min_opset = 7, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Sub, {.op_type = "Sub", .min_opset = 7, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Mul, {.op_type = "Mul", .min_opset = 7, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Div, {.op_type = "Div", .min_opset = 7, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Pow, {.op_type = "Pow", .min_opset = 7, .infer = infer, .cpu = cpu});
 
 }  // namespace streamrt::ops

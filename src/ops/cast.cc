@@ -1,11 +1,14 @@
 // Cast (attribute 'to' = ONNX TensorProto data type number) and CastLike (target dtype from
-// input 1, opset 15). Any of the 8 streamrt dtypes to any other:
+// input 1, opset 15). Any streamrt dtype to any other:
 //   - float -> integer truncates toward zero like static_cast; NaN becomes 0 and values out of
 //     the target's range saturate at its limits (static_cast would be undefined there);
 //   - integer -> integer wraps modulo 2^bits (C++20 conversion rules);
 //   - anything -> bool is value != 0 (NaN is true); bool -> anything is 0 / 1;
-//   - float16 / bfloat16 convert through float (round to nearest even on the way back).
-// The 'saturate' attribute (opset 19) only concerns float8 types, which are not supported.
+//   - float16 / bfloat16 convert through float (round to nearest even on the way back); from
+//     float64 they round once, as numpy does (see narrow_for_half);
+//   - float64 <-> integers go through double, never float.
+// The 'saturate' attribute (opset 19) only concerns float8 types, and the float4 / float8 /
+// int4 types of opsets 19-23 are refused with kUnsupported.
 // Between int64 and int32, the known elements of a partly known shape vector carry over.
 #include <cmath>
 #include <cstring>
@@ -25,8 +28,13 @@ Result<DataType> dtype_from_onnx(const ir::Node& node, int64_t onnx_type) {
     case 3: return DataType::kInt8;
     case 6: return DataType::kInt32;
     case 7: return DataType::kInt64;
+    case 4: return DataType::kUInt16;
+    case 5: return DataType::kInt16;
     case 9: return DataType::kBool;
     case 10: return DataType::kFloat16;
+    case 11: return DataType::kFloat64;
+    case 12: return DataType::kUInt32;
+    case 13: return DataType::kUInt64;
     case 16: return DataType::kBFloat16;
     default: break;
   }
@@ -44,24 +52,33 @@ Result<DataType> dtype_from_onnx(const ir::Node& node, int64_t onnx_type) {
                     "attribute 'to' = " + std::to_string(onnx_type) + " is not an ONNX data type");
 }
 
-template <typename I>
-I float_to_int(float f) {
-  if (std::isnan(f)) return 0;
-  // In double every bound of a 64-bit-or-narrower integer is exact enough to compare with.
-  const double d = std::trunc(static_cast<double>(f));
-  if (d <= static_cast<double>(std::numeric_limits<I>::lowest())) return std::numeric_limits<I>::lowest();
-  if (d >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
-  return static_cast<I>(d);
+// double -> float rounding to odd: a float whose last bit records that bits were dropped.
+// Rounding that to float16 / bfloat16 (11 / 8 significant bits, at least 2 fewer than
+// float's 24) then gives the same result as rounding the double directly, with no double
+// rounding error at ties.
+float narrow_for_half(double d) {
+  float f = static_cast<float>(d);
+  if (std::isnan(d) || static_cast<double>(f) == d) return f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) --bits;  // truncate toward zero
+  bits |= 1u;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 // One element: `From` is the source storage type (uint8_t stands in for bool, see below).
 template <typename To, typename From>
 To convert(From raw) {
   const auto v = load(raw);  // float for half types
+  using V = std::remove_const_t<decltype(v)>;
   if constexpr (std::is_same_v<To, bool>) return v != 0;
-  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) return To(static_cast<float>(v));
+  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+    if constexpr (std::is_same_v<V, double>) return To(narrow_for_half(v));
+    else return To(static_cast<float>(v));
+  }
   else if constexpr (std::is_floating_point_v<To>) return static_cast<To>(v);
-  else if constexpr (std::is_floating_point_v<std::remove_const_t<decltype(v)>>) return float_to_int<To>(v);
+  else if constexpr (std::is_floating_point_v<V>) return saturate_cast<To>(static_cast<double>(v));
   else return static_cast<To>(v);
 }
 

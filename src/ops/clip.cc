@@ -13,7 +13,7 @@ constexpr int kBoundsAsInputsSince = 11;
 Status infer(InferContext& ctx) {
   SRT_RETURN_IF_ERROR(require_input(ctx, 0, kNumeric));
   if (ctx.opset() < kBoundsAsInputsSince) {
-    if (!is_float(ctx.input_dtype(0)))
+    if (!is_floating_point(ctx.input_dtype(0)))
       return ctx.unsupported(std::string("Clip before opset 11 takes float inputs, got ") +
                              dtype_name(ctx.input_dtype(0)));
     SRT_RETURN_IF_ERROR(ctx.node().attr_float("min", 0.f).status());

@@ -59,8 +59,13 @@ std::vector<int64_t> read_int_values(const TensorRef& t) {
     switch (t.dtype) {
       case DataType::kInt64: v[i] = t.as<int64_t>()[i]; break;
       case DataType::kInt32: v[i] = t.as<int32_t>()[i]; break;
+      case DataType::kInt16: v[i] = t.as<int16_t>()[i]; break;
       case DataType::kInt8: v[i] = t.as<int8_t>()[i]; break;
       case DataType::kUInt8: v[i] = t.as<uint8_t>()[i]; break;
+      case DataType::kUInt16: v[i] = t.as<uint16_t>()[i]; break;
+      case DataType::kUInt32: v[i] = t.as<uint32_t>()[i]; break;
+      // Above INT64_MAX wraps negative: callers range-check the values they read.
+      case DataType::kUInt64: v[i] = static_cast<int64_t>(t.as<uint64_t>()[i]); break;
       default: v[i] = 0; break;
     }
   }
@@ -98,11 +103,7 @@ Result<std::optional<std::vector<int64_t>>> int_list_input_or_attr(const KernelC
 Status require_input(const InferContext& ctx, size_t i, unsigned allowed) {
   if (!ctx.has_input(i)) return ctx.error("missing required input " + std::to_string(i));
   DataType t = ctx.input_dtype(i);
-  bool ok = (is_float(t) && (allowed & kFloats)) ||
-            ((t == DataType::kInt64 || t == DataType::kInt32 || t == DataType::kInt8) &&
-             (allowed & kSignedInts)) ||
-            (t == DataType::kUInt8 && (allowed & kUnsigned)) ||
-            (t == DataType::kBool && (allowed & kBools));
+  const bool ok = (dtype_set_of(t) & allowed) != 0;
   if (!ok)
     return ctx.unsupported("input " + std::to_string(i) + " has unsupported data type " + dtype_name(t));
   return ok_status();

@@ -52,7 +52,8 @@ void for_each_broadcast(const Dims& out, const std::array<Dims, N>& ins, Fn&& fn
   }
 }
 
-// Arithmetic type for storage type T: float for Half / BFloat16, T otherwise.
+// Arithmetic type for storage type T: float for Half / BFloat16, T otherwise (double stays
+// double: float64 math is done in double).
 template <typename T> struct ComputeType { using type = T; };
 template <> struct ComputeType<Half> { using type = float; };
 template <> struct ComputeType<BFloat16> { using type = float; };
@@ -67,30 +68,50 @@ template <typename T> inline T store(compute_t<T> v) {
   else return v;
 }
 
-// Sets of data types for dispatch<>() and require_input().
+// Sets of data types for dispatch<>() and require_input(). kFloats is the family that
+// computes in float (see is_float()); an op that also does float64 in double lists kFloat64.
 enum DTypeSet : unsigned {
-  kFloats = 1u << 0,    // float32, float16, bfloat16
-  kSignedInts = 1u << 1,  // int64, int32, int8
-  kUnsigned = 1u << 2,  // uint8
+  kFloats = 1u << 0,      // float32, float16, bfloat16
+  kSignedInts = 1u << 1,  // int64, int32, int16, int8
+  kUnsigned = 1u << 2,    // uint8, uint16, uint32, uint64
   kBools = 1u << 3,
-  kNumeric = kFloats | kSignedInts | kUnsigned,
+  kFloat64 = 1u << 4,     // double
+  kAllFloats = kFloats | kFloat64,
+  kInts = kSignedInts | kUnsigned,
+  kNumeric = kAllFloats | kInts,
   kAll = kNumeric | kBools,
 };
 
-// Calls f.template operator()<T>() with the C++ storage type for `t` (bool for kBool, Half /
-// BFloat16 for the half types). Types outside `Allowed` give kUnsupported naming `what`;
-// they are not even instantiated.
+// The DTypeSet bit that holds `t` (0 for kUndefined).
+inline unsigned dtype_set_of(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBFloat16: return kFloats;
+    case DataType::kFloat64: return kFloat64;
+    case DataType::kInt64: case DataType::kInt32: case DataType::kInt16: case DataType::kInt8: return kSignedInts;
+    case DataType::kUInt8: case DataType::kUInt16: case DataType::kUInt32: case DataType::kUInt64: return kUnsigned;
+    case DataType::kBool: return kBools;
+    default: return 0;
+  }
+}
 
+// Calls f.template operator()<T>() with the C++ storage type for `t` (bool for kBool, Half /
+// BFloat16 for the half types, double for float64). Types outside `Allowed` give kUnsupported
+// naming `what`; they are not even instantiated.
 template <unsigned Allowed, typename F>
 Status dispatch(DataType t, const std::string& what, F&& f) {
   switch (t) {
     case DataType::kFloat32: if constexpr ((Allowed & kFloats) != 0) return f.template operator()<float>(); break;
     case DataType::kFloat16: if constexpr ((Allowed & kFloats) != 0) return f.template operator()<Half>(); break;
     case DataType::kBFloat16: if constexpr ((Allowed & kFloats) != 0) return f.template operator()<BFloat16>(); break;
+    case DataType::kFloat64: if constexpr ((Allowed & kFloat64) != 0) return f.template operator()<double>(); break;
     case DataType::kInt64: if constexpr ((Allowed & kSignedInts) != 0) return f.template operator()<int64_t>(); break;
     case DataType::kInt32: if constexpr ((Allowed & kSignedInts) != 0) return f.template operator()<int32_t>(); break;
+    case DataType::kInt16: if constexpr ((Allowed & kSignedInts) != 0) return f.template operator()<int16_t>(); break;
     case DataType::kInt8: if constexpr ((Allowed & kSignedInts) != 0) return f.template operator()<int8_t>(); break;
     case DataType::kUInt8: if constexpr ((Allowed & kUnsigned) != 0) return f.template operator()<uint8_t>(); break;
+    case DataType::kUInt16: if constexpr ((Allowed & kUnsigned) != 0) return f.template operator()<uint16_t>(); break;
+    case DataType::kUInt32: if constexpr ((Allowed & kUnsigned) != 0) return f.template operator()<uint32_t>(); break;
+    case DataType::kUInt64: if constexpr ((Allowed & kUnsigned) != 0) return f.template operator()<uint64_t>(); break;
     case DataType::kBool: if constexpr ((Allowed & kBools) != 0) return f.template operator()<bool>(); break;
     default: break;
   }

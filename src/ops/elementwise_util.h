@@ -4,6 +4,7 @@
 // not match what inference promised (inference may have seen -1 where the kernel sees 3).
 #pragma once
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -80,6 +81,18 @@ Status map_floats(KernelContext& ctx, Fn&& fn) {
 // Bool tensors are read as bytes: a byte other than 0 / 1 from a model file must not be
 // loaded as a C++ bool (undefined behaviour); any non-zero byte counts as true.
 inline const uint8_t* bool_bytes(const TensorRef& t) { return static_cast<const uint8_t*>(t.data); }
+
+// Float to integer the way Cast does it: truncate toward zero, NaN becomes 0 and values out
+// of I's range saturate at its limits (a plain static_cast would be undefined there).
+template <typename I>
+inline I saturate_cast(double f) {
+  if (std::isnan(f)) return 0;
+  // In double every bound of a 64-bit-or-narrower integer is exact enough to compare with.
+  const double d = std::trunc(f);
+  if (d <= static_cast<double>(std::numeric_limits<I>::lowest())) return std::numeric_limits<I>::lowest();
+  if (d >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(d);
+}
 
 // Negation that wraps for the most negative integer (plain -x would be undefined there).
 template <typename C>

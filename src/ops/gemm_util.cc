@@ -30,9 +30,10 @@ Status sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
 
 Status require_gemm_input(const InferContext& ctx, size_t i) {
   SRT_RETURN_IF_ERROR(require_input(ctx, i, kFloats | kSignedInts));
+  // int8 / int16 are not ONNX MatMul / Gemm types (int8 goes through MatMulInteger).
   DataType t = ctx.input_dtype(i);
-  if (t == DataType::kInt8)
-    return ctx.unsupported("input " + std::to_string(i) + " has unsupported data type int8");
+  if (t == DataType::kInt8 || t == DataType::kInt16)
+    return ctx.unsupported("input " + std::to_string(i) + " has unsupported data type " + dtype_name(t));
   return ok_status();
 }
 

@@ -4,7 +4,8 @@
 //         after; absent or empty means "all axes", or "no axis" with noop_with_empty_axes = 1
 //         (then each element is reduced on its own: SumSquare squares, L1 takes |x|, ...).
 //   keepdims (default 1) keeps reduced axes as 1.
-// Floats accumulate in double, integers in int64 with wrap-around (never UB on overflow).
+// Floats (float64 too) accumulate in double, integers in int64 / uint64 with wrap-around
+// (never UB on overflow).
 // Empty reductions give the identity: 0 for sums, 1 for Prod, the lowest / highest value for
 // Max / Min, -inf for LogSum / LogSumExp, NaN for a float Mean.
 #include <cmath>
@@ -16,18 +17,19 @@
 namespace streamrt::ops {
 namespace {
 
-// Integer inputs only where the result stays an integer computation.
+// Integer inputs only where the result stays an integer computation (ONNX also allows no
+// others: its reductions take int32 / int64 / uint32 / uint64, Max / Min also 8-bit ones).
 constexpr ReduceInfo kReduceInfos[] = {
-    {"ReduceSum", Reduce::kSum, kFloats | kSignedInts},
-    {"ReduceMean", Reduce::kMean, kFloats | kSignedInts},
+    {"ReduceSum", Reduce::kSum, kAllFloats | kInts},
+    {"ReduceMean", Reduce::kMean, kAllFloats | kInts},
     {"ReduceMax", Reduce::kMax, kNumeric},
     {"ReduceMin", Reduce::kMin, kNumeric},
-    {"ReduceProd", Reduce::kProd, kFloats | kSignedInts},
-    {"ReduceL1", Reduce::kL1, kFloats | kSignedInts},
-    {"ReduceL2", Reduce::kL2, kFloats},
-    {"ReduceSumSquare", Reduce::kSumSquare, kFloats | kSignedInts},
-    {"ReduceLogSum", Reduce::kLogSum, kFloats},
-    {"ReduceLogSumExp", Reduce::kLogSumExp, kFloats},
+    {"ReduceProd", Reduce::kProd, kAllFloats | kInts},
+    {"ReduceL1", Reduce::kL1, kAllFloats | kInts},
+    {"ReduceL2", Reduce::kL2, kAllFloats},
+    {"ReduceSumSquare", Reduce::kSumSquare, kAllFloats | kInts},
+    {"ReduceLogSum", Reduce::kLogSum, kAllFloats},
+    {"ReduceLogSumExp", Reduce::kLogSumExp, kAllFloats},
 };
 
 }  // namespace
@@ -38,12 +40,7 @@ const ReduceInfo* reduce_info(const std::string& op_type) {
   return nullptr;
 }
 
-bool reduce_dtype_in(DataType t, unsigned set) {
-  if (is_float(t)) return (set & kFloats) != 0;
-  if (t == DataType::kUInt8) return (set & kUnsigned) != 0;
-  if (is_integer(t)) return (set & kSignedInts) != 0;
-  return t == DataType::kBool && (set & kBools) != 0;
-}
+bool reduce_dtype_in(DataType t, unsigned set) { return (dtype_set_of(t) & set) != 0; }
 
 Result<ReduceAttrs> reduce_attrs(const ir::Node& node) {
   ReduceAttrs a;
@@ -145,13 +142,19 @@ Status infer(InferContext& ctx) {
 
 // --- kernel ------------------------------------------------------------------------------
 
+// double for every float type (float64 included), uint64_t for unsigned integers (so that
+// Max / Min compare uint64 values above INT64_MAX correctly), int64_t for signed ones.
 template <typename T>
-using acc_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double, int64_t>;
+using acc_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, double,
+                                 std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>>;
 
 // Integer arithmetic wraps (two's complement) instead of overflowing.
 inline int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) + uint64_t(b)); }
 inline int64_t wrap_mul(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) * uint64_t(b)); }
 inline int64_t wrap_abs(int64_t a) { return a < 0 ? static_cast<int64_t>(0 - uint64_t(a)) : a; }
+inline uint64_t wrap_add(uint64_t a, uint64_t b) { return a + b; }
+inline uint64_t wrap_mul(uint64_t a, uint64_t b) { return a * b; }
+inline uint64_t wrap_abs(uint64_t a) { return a; }
 inline double wrap_add(double a, double b) { return a + b; }
 inline double wrap_mul(double a, double b) { return a * b; }
 inline double wrap_abs(double a) { return std::abs(a); }

@@ -40,8 +40,8 @@ Result<ReduceAttrs> reduce_attrs(const ir::Node& node);
 Result<std::vector<bool>> reduced_mask(const ir::Node& node, const std::optional<std::vector<int64_t>>& axes,
                                        int64_t rank, bool noop);
 
-// The value an empty reduction gives, in accumulator type A (double for floats, int64_t for
-// integers) of element type T: 1 for Prod, the lowest / highest value for Max / Min (-inf /
+// The value an empty reduction gives, in accumulator type A (double for floats, int64_t /
+// uint64_t for signed / unsigned integers) of element type T: 1 for Prod, the lowest / highest value for Max / Min (-inf /
 // +inf for floats), 0 for the others.
 template <Reduce R, typename A, typename T>
 A reduce_identity() {

@@ -1,11 +1,11 @@
-// Relu: y = max(x, 0).
+// Relu: y = max(x, 0). Relu-1 (consumed_inputs) is refused: min_opset 6.
 #include "ops/common.h"
 
 namespace streamrt::ops {
 namespace {
 
 Status infer(InferContext& ctx) {
-  SRT_RETURN_IF_ERROR(require_input(ctx, 0, kFloats | kSignedInts));
+  SRT_RETURN_IF_ERROR(require_input(ctx, 0, kAllFloats | kSignedInts));
   ctx.set_output_like(0, ctx.input_dtype(0), 0);
   return ok_status();
 }
@@ -13,7 +13,7 @@ Status infer(InferContext& ctx) {
 Status cpu(KernelContext& ctx) {
   const TensorRef& x = ctx.input(0);
   const TensorRef& y = ctx.output(0);
-  return dispatch<kFloats | kSignedInts>(x.dtype, ctx.node().describe(), [&]<typename T>() {
+  return dispatch<kAllFloats | kSignedInts>(x.dtype, ctx.node().describe(), [&]<typename T>() {
     const T* px = x.as<T>();
     T* py = y.as<T>();
     for (int64_t i = 0, n = x.numel(); i < n; ++i) {
@@ -26,6 +26,6 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Relu, {.op_type = "Relu", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Relu, {.op_type = "Relu", .min_opset = 6, .infer = infer, .cpu = cpu});
 
 }  // namespace streamrt::ops

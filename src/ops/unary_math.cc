@@ -1,6 +1,6 @@
 // Unary element-wise math: Sigmoid, Tanh, Erf, Sqrt, Reciprocal, Exp, Log, Neg, Abs, Floor,
-// Ceil, Sin, Cos, Softplus, Softsign. Float types compute in float; Neg also takes signed
-// integers and Abs all integers (ONNX allows both since opset 6).
+// Ceil, Sin, Cos, Softplus, Softsign. Float types compute in float; Neg also takes float64
+// and signed integers, Abs float64 and all integers (ONNX allows them since opset 6).
 #include <cmath>
 
 #include "ops/elementwise_util.h"
@@ -39,7 +39,7 @@ struct Softsign {
   static float f(float x) { return x / (1.f + std::fabs(x)); }
 };
 struct Neg {
-  static constexpr unsigned kTypes = kFloats | kSignedInts;
+  static constexpr unsigned kTypes = kAllFloats | kSignedInts;
   template <typename C> static C f(C x) { return wrapping_neg(x); }
 };
 struct Abs {

@@ -1,7 +1,8 @@
 // Variadic element-wise Max, Min, Sum, Mean over 1..N inputs with numpy broadcast.
 // Accumulates in the compute type (float for half types) in an output-sized buffer, one input
 // at a time, so the number of inputs is not limited by a template parameter.
-// Max / Min take all numeric types (opset 12) and propagate NaN; Sum / Mean take floats.
+// Max / Min take all numeric types (opset 12) and propagate NaN; Sum / Mean take the float
+// types, float64 included (accumulated in double).
 #include <cmath>
 
 #include "ops/elementwise_util.h"
@@ -24,7 +25,7 @@ struct Min {
   template <typename C> static C f(C acc, C v) { return is_nan(acc) || acc < v ? acc : v; }
 };
 struct Sum {
-  static constexpr unsigned kTypes = kFloats;
+  static constexpr unsigned kTypes = kAllFloats;
   template <typename C> static C f(C acc, C v) { return acc + v; }
 };
 struct Mean : Sum {};

@@ -15,6 +15,8 @@ namespace streamrt::plan {
 
 // The schema's enums mirror the C++ ones; the numbering is part of the format.
 static_assert(static_cast<int>(fb::DType::Bool) == static_cast<int>(DataType::kBool));
+static_assert(static_cast<int>(fb::DType::MAX) == static_cast<int>(kLastDataType));
+static_assert(static_cast<int>(fb::DType::Float64) == static_cast<int>(DataType::kFloat64));
 static_assert(static_cast<int>(fb::DType::Int8) == static_cast<int>(DataType::kInt8));
 static_assert(static_cast<int>(fb::DeviceKind::Cuda) == static_cast<int>(DeviceKind::kCuda));
 static_assert(static_cast<int>(fb::ValueKind::Weight) ==

@@ -12,6 +12,8 @@
 namespace streamrt::program {
 
 static_assert(static_cast<int>(fb::DType::Bool) == static_cast<int>(DataType::kBool));
+static_assert(static_cast<int>(fb::DType::MAX) == static_cast<int>(kLastDataType));
+static_assert(static_cast<int>(fb::DType::Float64) == static_cast<int>(DataType::kFloat64));
 static_assert(static_cast<int>(fb::ValueTag::TensorList) == static_cast<int>(EValue::Tag::kTensorList));
 static_assert(static_cast<int>(fb::AttributeKind::Tensor) == static_cast<int>(ir::Attribute::Kind::kTensor));
 static_assert(std::endian::native == std::endian::little, "the program format is little endian");

@@ -46,7 +46,12 @@ TEST(DataType, SizesAndNames) {
   EXPECT_EQ(dtype_size(DataType::kBFloat16), 2u);
   EXPECT_EQ(dtype_size(DataType::kInt64), 8u);
   EXPECT_EQ(dtype_size(DataType::kBool), 1u);
-  for (int i = 1; i <= 8; ++i) {
+  EXPECT_EQ(dtype_size(DataType::kFloat64), 8u);
+  EXPECT_EQ(dtype_size(DataType::kInt16), 2u);
+  EXPECT_EQ(dtype_size(DataType::kUInt16), 2u);
+  EXPECT_EQ(dtype_size(DataType::kUInt32), 4u);
+  EXPECT_EQ(dtype_size(DataType::kUInt64), 8u);
+  for (int i = 1; i <= static_cast<int>(kLastDataType); ++i) {
     auto t = static_cast<DataType>(i);
     auto parsed = parse_dtype(dtype_name(t));
     ASSERT_TRUE(parsed.ok());
@@ -54,7 +59,9 @@ TEST(DataType, SizesAndNames) {
   }
   EXPECT_FALSE(parse_dtype("float8").ok());
   EXPECT_FALSE(is_valid_dtype(0));
-  EXPECT_FALSE(is_valid_dtype(9));
+  EXPECT_TRUE(is_valid_dtype(9));
+  EXPECT_TRUE(is_valid_dtype(13));
+  EXPECT_FALSE(is_valid_dtype(14));
 }
 
 TEST(Dims, ParseAndPrint) {

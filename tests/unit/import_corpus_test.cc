@@ -195,7 +195,8 @@ Seeds npy_seeds() {
   s.emplace_back("corrupt_huge_shape.npy", npy_file(npy_dict("<f4", "(4294967296, 4294967296)"), f32x6));
   s.emplace_back("corrupt_unterminated.npy", npy_file("{'descr': '<f4, 'shape': (6,)", f32x6));
   s.emplace_back("unsupported_fortran.npy", npy_file(npy_dict("<f4", "(2, 3)", "True"), f32x6));
-  s.emplace_back("unsupported_f8.npy", npy_file(npy_dict("<f8", "(3,)"), f32x6));
+  s.emplace_back("valid_f8.npy", npy_file(npy_dict("<f8", "(3,)"), f32x6));
+  s.emplace_back("unsupported_c8.npy", npy_file(npy_dict("<c8", "(3,)"), f32x6));
   s.emplace_back("unsupported_big_endian.npy", npy_file(npy_dict(">f4", "(2, 3)"), f32x6));
   // std::regex once parsed headers and overflowed the stack on a long descr.
   s.emplace_back("regress_long_descr.npy",

@@ -41,6 +41,11 @@ Result<Tensor> random_tensor(DataType dtype, const Dims& dims, std::mt19937& rng
       case DataType::kInt8: t.mutable_data_as<int8_t>()[i] = static_cast<int8_t>(ui(rng)); break;
       case DataType::kUInt8: t.mutable_data_as<uint8_t>()[i] = static_cast<uint8_t>(ui(rng)); break;
       case DataType::kBool: t.mutable_data_as<uint8_t>()[i] = ui(rng) & 1; break;
+      case DataType::kFloat64: t.mutable_data_as<double>()[i] = uf(rng); break;
+      case DataType::kInt16: t.mutable_data_as<int16_t>()[i] = static_cast<int16_t>(ui(rng)); break;
+      case DataType::kUInt16: t.mutable_data_as<uint16_t>()[i] = static_cast<uint16_t>(ui(rng)); break;
+      case DataType::kUInt32: t.mutable_data_as<uint32_t>()[i] = static_cast<uint32_t>(ui(rng)); break;
+      case DataType::kUInt64: t.mutable_data_as<uint64_t>()[i] = static_cast<uint64_t>(ui(rng)); break;
       default: break;
     }
   }
@@ -163,7 +168,7 @@ Command add_run_command(CLI::App& app) {
       Tensor t;
       if (d.is_input) {
         if (auto it = given.find(d.name); it != given.end()) {
-          t = it->second;
+          t = uint16_bits_as(it->second, d.dtype);  // .npy holds bfloat16 as "<u2"
           given.erase(it);
           if (t.dtype() != d.dtype)
             return report_error(invalid_argument("input '" + d.name + "' is " + dtype_name(d.dtype) +

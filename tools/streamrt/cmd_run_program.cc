@@ -45,7 +45,7 @@ Result<Tensor> random_input(const program::ValueData& v, uint32_t seed) {
   for (int64_t i = 0; i < f.numel(); ++i) {
     seed = seed * 1664525u + 1013904223u;
     const float u = static_cast<float>(seed >> 8) / static_cast<float>(1u << 24);
-    p[i] = is_float(v.dtype) ? 2.f * u - 1.f : static_cast<float>(static_cast<int>(8.f * u));
+    p[i] = is_floating_point(v.dtype) ? 2.f * u - 1.f : static_cast<float>(static_cast<int>(8.f * u));
   }
   ir::Node cast;
   cast.op_type = "Cast";
@@ -71,7 +71,7 @@ Result<std::vector<EValue>> method_inputs(const program::MethodData& m, const st
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     const program::ValueData& v = m.values[m.inputs[i]];
     if (auto it = given.find(v.name); it != given.end()) {
-      out.emplace_back(it->second);
+      out.emplace_back(uint16_bits_as(it->second, v.dtype));  // .npy holds bfloat16 as "<u2"
       given.erase(it);
     } else if (v.tag == EValue::Tag::kTensor) {
       SRT_ASSIGN_OR_RETURN(Tensor t, random_input(v, 1234u + static_cast<uint32_t>(i)));

@@ -1,10 +1,11 @@
-// Cast and CastLike on CUDA: any of the 8 streamrt dtypes to any other, with the conversion
+// Cast and CastLike on CUDA: any streamrt dtype to any other, with the conversion
 // rules of src/ops/cast.cc:
 //   - float -> integer truncates toward zero; NaN becomes 0 and out-of-range values saturate;
 //   - integer -> integer wraps modulo 2^bits;
 //   - anything -> bool is value != 0 (NaN is true); bool -> anything is 0 / 1 (bool bytes are
 //     read as uint8 and normalized, so a stray byte value is never loaded as bool);
-//   - float16 / bfloat16 convert through float (round to nearest even on the way back).
+//   - float16 / bfloat16 convert through float (round to nearest even on the way back); float64
+//     they round once (__double2half / __double2bfloat16), as the CPU kernel does.
 // The same dtype (other than bool) is a device-to-device copy.
 #include <limits>
 
@@ -14,10 +15,10 @@ namespace streamrt::cuda {
 namespace {
 
 template <typename I>
-__device__ __forceinline__ I float_to_int(float f) {
+__device__ __forceinline__ I float_to_int(double f) {
   if (isnan(f)) return 0;
   // In double every bound of a 64-bit-or-narrower integer is exact enough to compare with.
-  const double d = trunc(static_cast<double>(f));
+  const double d = trunc(f);
   if (d <= static_cast<double>(std::numeric_limits<I>::lowest())) return std::numeric_limits<I>::lowest();
   if (d >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
   return static_cast<I>(d);
@@ -28,6 +29,8 @@ __device__ __forceinline__ To convert(From raw) {
   const auto v = to_acc(raw);  // float for half types
   using V = std::remove_const_t<decltype(v)>;
   if constexpr (std::is_same_v<To, bool>) return v != V(0);
+  else if constexpr (std::is_same_v<To, __half> && std::is_same_v<V, double>) return __double2half(v);
+  else if constexpr (std::is_same_v<To, __nv_bfloat16> && std::is_same_v<V, double>) return __double2bfloat16(v);
   else if constexpr (std::is_same_v<To, __half> || std::is_same_v<To, __nv_bfloat16>) return from_acc<To>(static_cast<float>(v));
   else if constexpr (std::is_floating_point_v<To>) return static_cast<To>(v);
   else if constexpr (std::is_floating_point_v<V>) return float_to_int<To>(v);
@@ -57,8 +60,8 @@ Status cast_cuda(CudaKernelContext& ctx) {
     return ok_status();
   }
   const std::string what = ctx.node().describe();
-  return cuda_dispatch<ops::kAll>(x.dtype, what, [&]<typename From>() {
-    return cuda_dispatch<ops::kAll>(y.dtype, what, [&]<typename To>() {
+  return cuda_dispatch<ops::kAll | kCudaWideTypes>(x.dtype, what, [&]<typename From>() {
+    return cuda_dispatch<ops::kAll | kCudaWideTypes>(y.dtype, what, [&]<typename To>() {
       if constexpr (std::is_same_v<From, bool>)
         return launch_same_shape(ctx, "Cast kernel", y.as<To>(), n, CastFn<To, uint8_t, true>{},
                                  x.as<const uint8_t>());
