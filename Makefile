@@ -11,7 +11,7 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config libonnx-dev libonnx-testdata libpro
   libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev libssl-dev \
   libxxhash-dev pybind11-dev python3-numpy ccache clang libclang-rt-dev
 
-.PHONY: all build deps demo test test-asan fuzz-smoke mutate-check clean
+.PHONY: all build deps demo test test-asan fuzz-smoke mutate-check docs clean
 
 all: build
 
@@ -35,6 +35,11 @@ demo: deps build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu-only
+
+# docs/ops.md is generated from the op registrations (ctest docs_ops_md_current checks it).
+docs: build
+	$(BUILD)/bin/streamrt ops --markdown --expected-skips tests/onnx_node_skips.txt > docs/ops.md.tmp
+	mv docs/ops.md.tmp docs/ops.md
 
 $(ASAN_BUILD)/CMakeCache.txt:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSTREAMRT_SANITIZE=ON $(CMAKE_ARGS)

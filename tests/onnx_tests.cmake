@@ -1,10 +1,12 @@
 # The ONNX backend-test runner over Debian's libonnx-testdata node tests and over the
-# real-model fixtures committed in tests/fixtures/models. A failing case fails the test;
-# unsupported ops count as skipped (the closing line says how many).
+# real-model fixtures committed in tests/fixtures/models. A failing case fails the test; a node
+# test that skips must use an op streamrt lacks or be listed with its reason in
+# tests/onnx_node_skips.txt (the closing line says how many skipped).
 set(STREAMRT_ONNX_NODE_DIR /usr/share/libonnx-testdata/data/node)
 if(EXISTS ${STREAMRT_ONNX_NODE_DIR})
   add_test(NAME onnx_node_tests
            COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_ONNX_NODE_DIR} -q -j 2
+                   --expected-skips ${CMAKE_SOURCE_DIR}/tests/onnx_node_skips.txt
                    --json ${CMAKE_BINARY_DIR}/onnx_node_results.json)
   set_tests_properties(onnx_node_tests PROPERTIES TIMEOUT 1200 LABELS onnx)
 else()
@@ -56,3 +58,18 @@ add_test(NAME onnx_transformers_corpus_cuda_bf16
                  --device cuda --bf16 --no-skip --rtol 5e-2 --atol 5e-2)
 set_tests_properties(onnx_transformers_corpus_cuda onnx_transformers_corpus_cuda_fp16
                      onnx_transformers_corpus_cuda_bf16 PROPERTIES TIMEOUT 1200 LABELS "onnx;gpu")
+# The CUDA backend on the node tests (label gpu: without a GPU every case skips as "no CUDA device").
+if(EXISTS ${STREAMRT_ONNX_NODE_DIR})
+  add_test(NAME onnx_node_tests_cuda
+           COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_ONNX_NODE_DIR} -q -j 2 --device cuda
+                   --expected-skips ${CMAKE_SOURCE_DIR}/tests/onnx_node_skips.txt)
+  set_tests_properties(onnx_node_tests_cuda PROPERTIES TIMEOUT 1200 LABELS "onnx;gpu")
+endif()
+# docs/ops.md is generated (`make docs`): it must match what this build registers. Its CUDA column
+# needs a CUDA build.
+if(STREAMRT_CUDA_ENABLED)
+  add_test(NAME docs_ops_md_current
+           COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:streamrt_cli> -DSRC=${CMAKE_SOURCE_DIR}
+                   -P ${CMAKE_SOURCE_DIR}/scripts/check_ops_doc.cmake)
+  set_tests_properties(docs_ops_md_current PROPERTIES LABELS cli)
+endif()

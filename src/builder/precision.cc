@@ -12,23 +12,22 @@ namespace streamrt::builder {
 namespace {
 
 constexpr float kHalfMax = 65504.f;
+constexpr float kBFloat16Max = 3.38953139e38f;  // 0x7F7F
 
 Result<Tensor> convert_tensor(const Tensor& t, DataType target) {
   SRT_ASSIGN_OR_RETURN(Tensor out, Tensor::allocate(target, t.dims()));
   const float* src = t.data_as<float>();
   uint16_t* dst = out.mutable_data_as<uint16_t>();
   const size_t n = static_cast<size_t>(t.numel());
-  std::vector<float> saturated;
-  if (target == DataType::kFloat16) {
-    // Finite values beyond float16's range saturate at +-65504 instead of becoming +-inf (as
-    // TensorRT's and onnxconverter's float16 conversions do): exporters fill attention masks with
-    // float32's lowest value, and as -inf it would turn a fully masked softmax row into NaN where
-    // float32 gives a uniform row.
-    saturated.assign(src, src + n);
-    for (float& v : saturated)
-      if (std::isfinite(v)) v = std::clamp(v, -kHalfMax, kHalfMax);
-    src = saturated.data();
-  }
+  // Finite values beyond the target's range saturate at its largest finite value instead of
+  // rounding to +-inf (as TensorRT's and onnxconverter's float16 conversions do): exporters fill
+  // attention masks with float32's lowest value, which rounds to -inf even in bfloat16, and -inf
+  // turns a fully masked softmax row into NaN where float32 gives a uniform row.
+  const float limit = target == DataType::kFloat16 ? kHalfMax : kBFloat16Max;
+  std::vector<float> saturated(src, src + n);
+  for (float& v : saturated)
+    if (std::isfinite(v)) v = std::clamp(v, -limit, limit);
+  src = saturated.data();
   if (target == DataType::kFloat16) floats_to_half(src, dst, n);
   else floats_to_bfloat16(src, dst, n);
   return out;

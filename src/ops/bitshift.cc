@@ -1,6 +1,6 @@
 // BitShift (opset 11): X << Y or X >> Y (attribute direction "LEFT" / "RIGHT", required) with
-// numpy broadcasting. ONNX allows uint8 / uint16 / uint32 / uint64; streamrt has only uint8
-// among them. A shift by 8 or more gives 0 (as numpy), never an undefined C++ shift.
+// numpy broadcasting, for uint8 / uint16 / uint32 / uint64. A shift by the type's width or more
+// gives 0 (as numpy), never an undefined C++ shift.
 // The CUDA twin is backends/cuda/kernels/bitshift.cu.
 #include "ops/bitshift.h"
 
@@ -32,17 +32,18 @@ Status cpu(KernelContext& ctx) {
   const TensorRef& a = ctx.input(0);
   const TensorRef& b = ctx.input(1);
   const TensorRef& y = ctx.output(0);
-  if (a.dtype != DataType::kUInt8 || b.dtype != a.dtype || y.dtype != a.dtype)
-    return ctx.unsupported("BitShift supports uint8 only");
+  if (b.dtype != a.dtype || y.dtype != a.dtype) return ctx.error("X, Y and the output must share one type");
   SRT_RETURN_IF_ERROR(check_broadcasts_to(ctx, a.dims, y.dims, "input X"));
   SRT_RETURN_IF_ERROR(check_broadcasts_to(ctx, b.dims, y.dims, "input Y"));
-  const uint8_t* pa = a.as<uint8_t>();
-  const uint8_t* pb = b.as<uint8_t>();
-  uint8_t* py = y.as<uint8_t>();
-  for_each_broadcast<2>(y.dims, {a.dims, b.dims}, [&](int64_t i, const std::array<int64_t, 2>& o) {
-    py[i] = bitshift_value(pa[o[0]], pb[o[1]], left);
+  return dispatch<kUnsigned>(a.dtype, ctx.node().describe(), [&]<typename T>() {
+    const T* pa = a.as<T>();
+    const T* pb = b.as<T>();
+    T* py = y.as<T>();
+    for_each_broadcast<2>(y.dims, {a.dims, b.dims}, [&](int64_t i, const std::array<int64_t, 2>& o) {
+      py[i] = bitshift_value(pa[o[0]], pb[o[1]], left);
+    });
+    return ok_status();
   });
-  return ok_status();
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ Result<int64_t> cumsum_axis(const ir::Node& node, DataType dtype, const Dims& di
 
 namespace {
 
-constexpr unsigned kTypes = kFloats | kSignedInts;
+constexpr unsigned kTypes = kFloats | kFloat64 | kSignedInts | kUnsigned;
 
 Status infer(InferContext& ctx) {
   SRT_RETURN_IF_ERROR(require_input(ctx, 0, kTypes));

@@ -3,8 +3,9 @@
 // an op streamrt neither registers nor expands (checked on the model's nodes), or something else
 // about an op streamrt does list (a dtype, an attribute value, an old opset). The last kind must
 // be listed with its reason in an expected-skips file (tests/onnx_node_skips.txt, also printed by
-// `streamrt ops --markdown`), or the run fails; so must a listed case that now passes (the list
-// stays true). --no-skip allows only the absent device.
+// `streamrt ops --markdown`), or the run fails; so does a listed case that now passes (the list
+// stays true). A listed case that fails counts as skipped (a case whose own test data contradicts
+// its model). --no-skip allows only the absent device.
 #pragma once
 
 #include <map>

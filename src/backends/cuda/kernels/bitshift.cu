@@ -1,5 +1,6 @@
-// BitShift on CUDA (uint8, numpy broadcasting through launch_elementwise), the scalar rule
+// BitShift on CUDA (uint8 / 16 / 32 / 64, numpy broadcasting through launch_elementwise), the scalar rule
 // from ops/bitshift.h as on the CPU.
+#include "backends/cuda/kernels/cuda_types.cuh"
 #include "backends/cuda/kernels/elementwise.cuh"
 #include "ops/bitshift.h"
 #include "ops/data_movement.h"
@@ -7,9 +8,10 @@
 namespace streamrt::cuda {
 namespace {
 
+template <typename U>
 struct BitShiftFn {
   bool left;
-  __device__ __forceinline__ uint8_t operator()(uint8_t x, uint8_t s) const { return ops::bitshift_value(x, s, left); }
+  __device__ __forceinline__ U operator()(U x, U s) const { return ops::bitshift_value(x, s, left); }
 };
 
 Status bitshift_cuda(CudaKernelContext& ctx) {
@@ -18,10 +20,11 @@ Status bitshift_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef& a = ctx.input(0);
   const ops::TensorRef& b = ctx.input(1);
   const ops::TensorRef& y = ctx.output(0);
-  if (a.dtype != DataType::kUInt8 || b.dtype != a.dtype || y.dtype != a.dtype)
-    return ctx.unsupported("BitShift supports uint8 only");
-  return launch_elementwise(ctx, "BitShift kernel", y.as<uint8_t>(), y.dims, BitShiftFn{left}, operand<uint8_t>(a),
-                            operand<uint8_t>(b));
+  if (b.dtype != a.dtype || y.dtype != a.dtype) return ctx.error("X, Y and the output must share one type");
+  return cuda_dispatch<ops::kUnsigned | kCudaWideTypes>(a.dtype, ctx.node().describe(), [&]<typename U>() {
+    return launch_elementwise(ctx, "BitShift kernel", y.as<U>(), y.dims, BitShiftFn<U>{left}, operand<U>(a),
+                              operand<U>(b));
+  });
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ Status cumsum_cuda(CudaKernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(ops::CumSumParams p, ops::cumsum_params(ctx.node(), x.dims, axis));
   const int64_t n = p.outer * p.inner;
   if (n == 0 || p.dim == 0) return ok_status();
-  return cuda_dispatch<ops::kFloats | ops::kSignedInts>(x.dtype, ctx.node().describe(), [&]<typename T>() {
+  constexpr unsigned kTypes = ops::kFloats | ops::kFloat64 | ops::kSignedInts | ops::kUnsigned | kCudaWideTypes;
+  return cuda_dispatch<kTypes>(x.dtype, ctx.node().describe(), [&]<typename T>() {
     cumsum_kernel<T><<<grid_for(n), 256, 0, ctx.stream()>>>(x.as<const T>(), ctx.output(0).as<T>(), p.outer, p.dim,
                                                             p.inner, p.exclusive, p.reverse);
     SRT_CUDA_LAUNCH("cumsum_kernel");
