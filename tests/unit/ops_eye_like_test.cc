@@ -49,8 +49,11 @@ TEST(EyeLikeOp, EveryDtypeAndDiagonal) {
 TEST(EyeLikeOp, Errors) {
   EXPECT_FALSE(run_status(make_node("EyeLike", 1), {pattern(DataType::kFloat32, {2, 2, 2})}).ok());
   EXPECT_FALSE(run_status(make_node("EyeLike", 1), {pattern(DataType::kFloat32, {3})}).ok());
-  EXPECT_EQ(run_status(make_node("EyeLike", 1, 1, {{"dtype", ai(11)}}), {pattern(DataType::kFloat32, {2, 2})}).code(),
-            StatusCode::kUnsupported);  // double
+  EXPECT_EQ(run_status(make_node("EyeLike", 1, 1, {{"dtype", ai(8)}}), {pattern(DataType::kFloat32, {2, 2})}).code(),
+            StatusCode::kUnsupported);  // string
+  auto dbl = run_ok(make_node("EyeLike", 1, 1, {{"dtype", ai(11)}}), {pattern(DataType::kFloat32, {2, 2})});
+  EXPECT_EQ(dbl[0].dtype(), DataType::kFloat64);
+  EXPECT_EQ(values_f32(dbl[0]), (std::vector<float>{1, 0, 0, 1}));
   EXPECT_FALSE(run_status(make_node("EyeLike", 1, 1, {{"dtype", ai(-1)}}), {pattern(DataType::kFloat32, {2, 2})}).ok());
 }
 
