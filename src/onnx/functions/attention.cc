@@ -77,18 +77,21 @@ Result<Heads> head_counts(const GraphWriter& w, std::span<const ops::TensorInfo>
 
 // The additive bias [.., Sq, Skv] of Q's type from the mask (bool: true attends; padded with -inf to
 // the key count) and the causal rule; kNoValue when there is neither.
-ir::ValueId make_bias(GraphWriter& w, std::span<const ops::TensorInfo> in, ir::ValueId q, ir::ValueId k,
-                      bool causal, bool has_past) {
+Result<ir::ValueId> make_bias(GraphWriter& w, std::span<const ops::TensorInfo> in, ir::ValueId q, ir::ValueId k,
+                              bool causal, bool has_past) {
+  const DataType t = in[0].dtype;
+  SRT_ASSIGN_OR_RETURN(ir::ValueId zero, w.scalar(0.f, t));
+  SRT_ASSIGN_OR_RETURN(ir::ValueId neg_inf, w.scalar(kNegInf, t));
   const ir::Node& n = w.origin();
   ir::ValueId bias = ir::kNoValue;
   if (present(n, 3)) {
     ir::ValueId m = n.inputs[3];
-    if (in[3].dtype == DataType::kBool) m = w.add("Where", {m, w.scalar_like(0.f, q), w.scalar_like(kNegInf, q)});
+    if (in[3].dtype == DataType::kBool) m = w.add("Where", {m, zero, neg_inf});
     const int64_t rank = static_cast<int64_t>(in[3].dims.size());
     ir::ValueId missing = w.add("Sub", {dim(w, k, 2), dim(w, m, rank - 1)});
     std::vector<int64_t> zeros(static_cast<size_t>(2 * rank - 1), 0);
     ir::ValueId pads = w.add("Concat", {w.ints(zeros), w.add("Unsqueeze", {missing, w.ints({0})})}, {{"axis", int_attr(0)}});
-    bias = w.add("Pad", {m, pads, w.scalar_like(kNegInf, q)});
+    bias = w.add("Pad", {m, pads, neg_inf});
   }
   if (causal) {
     ir::ValueId sq = dim(w, q, 2), skv = dim(w, k, 2);
@@ -96,7 +99,7 @@ ir::ValueId make_bias(GraphWriter& w, std::span<const ops::TensorInfo> in, ir::V
     if (has_past) rows = w.add("Add", {rows, w.add("Sub", {skv, sq})});  // offset: the past length
     ir::ValueId cols = w.add("Range", {w.scalar_int(0), skv, w.scalar_int(1)});
     ir::ValueId allowed = w.add("LessOrEqual", {cols, w.add("Unsqueeze", {rows, w.ints({1})})});
-    ir::ValueId c = w.add("Where", {allowed, w.scalar_like(0.f, q), w.scalar_like(kNegInf, q)});
+    ir::ValueId c = w.add("Where", {allowed, zero, neg_inf});
     bias = bias == ir::kNoValue ? c : w.add("Add", {bias, c});
   }
   return bias;
@@ -148,20 +151,23 @@ Status expand(GraphWriter& w, std::span<const ops::TensorInfo> in) {
   const ir::ValueId k_all = k;
   if (h.q != h.kv) k = repeat_heads(w, k, h.q / h.kv), v = repeat_heads(w, v, h.q / h.kv);
 
+  const DataType t = in[0].dtype;
+  SRT_ASSIGN_OR_RETURN(ir::ValueId scale_c, w.scalar(scale, t));
   ir::ValueId kt = w.add("Transpose", {k}, {{"perm", ints_attr({0, 1, 3, 2})}});
-  ir::ValueId s = w.add("Mul", {w.add("MatMul", {q, kt}), w.scalar_like(scale, q)});
+  ir::ValueId s = w.add("Mul", {w.add("MatMul", {q, kt}), scale_c});
   if (softcap > 0.f) {
-    ir::ValueId c = w.scalar_like(softcap, q);
+    SRT_ASSIGN_OR_RETURN(ir::ValueId c, w.scalar(softcap, t));
     s = w.add("Mul", {w.add("Tanh", {w.add("Div", {s, c})}), c});
   }
   const ir::ValueId qk_raw = s;
-  const ir::ValueId bias = make_bias(w, in, q, k_all, is_causal != 0, has_past);
+  SRT_ASSIGN_OR_RETURN(const ir::ValueId bias, make_bias(w, in, q, k_all, is_causal != 0, has_past));
   if (bias != ir::kNoValue) s = w.add("Add", {s, bias});
   ir::ValueId p = w.add("Softmax", {s}, {{"axis", int_attr(-1)}});
   if (present(n, 3)) {  // a user mask may mask a whole row: its weights are 0, not NaN
     ir::ValueId row_max = w.add("ReduceMax", {bias, w.ints({-1})}, {{"keepdims", int_attr(1)}});
-    ir::ValueId dead = w.add("Equal", {row_max, w.scalar_like(kNegInf, q)});
-    p = w.add("Where", {dead, w.scalar_like(0.f, q), p});
+    SRT_ASSIGN_OR_RETURN(ir::ValueId neg_inf, w.scalar(kNegInf, t));
+    SRT_ASSIGN_OR_RETURN(ir::ValueId zero, w.scalar(0.f, t));
+    p = w.add("Where", {w.add("Equal", {row_max, neg_inf}), zero, p});
   }
   if (wants(n, 3)) w.add_to("Identity", {qk_mode == 3 ? p : qk_mode == 2 ? s : qk_raw}, {n.outputs[3]});
   if (rank == 4) {

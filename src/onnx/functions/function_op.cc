@@ -1,5 +1,6 @@
 #include "onnx/functions/function_op.h"
 
+#include "core/float16.h"
 #include "ir/shape_inference.h"
 
 namespace streamrt::onnx_import {
@@ -53,10 +54,25 @@ ir::ValueId GraphWriter::scalar_int(int64_t v) {
   return id;
 }
 
-ir::ValueId GraphWriter::scalar_like(float v, ir::ValueId like) {
-  ir::ValueId c = fresh();
-  g_.set_constant(c, Tensor::from_vector(DataType::kFloat32, {}, std::vector<float>{v}));
-  return add("CastLike", {c, like});
+Result<ir::ValueId> GraphWriter::scalar(float v, DataType t) {
+  Tensor c;
+  switch (t) {
+    case DataType::kFloat32: c = Tensor::from_vector(DataType::kFloat32, {}, std::vector<float>{v}); break;
+    case DataType::kFloat64: c = Tensor::from_vector(DataType::kFloat64, {}, std::vector<double>{v}); break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: {
+      uint16_t bits = 0;
+      if (t == DataType::kFloat16) floats_to_half(&v, &bits, 1);
+      else floats_to_bfloat16(&v, &bits, 1);
+      c = Tensor::from_vector(t, {}, std::vector<uint16_t>{bits});
+      break;
+    }
+    default:
+      return origin_.error(StatusCode::kUnsupported, std::string("needs a float type, got ") + dtype_name(t));
+  }
+  ir::ValueId id = fresh();
+  g_.set_constant(id, std::move(c));
+  return id;
 }
 
 namespace {

@@ -32,8 +32,9 @@ class GraphWriter {
               Attrs attrs = {});
   ir::ValueId ints(const std::vector<int64_t>& v);  // 1-D int64 constant
   ir::ValueId scalar_int(int64_t v);                // 0-D int64 constant
-  // A 0-D constant of `like`'s element type (CastLike of a float32 constant).
-  ir::ValueId scalar_like(float v, ir::ValueId like);
+  // A 0-D constant of float type `t` (float32 / float16 / bfloat16 / float64), so that constant
+  // folding and the fusion passes see a constant, not a cast of one.
+  Result<ir::ValueId> scalar(float v, DataType t);
 
   std::vector<ir::Node> take() { return std::move(nodes_); }
   const ir::Node& origin() const { return origin_; }
