@@ -216,6 +216,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(ConvTranspose, {.op_type = "ConvTranspose", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(ConvTranspose, {.op_type = "ConvTranspose", .infer = infer, .cpu = cpu,
+                                     .verify = verify, .streamable_inputs = {1, 2}});
 
 }  // namespace streamrt::ops

@@ -79,7 +79,8 @@ Status dropout_cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Identity, {.op_type = "Identity", .infer = identity_infer, .cpu = identity_cpu});
+STREAMRT_REGISTER_OP(Identity, {.op_type = "Identity", .infer = identity_infer, .cpu = identity_cpu,
+                                .view = true});
 // training_mode (input 2) is a shape input so a device backend gets its value on the host
 // and can refuse training without waiting on its stream.
 STREAMRT_REGISTER_OP(Dropout, {.op_type = "Dropout", .min_opset = 7, .infer = dropout_infer,

@@ -14,7 +14,8 @@ CudaEngineState::~CudaEngineState() {
 }
 
 bool reads_dims_only(const ir::Node& step, size_t input) {
-  return input == 0 && step.domain.empty() && (step.op_type == "Shape" || step.op_type == "Size");
+  const ops::OpSchema* s = ops::schema_of(step);
+  return s && ops::lists_input(s->dims_only_inputs, input);
 }
 
 namespace {
