@@ -276,6 +276,7 @@ double flops(const ir::Node& node, std::span<const Dims* const> in, const Dims& 
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Attention, {.op_type = "Attention", .infer = infer, .cpu = cpu, .flops = flops});
+STREAMRT_REGISTER_OP(Attention, {.op_type = "Attention", .infer = infer, .cpu = cpu,
+                                 .cpu_dtypes = dtypes(kFloats), .flops = flops});
 
 }  // namespace streamrt::ops

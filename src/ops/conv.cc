@@ -260,6 +260,7 @@ Result<ConvEpilogue> read_conv_epilogue(const ir::Node& node, size_t num_inputs,
 }
 
 STREAMRT_REGISTER_OP(Conv, {.op_type = "Conv", .infer = infer, .cpu = cpu, .verify = verify,
-                            .streamable_inputs = {1, 2}, .tf32 = true, .flops = flops});
+                            .cpu_dtypes = dtypes(kFloats), .streamable_inputs = {1, 2}, .tf32 = true,
+                            .flops = flops});
 
 }  // namespace streamrt::ops

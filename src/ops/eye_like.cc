@@ -71,6 +71,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(EyeLike, {.op_type = "EyeLike", .min_opset = 9, .infer = infer, .cpu = cpu,
-                               .output_dtype_attr = "dtype"});
+                               .cpu_dtypes = kAnyDType, .output_dtype_attr = "dtype"});
 
 }  // namespace streamrt::ops

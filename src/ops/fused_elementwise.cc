@@ -91,6 +91,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(FusedElementwise, {.op_type = "FusedElementwise", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(FusedElementwise, {.op_type = "FusedElementwise", .infer = infer, .cpu = cpu,
+                                        .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -159,6 +159,7 @@ double flops(const ir::Node& node, std::span<const Dims* const> in, const Dims& 
 }  // namespace
 
 STREAMRT_REGISTER_OP(Gemm, {.op_type = "Gemm", .min_opset = 7, .infer = infer, .cpu = cpu,
+                            .cpu_dtypes = dtypes(kFloats) | dtype_mask({DataType::kInt32, DataType::kInt64}),
                             .streamable_inputs = {0, 1, 2}, .tf32 = true, .flops = flops});
 
 }  // namespace streamrt::ops

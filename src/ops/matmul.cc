@@ -173,6 +173,7 @@ Status check_matmul_bias(const ir::Node& node, const Dims& bias, const Dims& b, 
 }
 
 STREAMRT_REGISTER_OP(MatMul, {.op_type = "MatMul", .infer = infer, .cpu = cpu,
+                              .cpu_dtypes = dtypes(kFloats) | dtype_mask({DataType::kInt32, DataType::kInt64}),
                               .streamable_inputs = {0, 1, 2}, .tf32 = true, .flops = flops});
 
 }  // namespace streamrt::ops

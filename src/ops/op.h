@@ -18,6 +18,7 @@
 
 #include "core/tensor.h"
 #include "ir/graph.h"
+#include "ops/dtypes.h"
 
 namespace streamrt::ops {
 
@@ -187,6 +188,11 @@ struct OpSchema {
   // What the central code (builder passes, planners, engines, `streamrt ops`) asks about an op.
   // Adding an op sets these in its own registration; nothing central names it.
 
+  // The data types the CPU kernel takes for the step's main tensor (ops/dtypes.h; e.g.
+  // dtypes(kFloats)): input `dtype_input`, or output 0 when that is -1 or the input is absent
+  // (ops without inputs). A CUDA kernel's registration lists its own (cuda_kernel_registry.h).
+  DTypeMask cpu_dtypes = 0;
+  int dtype_input = 0;
   // Weight operands of a weight-heavy op (MatMul's A / B / bias, Conv's W / B, Gather's table):
   // a weight that only such inputs read may stream (builder/streamable.cc).
   std::vector<int> streamable_inputs;
@@ -246,6 +252,17 @@ inline const OpSchema* schema_of(const ir::Node& node) { return OpRegistry::glob
 inline bool lists_input(const std::vector<int>& list, size_t k) {
   return std::find(list.begin(), list.end(), static_cast<int>(k)) != list.end();
 }
+// The data type the schema's dtype masks speak of for `node` (see OpSchema::cpu_dtypes);
+// `dtype_of(value)` gives a value's type. kUndefined when the node has no such tensor.
+template <typename DtypeOf>
+DataType main_dtype(const OpSchema& s, const ir::Node& node, DtypeOf&& dtype_of) {
+  if (s.dtype_input >= 0 && static_cast<size_t>(s.dtype_input) < node.inputs.size() &&
+      node.inputs[s.dtype_input] != ir::kNoValue)
+    return dtype_of(node.inputs[s.dtype_input]);
+  if (!node.outputs.empty() && node.outputs[0] != ir::kNoValue) return dtype_of(node.outputs[0]);
+  return DataType::kUndefined;
+}
+
 struct OpRegistrar {
   explicit OpRegistrar(OpSchema schema) { OpRegistry::global().add(std::move(schema)); }
 };

@@ -28,6 +28,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(Relu, {.op_type = "Relu", .min_opset = 6, .infer = infer, .cpu = cpu,
-                            .fused_opcode = fused::kRelu});
+                            .cpu_dtypes = dtypes(kAllFloats | kSignedInts), .fused_opcode = fused::kRelu});
 
 }  // namespace streamrt::ops

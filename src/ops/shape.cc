@@ -72,7 +72,8 @@ Result<std::pair<int64_t, int64_t>> shape_range(const ir::Node& node, int64_t ra
 }
 
 STREAMRT_REGISTER_OP(Shape, {.op_type = "Shape", .infer = shape_infer, .cpu = shape_cpu,
-                             .dims_only_inputs = {0}});
-STREAMRT_REGISTER_OP(Size, {.op_type = "Size", .infer = size_infer, .cpu = size_cpu, .dims_only_inputs = {0}});
+                             .cpu_dtypes = kAnyDType, .dims_only_inputs = {0}});
+STREAMRT_REGISTER_OP(Size, {.op_type = "Size", .infer = size_infer, .cpu = size_cpu, .cpu_dtypes = kAnyDType,
+                            .dims_only_inputs = {0}});
 
 }  // namespace streamrt::ops

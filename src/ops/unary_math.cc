@@ -75,8 +75,8 @@ Status cpu(KernelContext& ctx) {
 
 // `fused`: the FusedElementwise opcode of the op, or -1 (ops/fused_elementwise.h).
 #define SRT_UNARY(Name, since, fused)                                                   \
-  STREAMRT_REGISTER_OP(Name, {.op_type = #Name, .min_opset = since, .infer = infer<Name>, .cpu = cpu<Name>,  \
-                              .fused_opcode = fused})
+  STREAMRT_REGISTER_OP(Name, {.op_type = #Name, .min_opset = since, .infer = infer<Name>, \
+                              .cpu = cpu<Name>, .cpu_dtypes = dtypes(Name::kTypes), .fused_opcode = fused})
 
 SRT_UNARY(Sigmoid, 6, fused::kSigmoid);
 SRT_UNARY(Tanh, 6, fused::kTanh);
