@@ -29,6 +29,6 @@ Status bitshift_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(BitShift, "BitShift", bitshift_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(BitShift, "BitShift", bitshift_cuda, ops::dtype_bit(DataType::kUInt8));
 
 }  // namespace streamrt::cuda

@@ -61,6 +61,6 @@ Status cumsum_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(CumSum, "CumSum", cumsum_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(CumSum, "CumSum", cumsum_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));
 
 }  // namespace streamrt::cuda
