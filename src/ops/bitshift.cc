@@ -49,6 +49,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(BitShift, {.op_type = "BitShift", .min_opset = 11, .infer = infer, .cpu = cpu,
-                                .cpu_dtypes = dtype_bit(DataType::kUInt8)});
+                                .cpu_dtypes = dtypes(kUnsigned)});
 
 }  // namespace streamrt::ops

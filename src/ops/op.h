@@ -5,7 +5,10 @@
 //   - a registration:  STREAMRT_REGISTER_OP(Relu, {.op_type = "Relu", .infer = ..., .cpu = ...});
 //   - for ops whose attributes drive sizes or indexing, a load-time check
 //     `Status verify(const InferContext&)` (.verify), next to the shape rule.
-// Adding an op touches its own file and tests, nothing central.
+//   - what the central code asks about it (the types its CPU kernel takes, weights that may
+//     stream, view / fusable / TF32 / cost rule, ...): fields of its OpSchema, below.
+// Adding an op touches its own file and tests, nothing central (a CUDA kernel likewise lists its
+// types in its own registration, backends/cuda/cuda_kernel_registry.h).
 #pragma once
 
 #include <algorithm>
