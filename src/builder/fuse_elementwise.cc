@@ -11,8 +11,8 @@ namespace {
 
 // Element-wise, float, every input of the output's type, one output.
 bool fusable(const ir::Graph& g, const ir::Node& n) {
-  auto op = ops::fused::opcode_of(n.op_type);
-  if (!op || !n.domain.empty() || n.outputs.size() != 1 || n.outputs[0] == ir::kNoValue) return false;
+  auto op = ops::fused::opcode_of(n);  // the op's registration says whether it fuses
+  if (!op || n.outputs.size() != 1 || n.outputs[0] == ir::kNoValue) return false;
   const size_t arity = ops::fused::is_binary(*op) ? 2 : 1;
   if (n.inputs.size() != arity) return false;
   const DataType t = g.value(n.outputs[0]).dtype;
@@ -76,7 +76,7 @@ size_t fuse_elementwise(ir::Graph& g) {
         int p = idx.producer(nd.inputs[k]);
         regs[k] = p >= 0 && root[p] == static_cast<int>(r) && p != node ? emit(p) : reg.at(nd.inputs[k]);
       }
-      program.insert(program.end(), {*ops::fused::opcode_of(nd.op_type), regs[0], regs[1]});
+      program.insert(program.end(), {*ops::fused::opcode_of(nd), regs[0], regs[1]});
       return next++;
     };
     emit(static_cast<int>(r));

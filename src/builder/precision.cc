@@ -7,6 +7,7 @@
 
 #include "core/float16.h"
 #include "onnx/tensor_proto.h"
+#include "ops/op.h"
 
 namespace streamrt::builder {
 namespace {
@@ -47,13 +48,11 @@ ir::Node make_cast(const std::string& name, ir::ValueId in, ir::ValueId out, Dat
 // Attributes that name or hold float32 follow the new precision.
 Status convert_attributes(ir::Node& n, DataType target) {
   const int onnx_float = onnx_import::dtype_to_onnx(DataType::kFloat32);
-  // Attributes naming the output's element type (an omitted one defaults to the input's type).
-  static const std::pair<const char*, const char*> kDtypeAttrs[] = {
-      {"Cast", "to"}, {"EyeLike", "dtype"}, {"HannWindow", "output_datatype"},
-      {"HammingWindow", "output_datatype"}, {"BlackmanWindow", "output_datatype"}};
-  for (const auto& [op, key] : kDtypeAttrs) {
-    if (n.op_type != op) continue;
-    auto it = n.attrs.find(key);
+  // The attribute naming the output's element type, when the op has one (Cast's `to`, ...; an
+  // omitted one defaults to the input's type).
+  const ops::OpSchema* schema = ops::schema_of(n);
+  if (schema && schema->output_dtype_attr) {
+    auto it = n.attrs.find(schema->output_dtype_attr);
     if (it != n.attrs.end() && it->second.kind == ir::Attribute::Kind::kInt && it->second.i == onnx_float)
       it->second.i = onnx_import::dtype_to_onnx(target);
   }

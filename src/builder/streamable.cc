@@ -1,19 +1,15 @@
 #include "builder/streamable.h"
 
-#include <string_view>
+#include "ops/op.h"
 
 namespace streamrt::builder {
 namespace {
 
-// True when input `k` of `step` is a weight operand of a weight-heavy op.
+// True when input `k` of `step` is a weight operand of a weight-heavy op (its schema's
+// streamable_inputs: MatMul's A, B and fused bias, Conv's W and B, Gather's table, ...).
 bool heavy_operand(const ir::Node& step, size_t k) {
-  if (!step.domain.empty()) return false;
-  std::string_view op = step.op_type;
-  if (op == "MatMul") return k < 3;  // A, B and the fused bias (ops/matmul.h), like Gemm's C
-  if (op == "Gemm") return k < 3;
-  if (op == "Conv" || op == "ConvTranspose") return k == 1 || k == 2;
-  if (op == "Gather") return k == 0;
-  return false;
+  const ops::OpSchema* s = ops::schema_of(step);
+  return s && ops::lists_input(s->streamable_inputs, k);
 }
 
 }  // namespace

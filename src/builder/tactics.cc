@@ -266,7 +266,8 @@ DeviceTuners& slot(DeviceType t) {
 }
 
 bool tf32_op(const ir::Node& step) {
-  return step.domain.empty() && (step.op_type == "MatMul" || step.op_type == "Gemm" || step.op_type == "Conv");
+  const ops::OpSchema* s = ops::schema_of(step);
+  return s && s->tf32;
 }
 
 // Every value's dtype and dims at the profile's opt shapes: the plan's steps as a graph, as the

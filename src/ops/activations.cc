@@ -105,13 +105,17 @@ Status gelu_cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(LeakyRelu, {.op_type = "LeakyRelu", .min_opset = 6, .infer = leaky_relu_infer,
-                                 .cpu = leaky_relu_cpu});
-STREAMRT_REGISTER_OP(Elu, {.op_type = "Elu", .min_opset = 6, .infer = elu_infer, .cpu = elu_cpu});
-STREAMRT_REGISTER_OP(Selu, {.op_type = "Selu", .min_opset = 6, .infer = selu_infer, .cpu = selu_cpu});
+                                 .cpu = leaky_relu_cpu, .cpu_dtypes = dtypes(kFloats)});
+STREAMRT_REGISTER_OP(Elu, {.op_type = "Elu", .min_opset = 6, .infer = elu_infer, .cpu = elu_cpu,
+                           .cpu_dtypes = dtypes(kFloats)});
+STREAMRT_REGISTER_OP(Selu, {.op_type = "Selu", .min_opset = 6, .infer = selu_infer, .cpu = selu_cpu,
+                            .cpu_dtypes = dtypes(kFloats)});
 STREAMRT_REGISTER_OP(HardSigmoid, {.op_type = "HardSigmoid", .min_opset = 6,
-                                   .infer = hard_sigmoid_infer, .cpu = hard_sigmoid_cpu});
+                                   .infer = hard_sigmoid_infer, .cpu = hard_sigmoid_cpu,
+                                   .cpu_dtypes = dtypes(kFloats)});
 STREAMRT_REGISTER_OP(HardSwish, {.op_type = "HardSwish", .min_opset = 14, .infer = infer_float_unary,
-                                 .cpu = hard_swish_cpu});
-STREAMRT_REGISTER_OP(Gelu, {.op_type = "Gelu", .min_opset = 20, .infer = gelu_infer, .cpu = gelu_cpu});
+                                 .cpu = hard_swish_cpu, .cpu_dtypes = dtypes(kFloats)});
+STREAMRT_REGISTER_OP(Gelu, {.op_type = "Gelu", .min_opset = 20, .infer = gelu_infer, .cpu = gelu_cpu,
+                            .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -76,9 +76,12 @@ Status shrink_cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Celu, {.op_type = "Celu", .min_opset = 12, .infer = celu_infer, .cpu = celu_cpu});
+STREAMRT_REGISTER_OP(Celu, {.op_type = "Celu", .min_opset = 12, .infer = celu_infer, .cpu = celu_cpu,
+                            .cpu_dtypes = dtypes(kFloats)});
 STREAMRT_REGISTER_OP(ThresholdedRelu, {.op_type = "ThresholdedRelu", .min_opset = 10,
-                                       .infer = thresholded_relu_infer, .cpu = thresholded_relu_cpu});
-STREAMRT_REGISTER_OP(Shrink, {.op_type = "Shrink", .min_opset = 9, .infer = shrink_infer, .cpu = shrink_cpu});
+                                       .infer = thresholded_relu_infer, .cpu = thresholded_relu_cpu,
+                                       .cpu_dtypes = dtypes(kFloats)});
+STREAMRT_REGISTER_OP(Shrink, {.op_type = "Shrink", .min_opset = 9, .infer = shrink_infer, .cpu = shrink_cpu,
+                              .cpu_dtypes = dtypes(kNumeric)});
 
 }  // namespace streamrt::ops

@@ -81,7 +81,9 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(ArgMax, {.op_type = "ArgMax", .min_opset = 1, .infer = infer, .cpu = cpu, .verify = verify});
-STREAMRT_REGISTER_OP(ArgMin, {.op_type = "ArgMin", .min_opset = 1, .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(ArgMax, {.op_type = "ArgMax", .min_opset = 1, .infer = infer, .cpu = cpu, .verify = verify,
+                              .cpu_dtypes = dtypes(kNumeric)});
+STREAMRT_REGISTER_OP(ArgMin, {.op_type = "ArgMin", .min_opset = 1, .infer = infer, .cpu = cpu, .verify = verify,
+                              .cpu_dtypes = dtypes(kNumeric)});
 
 }  // namespace streamrt::ops

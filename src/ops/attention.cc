@@ -259,8 +259,24 @@ Status cpu(KernelContext& ctx) {
   });
 }
 
+// For the residency planner. Q K^T and P V: 4 Sq Skv D per (batch, head), half of it under a
+// causal mask. The softmax between them keeps the tensor cores at about half their GEMM rate.
+double flops(const ir::Node& node, std::span<const Dims* const> in, const Dims& out) {
+  const Dims* kd = cost_input(in, 1);
+  if (!kd || kd->size() < 2) return 0;
+  const Dims& k = *kd;
+  auto attr = [&](const char* key) {  // malformed attributes fail at load; 0 is fine for an estimate
+    auto a = node.attr_int(key, 0);
+    return a.ok() ? *a : 0;
+  };
+  const int64_t skv = (attr("bshd") & 2) && k.size() == 4 ? k[1] : attr("k_transposed") == 1 ? k.back() : k[k.size() - 2];
+  const bool causal = attr("causal") == 1;
+  return 2.0 * 4.0 * estimate_numel(out) * static_cast<double>(std::max<int64_t>(skv, 1)) * (causal ? 0.5 : 1.0);
+}
+
 }  // namespace
 
-STREAMRT_REGISTER_OP(Attention, {.op_type = "Attention", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Attention, {.op_type = "Attention", .infer = infer, .cpu = cpu,
+                                 .cpu_dtypes = dtypes(kFloats), .flops = flops});
 
 }  // namespace streamrt::ops

@@ -109,6 +109,7 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(BatchNormalization,
-                     {.op_type = "BatchNormalization", .min_opset = 7, .infer = infer, .cpu = cpu});
+                     {.op_type = "BatchNormalization", .min_opset = 7, .infer = infer, .cpu = cpu,
+                                                               .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

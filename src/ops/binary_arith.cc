@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/elementwise_util.h"
+#include "ops/fused_elementwise.h"
 
 namespace streamrt::ops {
 namespace {
@@ -106,10 +107,15 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Add, {.op_type = "Add", .min_opset = 7, .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(Sub, {.op_type = "Sub", .min_opset = 7, .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(Mul, {.op_type = "Mul", .min_opset = 7, .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(Div, {.op_type = "Div", .min_opset = 7, .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(Pow, {.op_type = "Pow", .min_opset = 7, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Add, {.op_type = "Add", .min_opset = 7, .infer = infer, .cpu = cpu,
+                           .cpu_dtypes = dtypes(kNumeric), .fused_opcode = fused::kAdd});
+STREAMRT_REGISTER_OP(Sub, {.op_type = "Sub", .min_opset = 7, .infer = infer, .cpu = cpu,
+                           .cpu_dtypes = dtypes(kNumeric), .fused_opcode = fused::kSub});
+STREAMRT_REGISTER_OP(Mul, {.op_type = "Mul", .min_opset = 7, .infer = infer, .cpu = cpu,
+                           .cpu_dtypes = dtypes(kNumeric), .fused_opcode = fused::kMul});
+STREAMRT_REGISTER_OP(Div, {.op_type = "Div", .min_opset = 7, .infer = infer, .cpu = cpu,
+                           .cpu_dtypes = dtypes(kNumeric), .fused_opcode = fused::kDiv});
+STREAMRT_REGISTER_OP(Pow, {.op_type = "Pow", .min_opset = 7, .infer = infer, .cpu = cpu,
+                           .cpu_dtypes = dtypes(kNumeric), .fused_opcode = fused::kPow});
 
 }  // namespace streamrt::ops

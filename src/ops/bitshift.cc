@@ -48,6 +48,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(BitShift, {.op_type = "BitShift", .min_opset = 11, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(BitShift, {.op_type = "BitShift", .min_opset = 11, .infer = infer, .cpu = cpu,
+                                .cpu_dtypes = dtypes(kUnsigned)});
 
 }  // namespace streamrt::ops

@@ -133,8 +133,9 @@ Status cast_like_infer(InferContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Cast, {.op_type = "Cast", .min_opset = 6, .infer = cast_infer, .cpu = cast_cpu});
+STREAMRT_REGISTER_OP(Cast, {.op_type = "Cast", .min_opset = 6, .infer = cast_infer, .cpu = cast_cpu,
+                            .cpu_dtypes = kAnyDType, .output_dtype_attr = "to"});
 STREAMRT_REGISTER_OP(CastLike, {.op_type = "CastLike", .min_opset = 15, .infer = cast_like_infer,
-                                .cpu = cast_cpu});
+                                .cpu = cast_cpu, .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

@@ -78,6 +78,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Clip, {.op_type = "Clip", .min_opset = 6, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Clip, {.op_type = "Clip", .min_opset = 6, .infer = infer, .cpu = cpu,
+                            .cpu_dtypes = dtypes(kNumeric)});
 
 }  // namespace streamrt::ops

@@ -68,31 +68,7 @@ template <typename T> inline T store(compute_t<T> v) {
   else return v;
 }
 
-// Sets of data types for dispatch<>() and require_input(). kFloats is the family that
-// computes in float (see is_float()); an op that also does float64 in double lists kFloat64.
-enum DTypeSet : unsigned {
-  kFloats = 1u << 0,      // float32, float16, bfloat16
-  kSignedInts = 1u << 1,  // int64, int32, int16, int8
-  kUnsigned = 1u << 2,    // uint8, uint16, uint32, uint64
-  kBools = 1u << 3,
-  kFloat64 = 1u << 4,     // double
-  kAllFloats = kFloats | kFloat64,
-  kInts = kSignedInts | kUnsigned,
-  kNumeric = kAllFloats | kInts,
-  kAll = kNumeric | kBools,
-};
-
-// The DTypeSet bit that holds `t` (0 for kUndefined).
-inline unsigned dtype_set_of(DataType t) {
-  switch (t) {
-    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBFloat16: return kFloats;
-    case DataType::kFloat64: return kFloat64;
-    case DataType::kInt64: case DataType::kInt32: case DataType::kInt16: case DataType::kInt8: return kSignedInts;
-    case DataType::kUInt8: case DataType::kUInt16: case DataType::kUInt32: case DataType::kUInt64: return kUnsigned;
-    case DataType::kBool: return kBools;
-    default: return 0;
-  }
-}
+// DTypeSet (kFloats, kSignedInts, ...) and dtype_set_of(): ops/dtypes.h.
 
 // Calls f.template operator()<T>() with the C++ storage type for `t` (bool for kBool, Half /
 // BFloat16 for the half types, double for float64). Types outside `Allowed` give kUnsupported

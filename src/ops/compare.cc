@@ -65,14 +65,16 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(Equal, {.op_type = "Equal", .min_opset = 7, .infer = infer<Equal>,
-                             .cpu = cpu<Equal>});
+                             .cpu = cpu<Equal>, .cpu_dtypes = dtypes(Equal::kTypes)});
 STREAMRT_REGISTER_OP(Less, {.op_type = "Less", .min_opset = 7, .infer = infer<Less>,
-                            .cpu = cpu<Less>});
+                            .cpu = cpu<Less>, .cpu_dtypes = dtypes(Less::kTypes)});
 STREAMRT_REGISTER_OP(Greater, {.op_type = "Greater", .min_opset = 7, .infer = infer<Greater>,
-                               .cpu = cpu<Greater>});
+                               .cpu = cpu<Greater>, .cpu_dtypes = dtypes(Greater::kTypes)});
 STREAMRT_REGISTER_OP(LessOrEqual, {.op_type = "LessOrEqual", .min_opset = 12,
-                                   .infer = infer<LessOrEqual>, .cpu = cpu<LessOrEqual>});
+                                   .infer = infer<LessOrEqual>, .cpu = cpu<LessOrEqual>,
+                                   .cpu_dtypes = dtypes(LessOrEqual::kTypes)});
 STREAMRT_REGISTER_OP(GreaterOrEqual, {.op_type = "GreaterOrEqual", .min_opset = 12,
-                                      .infer = infer<GreaterOrEqual>, .cpu = cpu<GreaterOrEqual>});
+                                      .infer = infer<GreaterOrEqual>, .cpu = cpu<GreaterOrEqual>,
+                                      .cpu_dtypes = dtypes(GreaterOrEqual::kTypes)});
 
 }  // namespace streamrt::ops

@@ -146,6 +146,7 @@ Result<ConcatLayout> concat_layout(const KernelContext& ctx) {
   return ConcatLayout{rank, ax, dims_product(y.dims, 0, ax), dims_product(y.dims, ax + 1, rank)};
 }
 
-STREAMRT_REGISTER_OP(Concat, {.op_type = "Concat", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(Concat, {.op_type = "Concat", .infer = infer, .cpu = cpu, .verify = verify,
+                              .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

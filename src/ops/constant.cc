@@ -66,6 +66,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Constant, {.op_type = "Constant", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Constant, {.op_type = "Constant", .infer = infer, .cpu = cpu, .cpu_dtypes = kAnyDType,
+                                .dtype_input = -1});
 
 }  // namespace streamrt::ops

@@ -62,6 +62,7 @@ Result<Tensor> fill_value(const ir::Node& node) {
 }
 
 STREAMRT_REGISTER_OP(ConstantOfShape,
-                     {.op_type = "ConstantOfShape", .min_opset = 9, .infer = infer, .cpu = cpu, .shape_inputs = {0}});
+                     {.op_type = "ConstantOfShape", .min_opset = 9, .infer = infer, .cpu = cpu, .shape_inputs = {0},
+                                                            .cpu_dtypes = kAnyDType, .dtype_input = -1});
 
 }  // namespace streamrt::ops

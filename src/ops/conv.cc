@@ -231,6 +231,15 @@ Status cpu(KernelContext& ctx) {
   });
 }
 
+// For the residency planner: each output element is a dot product over W's C/group x kernel.
+double flops(const ir::Node&, std::span<const Dims* const> in, const Dims& out) {
+  const Dims* w = cost_input(in, 1);
+  if (!w || w->size() < 2) return 0;
+  double per_out = 1;
+  for (size_t i = 1; i < w->size(); ++i) per_out *= static_cast<double>(std::max<int64_t>((*w)[i], 1));
+  return 2.0 * estimate_numel(out) * per_out;
+}
+
 }  // namespace
 
 Result<ConvEpilogue> read_conv_epilogue(const ir::Node& node, size_t num_inputs, bool has_residual) {
@@ -250,6 +259,8 @@ Result<ConvEpilogue> read_conv_epilogue(const ir::Node& node, size_t num_inputs,
   return e;
 }
 
-STREAMRT_REGISTER_OP(Conv, {.op_type = "Conv", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(Conv, {.op_type = "Conv", .infer = infer, .cpu = cpu, .verify = verify,
+                            .cpu_dtypes = dtypes(kFloats), .streamable_inputs = {1, 2}, .tf32 = true,
+                            .flops = flops});
 
 }  // namespace streamrt::ops

@@ -216,6 +216,8 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(ConvTranspose, {.op_type = "ConvTranspose", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(ConvTranspose, {.op_type = "ConvTranspose", .infer = infer, .cpu = cpu,
+                                     .verify = verify, .cpu_dtypes = dtypes(kFloats),
+                                     .streamable_inputs = {1, 2}});
 
 }  // namespace streamrt::ops

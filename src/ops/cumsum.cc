@@ -96,6 +96,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(CumSum, {.op_type = "CumSum", .min_opset = 11, .infer = infer, .cpu = cpu, .shape_inputs = {1}});
+STREAMRT_REGISTER_OP(CumSum, {.op_type = "CumSum", .min_opset = 11, .infer = infer, .cpu = cpu, .shape_inputs = {1},
+                              .cpu_dtypes = dtypes(kTypes)});
 
 }  // namespace streamrt::ops

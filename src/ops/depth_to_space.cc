@@ -115,7 +115,9 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(DepthToSpace, {.op_type = "DepthToSpace", .infer = infer, .cpu = cpu, .verify = verify});
-STREAMRT_REGISTER_OP(SpaceToDepth, {.op_type = "SpaceToDepth", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(DepthToSpace, {.op_type = "DepthToSpace", .infer = infer, .cpu = cpu, .verify = verify,
+                                    .cpu_dtypes = kAnyDType});
+STREAMRT_REGISTER_OP(SpaceToDepth, {.op_type = "SpaceToDepth", .infer = infer, .cpu = cpu, .verify = verify,
+                                    .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

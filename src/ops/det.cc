@@ -80,6 +80,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Det, {.op_type = "Det", .min_opset = 11, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Det, {.op_type = "Det", .min_opset = 11, .infer = infer, .cpu = cpu,
+                           .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -359,6 +359,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Einsum, {.op_type = "Einsum", .min_opset = 12, .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(Einsum, {.op_type = "Einsum", .min_opset = 12, .infer = infer, .cpu = cpu, .verify = verify,
+                              .cpu_dtypes = dtypes(kNumeric)});
 
 }  // namespace streamrt::ops::einsum

@@ -83,6 +83,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Expand, {.op_type = "Expand", .min_opset = 8, .infer = infer, .cpu = cpu, .shape_inputs = {1}});
+STREAMRT_REGISTER_OP(Expand, {.op_type = "Expand", .min_opset = 8, .infer = infer, .cpu = cpu, .shape_inputs = {1},
+                              .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

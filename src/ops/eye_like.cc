@@ -70,6 +70,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(EyeLike, {.op_type = "EyeLike", .min_opset = 9, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(EyeLike, {.op_type = "EyeLike", .min_opset = 9, .infer = infer, .cpu = cpu,
+                               .cpu_dtypes = kAnyDType, .output_dtype_attr = "dtype"});
 
 }  // namespace streamrt::ops

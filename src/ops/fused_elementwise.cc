@@ -5,14 +5,10 @@
 namespace streamrt::ops {
 namespace fused {
 
-std::optional<Opcode> opcode_of(const std::string& t) {
-  static const std::pair<const char*, Opcode> table[] = {
-      {"Add", kAdd}, {"Sub", kSub}, {"Mul", kMul}, {"Div", kDiv}, {"Pow", kPow}, {"Neg", kNeg},
-      {"Exp", kExp}, {"Log", kLog}, {"Sqrt", kSqrt}, {"Reciprocal", kReciprocal}, {"Tanh", kTanh},
-      {"Erf", kErf}, {"Sigmoid", kSigmoid}, {"Relu", kRelu}, {"Abs", kAbs}};
-  for (const auto& [name, op] : table)
-    if (t == name) return op;
-  return std::nullopt;
+std::optional<Opcode> opcode_of(const ir::Node& node) {
+  const OpSchema* s = schema_of(node);
+  if (!s || s->fused_opcode < 0 || s->fused_opcode >= kOpcodeCount) return std::nullopt;
+  return static_cast<Opcode>(s->fused_opcode);
 }
 
 bool decode(const ir::Node& node, size_t num_inputs, Program* out, std::string* why) {
@@ -95,6 +91,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(FusedElementwise, {.op_type = "FusedElementwise", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(FusedElementwise, {.op_type = "FusedElementwise", .infer = infer, .cpu = cpu,
+                                        .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

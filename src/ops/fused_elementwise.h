@@ -40,8 +40,10 @@ struct Program {
   int32_t b[kMaxInstructions] = {};
 };
 
-// The opcode of an ONNX element-wise op type, if fusable.
-std::optional<Opcode> opcode_of(const std::string& op_type);
+// The opcode computing `node`'s op on one element, if the op is fusable: its registration
+// names it (OpSchema::fused_opcode). A new fusable op adds its opcode here and its scalar code
+// to apply(), which the CPU and CUDA kernels share.
+std::optional<Opcode> opcode_of(const ir::Node& node);
 inline bool is_binary(int32_t op) { return op <= kPow; }
 // Reads and validates the node's program (register indices in range, known opcodes).
 bool decode(const ir::Node& node, size_t num_inputs, Program* out, std::string* why);

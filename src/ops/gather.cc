@@ -94,6 +94,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Gather, {.op_type = "Gather", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(Gather, {.op_type = "Gather", .infer = infer, .cpu = cpu, .verify = verify,
+                              .cpu_dtypes = kAnyDType, .streamable_inputs = {0}, .table_inputs = {0}});
 
 }  // namespace streamrt::ops

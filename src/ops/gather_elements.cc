@@ -40,6 +40,7 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(GatherElements,
-                     {.op_type = "GatherElements", .min_opset = 11, .infer = infer, .cpu = cpu, .verify = verify});
+                     {.op_type = "GatherElements", .min_opset = 11, .infer = infer, .cpu = cpu, .verify = verify,
+                                                           .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

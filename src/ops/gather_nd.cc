@@ -74,6 +74,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(GatherND, {.op_type = "GatherND", .min_opset = 11, .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(GatherND, {.op_type = "GatherND", .min_opset = 11, .infer = infer, .cpu = cpu, .verify = verify,
+                                .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

@@ -147,8 +147,19 @@ Status cpu(KernelContext& ctx) {
   });
 }
 
+// 2 M N K for the residency planner: K is A's first dim under transA, else its last.
+double flops(const ir::Node& node, std::span<const Dims* const> in, const Dims& out) {
+  const Dims* a = cost_input(in, 0);
+  if (!a || a->empty()) return 0;
+  auto trans_a = node.attr_int("transA", 0);
+  const int64_t k = trans_a.ok() && *trans_a ? a->front() : a->back();
+  return 2.0 * estimate_numel(out) * static_cast<double>(std::max<int64_t>(k, 1));
+}
+
 }  // namespace
 
-STREAMRT_REGISTER_OP(Gemm, {.op_type = "Gemm", .min_opset = 7, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Gemm, {.op_type = "Gemm", .min_opset = 7, .infer = infer, .cpu = cpu,
+                            .cpu_dtypes = dtypes(kFloats) | dtype_mask({DataType::kInt32, DataType::kInt64}),
+                            .streamable_inputs = {0, 1, 2}, .tf32 = true, .flops = flops});
 
 }  // namespace streamrt::ops

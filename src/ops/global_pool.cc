@@ -46,7 +46,9 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(GlobalAveragePool, {.op_type = "GlobalAveragePool", .infer = infer, .cpu = cpu});
-STREAMRT_REGISTER_OP(GlobalMaxPool, {.op_type = "GlobalMaxPool", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(GlobalAveragePool, {.op_type = "GlobalAveragePool", .infer = infer, .cpu = cpu,
+                                         .cpu_dtypes = dtypes(kFloats)});
+STREAMRT_REGISTER_OP(GlobalMaxPool, {.op_type = "GlobalMaxPool", .infer = infer, .cpu = cpu,
+                                     .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

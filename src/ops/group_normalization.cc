@@ -76,6 +76,7 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(GroupNormalization,
-                     {.op_type = "GroupNormalization", .min_opset = 18, .infer = infer, .cpu = cpu, .verify = verify});
+                     {.op_type = "GroupNormalization", .min_opset = 18, .infer = infer, .cpu = cpu, .verify = verify,
+                                                               .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

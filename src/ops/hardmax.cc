@@ -61,6 +61,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Hardmax, {.op_type = "Hardmax", .min_opset = 1, .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(Hardmax, {.op_type = "Hardmax", .min_opset = 1, .infer = infer, .cpu = cpu, .verify = verify,
+                               .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -79,10 +79,11 @@ Status dropout_cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Identity, {.op_type = "Identity", .infer = identity_infer, .cpu = identity_cpu});
+STREAMRT_REGISTER_OP(Identity, {.op_type = "Identity", .infer = identity_infer, .cpu = identity_cpu,
+                                .cpu_dtypes = kAnyDType, .view = true});
 // training_mode (input 2) is a shape input so a device backend gets its value on the host
 // and can refuse training without waiting on its stream.
 STREAMRT_REGISTER_OP(Dropout, {.op_type = "Dropout", .min_opset = 7, .infer = dropout_infer,
-                               .cpu = dropout_cpu, .shape_inputs = {2}});
+                               .cpu = dropout_cpu, .shape_inputs = {2}, .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -43,6 +43,7 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(InstanceNormalization,
-                     {.op_type = "InstanceNormalization", .min_opset = 6, .infer = infer, .cpu = cpu});
+                     {.op_type = "InstanceNormalization", .min_opset = 6, .infer = infer, .cpu = cpu,
+                                                                  .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -52,7 +52,9 @@ Status is_inf_cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(IsNaN, {.op_type = "IsNaN", .min_opset = 9, .infer = infer, .cpu = is_nan_cpu});
-STREAMRT_REGISTER_OP(IsInf, {.op_type = "IsInf", .min_opset = 10, .infer = infer, .cpu = is_inf_cpu});
+STREAMRT_REGISTER_OP(IsNaN, {.op_type = "IsNaN", .min_opset = 9, .infer = infer, .cpu = is_nan_cpu,
+                             .cpu_dtypes = dtypes(kFloats)});
+STREAMRT_REGISTER_OP(IsInf, {.op_type = "IsInf", .min_opset = 10, .infer = infer, .cpu = is_inf_cpu,
+                             .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

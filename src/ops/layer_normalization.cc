@@ -148,6 +148,7 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(LayerNormalization,
-                     {.op_type = "LayerNormalization", .min_opset = 17, .infer = infer, .cpu = cpu, .verify = verify});
+                     {.op_type = "LayerNormalization", .min_opset = 17, .infer = infer, .cpu = cpu, .verify = verify,
+                                                               .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

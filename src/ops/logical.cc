@@ -49,12 +49,13 @@ Status binary_cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Not, {.op_type = "Not", .infer = not_infer, .cpu = not_cpu});
+STREAMRT_REGISTER_OP(Not, {.op_type = "Not", .infer = not_infer, .cpu = not_cpu,
+                           .cpu_dtypes = dtype_bit(DataType::kBool)});
 STREAMRT_REGISTER_OP(And, {.op_type = "And", .min_opset = 7, .infer = binary_infer,
-                           .cpu = binary_cpu<And>});
+                           .cpu = binary_cpu<And>, .cpu_dtypes = dtype_bit(DataType::kBool)});
 STREAMRT_REGISTER_OP(Or, {.op_type = "Or", .min_opset = 7, .infer = binary_infer,
-                          .cpu = binary_cpu<Or>});
+                          .cpu = binary_cpu<Or>, .cpu_dtypes = dtype_bit(DataType::kBool)});
 STREAMRT_REGISTER_OP(Xor, {.op_type = "Xor", .min_opset = 7, .infer = binary_infer,
-                           .cpu = binary_cpu<Xor>});
+                           .cpu = binary_cpu<Xor>, .cpu_dtypes = dtype_bit(DataType::kBool)});
 
 }  // namespace streamrt::ops

@@ -63,6 +63,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(LRN, {.op_type = "LRN", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(LRN, {.op_type = "LRN", .infer = infer, .cpu = cpu, .verify = verify,
+                           .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

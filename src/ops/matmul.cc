@@ -144,6 +144,13 @@ Status cpu(KernelContext& ctx) {
                                          [&]<typename T>() { return run_typed<T>(ctx, s); });
 }
 
+// 2 M N K for the residency planner: the output's elements times the shared dim (A's last).
+double flops(const ir::Node&, std::span<const Dims* const> in, const Dims& out) {
+  const Dims* a = cost_input(in, 0);
+  if (!a || a->empty()) return 0;
+  return 2.0 * estimate_numel(out) * static_cast<double>(std::max<int64_t>(a->back(), 1));
+}
+
 }  // namespace
 
 bool matmul_has_bias_attr(const ir::Node& node) {
@@ -165,6 +172,8 @@ Status check_matmul_bias(const ir::Node& node, const Dims& bias, const Dims& b, 
   return ok_status();
 }
 
-STREAMRT_REGISTER_OP(MatMul, {.op_type = "MatMul", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(MatMul, {.op_type = "MatMul", .infer = infer, .cpu = cpu,
+                              .cpu_dtypes = dtypes(kFloats) | dtype_mask({DataType::kInt32, DataType::kInt64}),
+                              .streamable_inputs = {0, 1, 2}, .tf32 = true, .flops = flops});
 
 }  // namespace streamrt::ops

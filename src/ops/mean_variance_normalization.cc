@@ -66,6 +66,7 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(MeanVarianceNormalization, {.op_type = "MeanVarianceNormalization", .min_opset = 9,
-                                                 .infer = infer, .cpu = cpu, .verify = verify});
+                                                 .infer = infer, .cpu = cpu, .verify = verify,
+                                                 .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -46,6 +46,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Mod, {.op_type = "Mod", .min_opset = 10, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Mod, {.op_type = "Mod", .min_opset = 10, .infer = infer, .cpu = cpu,
+                           .cpu_dtypes = dtypes(kNumeric)});
 
 }  // namespace streamrt::ops

@@ -159,6 +159,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(NegativeLogLikelihoodLoss, {.op_type = "NegativeLogLikelihoodLoss", .min_opset = 12,
-                                                 .infer = infer, .cpu = cpu});
+                                                 .infer = infer, .cpu = cpu, .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

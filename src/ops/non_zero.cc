@@ -72,6 +72,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(NonZero, {.op_type = "NonZero", .min_opset = 9, .infer = infer, .cpu = cpu, .shape_inputs = {0}});
+STREAMRT_REGISTER_OP(NonZero, {.op_type = "NonZero", .min_opset = 9, .infer = infer, .cpu = cpu, .shape_inputs = {0},
+                               .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

@@ -110,6 +110,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(OneHot, {.op_type = "OneHot", .min_opset = 9, .infer = infer, .cpu = cpu, .verify = verify,
-                              .shape_inputs = {1}});
+                              .shape_inputs = {1}, .cpu_dtypes = dtypes(kNumeric)});
 
 }  // namespace streamrt::ops

@@ -5,9 +5,13 @@
 //   - a registration:  STREAMRT_REGISTER_OP(Relu, {.op_type = "Relu", .infer = ..., .cpu = ...});
 //   - for ops whose attributes drive sizes or indexing, a load-time check
 //     `Status verify(const InferContext&)` (.verify), next to the shape rule.
-// Adding an op touches its own file and tests, nothing central.
+//   - what the central code asks about it (the types its CPU kernel takes, weights that may
+//     stream, view / fusable / TF32 / cost rule, ...): fields of its OpSchema, below.
+// Adding an op touches its own file and tests, nothing central (a CUDA kernel likewise lists its
+// types in its own registration, backends/cuda/cuda_kernel_registry.h).
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <functional>
 #include <optional>
@@ -17,6 +21,7 @@
 
 #include "core/tensor.h"
 #include "ir/graph.h"
+#include "ops/dtypes.h"
 
 namespace streamrt::ops {
 
@@ -153,6 +158,9 @@ using KernelFn = Status (*)(KernelContext&);
 // attributes, can overflow or index out of range. Outputs are not set yet. kInvalidModel
 // naming the node and attribute, as ctx.error() does.
 using VerifyFn = Status (*)(const InferContext&);
+// Floating-point operations of one step: `inputs` are its inputs' dims (null for an absent
+// one), `out` its first output's; unknown dims (-1) count as 1. An estimate, never an error.
+using FlopsFn = double (*)(const ir::Node& node, std::span<const Dims* const> inputs, const Dims& out);
 
 // The largest magnitude a size-like attribute of a plan step (pads, strides, dilations, kernel
 // sizes, block sizes, ...) may have: far beyond any real tensor dim, yet small enough that the
@@ -179,7 +187,50 @@ struct OpSchema {
   // Which inputs must be known at inference time (shape tensors such as Reshape's `shape`).
   // Values are propagated for these so the memory plan can be sized.
   std::vector<int> shape_inputs;
+
+  // What the central code (builder passes, planners, engines, `streamrt ops`) asks about an op.
+  // Adding an op sets these in its own registration; nothing central names it.
+
+  // The data types the CPU kernel takes for the step's main tensor (ops/dtypes.h; e.g.
+  // dtypes(kFloats)): input `dtype_input`, or output 0 when that is -1 or the input is absent
+  // (ops without inputs). A CUDA kernel's registration lists its own (cuda_kernel_registry.h).
+  DTypeMask cpu_dtypes = 0;
+  int dtype_input = 0;
+  // Weight operands of a weight-heavy op (MatMul's A / B / bias, Conv's W / B, Gather's table):
+  // a weight that only such inputs read may stream (builder/streamable.cc).
+  std::vector<int> streamable_inputs;
+  // Weight inputs read a few rows at a time (Gather's table): a streamed one can be read in
+  // place from pinned host memory instead of taking a slot (residency planner).
+  std::vector<int> table_inputs;
+  // Inputs whose dims alone the kernel reads, never their contents (Shape, Size): an engine
+  // need not copy them to run the step on the host.
+  std::vector<int> dims_only_inputs;
+  // Output 0 is input 0's bytes under other dims (Reshape, Squeeze, Identity, ...): the builder
+  // gives it input 0's arena slot and the plan verifier lets the two overlap (plan/view_steps.h).
+  bool view = false;
+  // The CUDA kernel may compute float32 in TF32 when the build allows it (builder/tactics.cc).
+  bool tf32 = false;
+  // The fused element-wise opcode (ops/fused_elementwise.h fused::Opcode) computing this op on
+  // one element, or -1: the fusion pass folds chains of such ops into one FusedElementwise.
+  int fused_opcode = -1;
+  // An INT attribute naming the output's float data type (Cast's `to`): the reduced-precision
+  // pass turns a float32 there into the target type.
+  const char* output_dtype_attr = nullptr;
+  // Arithmetic of one step at the given dims, for the residency planner's time estimates
+  // (optional: an op without it counts as bound by the bytes it reads and writes).
+  FlopsFn flops = nullptr;
 };
+
+// For FlopsFn: the elements of `d`, an unknown (-1) dim counted as 1.
+inline double estimate_numel(const Dims& d) {
+  double n = 1;
+  for (int64_t x : d) n *= x > 0 ? static_cast<double>(x) : 1.0;
+  return n;
+}
+// Input k's dims for a FlopsFn, or null when the input is absent.
+inline const Dims* cost_input(std::span<const Dims* const> inputs, size_t k) {
+  return k < inputs.size() ? inputs[k] : nullptr;
+}
 
 class OpRegistry {
  public:
@@ -187,6 +238,8 @@ class OpRegistry {
   // Registers a schema; a duplicate (op_type, domain) is recorded as an error.
   void add(OpSchema schema);
   const OpSchema* find(const std::string& op_type, const std::string& domain = "") const;
+  const OpSchema* find(const ir::Node& node) const { return find(node.op_type, node.domain); }
+  const std::vector<OpSchema>& schemas() const { return schemas_; }
   std::vector<std::string> op_types() const;
   // Problems seen during static registration (duplicates); empty when healthy.
   const std::vector<std::string>& errors() const { return errors_; }
@@ -195,6 +248,23 @@ class OpRegistry {
   std::vector<OpSchema> schemas_;
   std::vector<std::string> errors_;
 };
+
+// The registered schema of `node`'s op, or null.
+inline const OpSchema* schema_of(const ir::Node& node) { return OpRegistry::global().find(node); }
+// True when a schema's input list (streamable_inputs, ...) names input k.
+inline bool lists_input(const std::vector<int>& list, size_t k) {
+  return std::find(list.begin(), list.end(), static_cast<int>(k)) != list.end();
+}
+// The data type the schema's dtype masks speak of for `node` (see OpSchema::cpu_dtypes);
+// `dtype_of(value)` gives a value's type. kUndefined when the node has no such tensor.
+template <typename DtypeOf>
+DataType main_dtype(const OpSchema& s, const ir::Node& node, DtypeOf&& dtype_of) {
+  if (s.dtype_input >= 0 && static_cast<size_t>(s.dtype_input) < node.inputs.size() &&
+      node.inputs[s.dtype_input] != ir::kNoValue)
+    return dtype_of(node.inputs[s.dtype_input]);
+  if (!node.outputs.empty() && node.outputs[0] != ir::kNoValue) return dtype_of(node.outputs[0]);
+  return DataType::kUndefined;
+}
 
 struct OpRegistrar {
   explicit OpRegistrar(OpSchema schema) { OpRegistry::global().add(std::move(schema)); }

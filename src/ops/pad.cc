@@ -218,6 +218,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Pad, {.op_type = "Pad", .infer = infer, .cpu = cpu, .shape_inputs = {1, 3}});
+STREAMRT_REGISTER_OP(Pad, {.op_type = "Pad", .infer = infer, .cpu = cpu, .shape_inputs = {1, 3},
+                           .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

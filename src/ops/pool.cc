@@ -201,7 +201,9 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(MaxPool, {.op_type = "MaxPool", .infer = infer, .cpu = cpu, .verify = verify});
-STREAMRT_REGISTER_OP(AveragePool, {.op_type = "AveragePool", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(MaxPool, {.op_type = "MaxPool", .infer = infer, .cpu = cpu, .verify = verify,
+                               .cpu_dtypes = dtypes(kNumeric)});
+STREAMRT_REGISTER_OP(AveragePool, {.op_type = "AveragePool", .infer = infer, .cpu = cpu, .verify = verify,
+                                   .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -66,6 +66,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(PRelu, {.op_type = "PRelu", .min_opset = 7, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(PRelu, {.op_type = "PRelu", .min_opset = 7, .infer = infer, .cpu = cpu,
+                             .cpu_dtypes = dtypes(kTypes)});
 
 }  // namespace streamrt::ops

@@ -125,6 +125,7 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(Range, {.op_type = "Range", .min_opset = 11, .infer = infer, .cpu = cpu,
-                             .shape_inputs = {0, 1, 2}});
+                             .shape_inputs = {0, 1, 2},
+                             .cpu_dtypes = dtype_mask({DataType::kFloat32, DataType::kInt32, DataType::kInt64})});
 
 }  // namespace streamrt::ops

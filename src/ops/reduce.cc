@@ -264,17 +264,22 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(ReduceSum, {.op_type = "ReduceSum", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(ReduceMean, {.op_type = "ReduceMean", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(ReduceMax, {.op_type = "ReduceMax", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(ReduceMin, {.op_type = "ReduceMin", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(ReduceProd, {.op_type = "ReduceProd", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(ReduceL1, {.op_type = "ReduceL1", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(ReduceL2, {.op_type = "ReduceL2", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(ReduceSumSquare,
-                     {.op_type = "ReduceSumSquare", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(ReduceLogSum, {.op_type = "ReduceLogSum", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(ReduceLogSumExp,
-                     {.op_type = "ReduceLogSumExp", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
+// The CPU kernel's types are kReduceInfos' (above).
+#define SRT_REDUCE(Name)                                                                     \
+  STREAMRT_REGISTER_OP(Name, {.op_type = #Name, .infer = infer, .cpu = cpu, .shape_inputs = {1}, \
+                              .cpu_dtypes = dtypes(reduce_info(#Name)->types)})
+
+SRT_REDUCE(ReduceSum);
+SRT_REDUCE(ReduceMean);
+SRT_REDUCE(ReduceMax);
+SRT_REDUCE(ReduceMin);
+SRT_REDUCE(ReduceProd);
+SRT_REDUCE(ReduceL1);
+SRT_REDUCE(ReduceL2);
+SRT_REDUCE(ReduceSumSquare);
+SRT_REDUCE(ReduceLogSum);
+SRT_REDUCE(ReduceLogSumExp);
+
+#undef SRT_REDUCE
 
 }  // namespace streamrt::ops

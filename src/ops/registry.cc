@@ -1,6 +1,7 @@
 #include "ops/op.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace streamrt::ops {
 
@@ -27,6 +28,19 @@ std::vector<std::string> OpRegistry::op_types() const {
   std::vector<std::string> out;
   for (const auto& s : schemas_) out.push_back(s.op_type);
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string dtype_mask_names(DTypeMask m, const char* sep) {
+  // Family by family (floats, signed, unsigned, bool), narrow to wide within each.
+  static constexpr DataType kOrder[] = {
+      DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
+      DataType::kInt16,   DataType::kInt32,   DataType::kInt64,    DataType::kUInt8,   DataType::kUInt16,
+      DataType::kUInt32,  DataType::kUInt64,  DataType::kBool};
+  static_assert(std::size(kOrder) == static_cast<size_t>(kLastDataType), "a data type missing from kOrder");
+  std::string out;
+  for (DataType t : kOrder)
+    if (has_dtype(m, t)) out += (out.empty() ? "" : sep) + std::string(dtype_name(t));
   return out;
 }
 

@@ -1,5 +1,6 @@
 // Relu: y = max(x, 0). Relu-1 (consumed_inputs) is refused: min_opset 6.
 #include "ops/common.h"
+#include "ops/fused_elementwise.h"
 
 namespace streamrt::ops {
 namespace {
@@ -26,6 +27,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Relu, {.op_type = "Relu", .min_opset = 6, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Relu, {.op_type = "Relu", .min_opset = 6, .infer = infer, .cpu = cpu,
+                            .cpu_dtypes = dtypes(kAllFloats | kSignedInts), .fused_opcode = fused::kRelu});
 
 }  // namespace streamrt::ops

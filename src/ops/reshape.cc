@@ -146,7 +146,8 @@ Status flatten_infer(InferContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(Reshape, {.op_type = "Reshape", .infer = reshape_infer, .cpu = copy_bytes_cpu,
-                               .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(Flatten, {.op_type = "Flatten", .infer = flatten_infer, .cpu = copy_bytes_cpu, .verify = verify});
+                               .shape_inputs = {1}, .cpu_dtypes = kAnyDType, .view = true});
+STREAMRT_REGISTER_OP(Flatten, {.op_type = "Flatten", .infer = flatten_infer, .cpu = copy_bytes_cpu,
+                               .verify = verify, .cpu_dtypes = kAnyDType, .view = true});
 
 }  // namespace streamrt::ops

@@ -400,8 +400,8 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(Resize, {.op_type = "Resize", .min_opset = 10, .infer = infer, .cpu = cpu, .verify = verify,
-                              .shape_inputs = {1, 2, 3}});
+                              .shape_inputs = {1, 2, 3}, .cpu_dtypes = kAnyDType});
 STREAMRT_REGISTER_OP(Upsample, {.op_type = "Upsample", .min_opset = 7, .infer = infer, .cpu = cpu, .verify = verify,
-                                .shape_inputs = {1}});
+                                .shape_inputs = {1}, .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

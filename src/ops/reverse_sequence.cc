@@ -84,6 +84,7 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(ReverseSequence,
-                     {.op_type = "ReverseSequence", .min_opset = 10, .infer = infer, .cpu = cpu, .verify = verify});
+                     {.op_type = "ReverseSequence", .min_opset = 10, .infer = infer, .cpu = cpu, .verify = verify,
+                                                            .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

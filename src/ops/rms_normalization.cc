@@ -57,6 +57,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(RMSNormalization, {.op_type = "RMSNormalization", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(RMSNormalization, {.op_type = "RMSNormalization", .infer = infer, .cpu = cpu, .verify = verify,
+                                        .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -59,6 +59,6 @@ Status rotary_check_broadcast(const ir::Node& node, const Dims& x, const Dims& c
   return check_broadcast(node, x, c, s);
 }
 
-STREAMRT_REGISTER_OP(Rotary, {.op_type = "Rotary", .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Rotary, {.op_type = "Rotary", .infer = infer, .cpu = cpu, .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

@@ -46,7 +46,9 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(ScatterElements,
-                     {.op_type = "ScatterElements", .min_opset = 11, .infer = infer, .cpu = cpu, .verify = verify});
-STREAMRT_REGISTER_OP(Scatter, {.op_type = "Scatter", .min_opset = 9, .infer = infer, .cpu = cpu, .verify = verify});
+                     {.op_type = "ScatterElements", .min_opset = 11, .infer = infer, .cpu = cpu, .verify = verify,
+                                                            .cpu_dtypes = kAnyDType});
+STREAMRT_REGISTER_OP(Scatter, {.op_type = "Scatter", .min_opset = 9, .infer = infer, .cpu = cpu, .verify = verify,
+                               .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

@@ -44,6 +44,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(ScatterND, {.op_type = "ScatterND", .min_opset = 11, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(ScatterND, {.op_type = "ScatterND", .min_opset = 11, .infer = infer, .cpu = cpu,
+                                 .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

@@ -71,7 +71,9 @@ Result<std::pair<int64_t, int64_t>> shape_range(const ir::Node& node, int64_t ra
   return std::make_pair(start, std::max(start, end));
 }
 
-STREAMRT_REGISTER_OP(Shape, {.op_type = "Shape", .infer = shape_infer, .cpu = shape_cpu});
-STREAMRT_REGISTER_OP(Size, {.op_type = "Size", .infer = size_infer, .cpu = size_cpu});
+STREAMRT_REGISTER_OP(Shape, {.op_type = "Shape", .infer = shape_infer, .cpu = shape_cpu,
+                             .cpu_dtypes = kAnyDType, .dims_only_inputs = {0}});
+STREAMRT_REGISTER_OP(Size, {.op_type = "Size", .infer = size_infer, .cpu = size_cpu, .cpu_dtypes = kAnyDType,
+                            .dims_only_inputs = {0}});
 
 }  // namespace streamrt::ops

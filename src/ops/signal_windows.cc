@@ -87,10 +87,13 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(HannWindow, {.op_type = "HannWindow", .min_opset = 17, .infer = infer, .cpu = cpu,
-                                  .shape_inputs = {0}});
-STREAMRT_REGISTER_OP(HammingWindow, {.op_type = "HammingWindow", .min_opset = 17, .infer = infer,
-                                     .cpu = cpu, .shape_inputs = {0}});
+                                  .shape_inputs = {0}, .cpu_dtypes = dtypes(kNumeric), .dtype_input = -1,
+                                  .output_dtype_attr = "output_datatype"});
+STREAMRT_REGISTER_OP(HammingWindow, {.op_type = "HammingWindow", .min_opset = 17, .infer = infer, .cpu = cpu,
+                                     .shape_inputs = {0}, .cpu_dtypes = dtypes(kNumeric), .dtype_input = -1,
+                                     .output_dtype_attr = "output_datatype"});
 STREAMRT_REGISTER_OP(BlackmanWindow, {.op_type = "BlackmanWindow", .min_opset = 17, .infer = infer,
-                                      .cpu = cpu, .shape_inputs = {0}});
+                                      .cpu = cpu, .shape_inputs = {0}, .cpu_dtypes = dtypes(kNumeric),
+                                      .dtype_input = -1, .output_dtype_attr = "output_datatype"});
 
 }  // namespace streamrt::ops::signal_window

@@ -163,6 +163,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Slice, {.op_type = "Slice", .infer = infer, .cpu = cpu, .shape_inputs = {1, 2, 3, 4}});
+STREAMRT_REGISTER_OP(Slice, {.op_type = "Slice", .infer = infer, .cpu = cpu, .shape_inputs = {1, 2, 3, 4},
+                             .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

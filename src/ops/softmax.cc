@@ -98,7 +98,9 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Softmax, {.op_type = "Softmax", .infer = infer, .cpu = cpu, .verify = verify});
-STREAMRT_REGISTER_OP(LogSoftmax, {.op_type = "LogSoftmax", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(Softmax, {.op_type = "Softmax", .infer = infer, .cpu = cpu, .verify = verify,
+                               .cpu_dtypes = dtypes(kFloats)});
+STREAMRT_REGISTER_OP(LogSoftmax, {.op_type = "LogSoftmax", .infer = infer, .cpu = cpu, .verify = verify,
+                                  .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

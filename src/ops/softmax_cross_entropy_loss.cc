@@ -59,6 +59,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(SoftmaxCrossEntropyLoss, {.op_type = "SoftmaxCrossEntropyLoss", .min_opset = 12,
-                                               .infer = infer, .cpu = cpu});
+                                               .infer = infer, .cpu = cpu, .cpu_dtypes = dtypes(kFloats)});
 
 }  // namespace streamrt::ops

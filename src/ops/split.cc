@@ -127,6 +127,7 @@ Result<std::vector<int64_t>> split_sizes(const ir::Node& node, const SplitSpec& 
   return sizes;
 }
 
-STREAMRT_REGISTER_OP(Split, {.op_type = "Split", .infer = infer, .cpu = cpu, .verify = verify, .shape_inputs = {1}});
+STREAMRT_REGISTER_OP(Split, {.op_type = "Split", .infer = infer, .cpu = cpu, .verify = verify, .shape_inputs = {1},
+                             .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

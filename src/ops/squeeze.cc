@@ -97,8 +97,8 @@ Status squeeze_infer(InferContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(Squeeze, {.op_type = "Squeeze", .infer = squeeze_infer, .cpu = copy_bytes_cpu,
-                               .shape_inputs = {1}});
-STREAMRT_REGISTER_OP(Unsqueeze, {.op_type = "Unsqueeze", .infer = unsqueeze_infer,
-                                 .cpu = copy_bytes_cpu, .shape_inputs = {1}});
+                               .shape_inputs = {1}, .cpu_dtypes = kAnyDType, .view = true});
+STREAMRT_REGISTER_OP(Unsqueeze, {.op_type = "Unsqueeze", .infer = unsqueeze_infer, .cpu = copy_bytes_cpu,
+                                 .shape_inputs = {1}, .cpu_dtypes = kAnyDType, .view = true});
 
 }  // namespace streamrt::ops

@@ -92,6 +92,7 @@ Status check_repeats(const ir::Node& node, const std::vector<int64_t>& repeats, 
   return ok_status();
 }
 
-STREAMRT_REGISTER_OP(Tile, {.op_type = "Tile", .infer = infer, .cpu = cpu, .shape_inputs = {1}});
+STREAMRT_REGISTER_OP(Tile, {.op_type = "Tile", .infer = infer, .cpu = cpu, .shape_inputs = {1},
+                            .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

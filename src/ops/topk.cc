@@ -140,6 +140,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(TopK, {.op_type = "TopK", .min_opset = 1, .infer = infer, .cpu = cpu, .verify = verify,
-                            .shape_inputs = {1}});
+                            .shape_inputs = {1}, .cpu_dtypes = dtypes(kTypes)});
 
 }  // namespace streamrt::ops

@@ -77,6 +77,7 @@ Result<StridedView> transpose_view(const KernelContext& ctx) {
   return v;
 }
 
-STREAMRT_REGISTER_OP(Transpose, {.op_type = "Transpose", .infer = infer, .cpu = cpu, .verify = verify});
+STREAMRT_REGISTER_OP(Transpose, {.op_type = "Transpose", .infer = infer, .cpu = cpu, .verify = verify,
+                                 .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

@@ -68,6 +68,7 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 // k is a shape input: device backends read it on the host (it picks which elements survive).
-STREAMRT_REGISTER_OP(Trilu, {.op_type = "Trilu", .min_opset = 14, .infer = infer, .cpu = cpu, .shape_inputs = {1}});
+STREAMRT_REGISTER_OP(Trilu, {.op_type = "Trilu", .min_opset = 14, .infer = infer, .cpu = cpu, .shape_inputs = {1},
+                             .cpu_dtypes = kAnyDType});
 
 }  // namespace streamrt::ops

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops/elementwise_util.h"
+#include "ops/fused_elementwise.h"
 
 namespace streamrt::ops {
 namespace {
@@ -72,25 +73,26 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-#define SRT_UNARY(Name, since)                                                          \
+// `fused`: the FusedElementwise opcode of the op, or -1 (ops/fused_elementwise.h).
+#define SRT_UNARY(Name, since, fused)                                                   \
   STREAMRT_REGISTER_OP(Name, {.op_type = #Name, .min_opset = since, .infer = infer<Name>, \
-                              .cpu = cpu<Name>})
+                              .cpu = cpu<Name>, .cpu_dtypes = dtypes(Name::kTypes), .fused_opcode = fused})
 
-SRT_UNARY(Sigmoid, 6);
-SRT_UNARY(Tanh, 6);
-SRT_UNARY(Erf, 9);
-SRT_UNARY(Sqrt, 6);
-SRT_UNARY(Reciprocal, 6);
-SRT_UNARY(Exp, 6);
-SRT_UNARY(Log, 6);
-SRT_UNARY(Neg, 6);
-SRT_UNARY(Abs, 6);
-SRT_UNARY(Floor, 6);
-SRT_UNARY(Ceil, 6);
-SRT_UNARY(Sin, 7);
-SRT_UNARY(Cos, 7);
-SRT_UNARY(Softplus, 1);
-SRT_UNARY(Softsign, 1);
+SRT_UNARY(Sigmoid, 6, fused::kSigmoid);
+SRT_UNARY(Tanh, 6, fused::kTanh);
+SRT_UNARY(Erf, 9, fused::kErf);
+SRT_UNARY(Sqrt, 6, fused::kSqrt);
+SRT_UNARY(Reciprocal, 6, fused::kReciprocal);
+SRT_UNARY(Exp, 6, fused::kExp);
+SRT_UNARY(Log, 6, fused::kLog);
+SRT_UNARY(Neg, 6, fused::kNeg);
+SRT_UNARY(Abs, 6, fused::kAbs);
+SRT_UNARY(Floor, 6, -1);
+SRT_UNARY(Ceil, 6, -1);
+SRT_UNARY(Sin, 7, -1);
+SRT_UNARY(Cos, 7, -1);
+SRT_UNARY(Softplus, 1, -1);
+SRT_UNARY(Softsign, 1, -1);
 
 #undef SRT_UNARY
 

@@ -34,9 +34,9 @@ struct Sign {
 
 }  // namespace
 
-#define SRT_UNARY(Name, since)                                       \
-  STREAMRT_REGISTER_OP(Name, {.op_type = #Name, .min_opset = since,   \
-                              .infer = unary_op_infer<Name>, .cpu = unary_op_cpu<Name>})
+#define SRT_UNARY(Name, since)                                                                   \
+  STREAMRT_REGISTER_OP(Name, {.op_type = #Name, .min_opset = since, .infer = unary_op_infer<Name>, \
+                              .cpu = unary_op_cpu<Name>, .cpu_dtypes = dtypes(Name::kTypes)})
 
 SRT_UNARY(Acos, 7);
 SRT_UNARY(Asin, 7);

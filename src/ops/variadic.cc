@@ -74,10 +74,13 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Max, {.op_type = "Max", .min_opset = 8, .infer = infer<Max>, .cpu = cpu<Max>});
-STREAMRT_REGISTER_OP(Min, {.op_type = "Min", .min_opset = 8, .infer = infer<Min>, .cpu = cpu<Min>});
-STREAMRT_REGISTER_OP(Sum, {.op_type = "Sum", .min_opset = 8, .infer = infer<Sum>, .cpu = cpu<Sum>});
+STREAMRT_REGISTER_OP(Max, {.op_type = "Max", .min_opset = 8, .infer = infer<Max>, .cpu = cpu<Max>,
+                           .cpu_dtypes = dtypes(Max::kTypes)});
+STREAMRT_REGISTER_OP(Min, {.op_type = "Min", .min_opset = 8, .infer = infer<Min>, .cpu = cpu<Min>,
+                           .cpu_dtypes = dtypes(Min::kTypes)});
+STREAMRT_REGISTER_OP(Sum, {.op_type = "Sum", .min_opset = 8, .infer = infer<Sum>, .cpu = cpu<Sum>,
+                           .cpu_dtypes = dtypes(Sum::kTypes)});
 STREAMRT_REGISTER_OP(Mean, {.op_type = "Mean", .min_opset = 8, .infer = infer<Mean>,
-                            .cpu = cpu<Mean>});
+                            .cpu = cpu<Mean>, .cpu_dtypes = dtypes(Mean::kTypes)});
 
 }  // namespace streamrt::ops

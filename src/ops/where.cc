@@ -50,6 +50,7 @@ Status cpu(KernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Where, {.op_type = "Where", .min_opset = 9, .infer = infer, .cpu = cpu});
+STREAMRT_REGISTER_OP(Where, {.op_type = "Where", .min_opset = 9, .infer = infer, .cpu = cpu,
+                             .cpu_dtypes = kAnyDType, .dtype_input = 1});
 
 }  // namespace streamrt::ops

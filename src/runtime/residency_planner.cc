@@ -4,6 +4,8 @@
 #include <cmath>
 #include <queue>
 
+#include "ops/op.h"
+
 namespace streamrt {
 namespace {
 
@@ -13,11 +15,7 @@ const Dims& planned_dims(const ValueEntry& v, bool smallest) {
   return smallest || v.max_dims.empty() ? v.dims : v.max_dims;  // dims: -1 counts as 1
 }
 
-double numel(const Dims& d) {
-  double n = 1;
-  for (int64_t x : d) n *= x > 0 ? static_cast<double>(x) : 1.0;
-  return n;
-}
+using ops::estimate_numel;
 
 bool is_half(DataType t) { return t == DataType::kFloat16 || t == DataType::kBFloat16; }
 
@@ -70,40 +68,20 @@ double estimate_step_seconds(const plan::PlanData& plan, size_t index, const Dev
   double bytes = 0, flops = 0;
   bool half = false;
   for (int32_t v : step.inputs)
-    if (v >= 0) bytes += numel(planned(plan.values[v])) * dtype_size(plan.values[v].dtype);
+    if (v >= 0) bytes += estimate_numel(planned(plan.values[v])) * dtype_size(plan.values[v].dtype);
   for (int32_t v : step.outputs)
     if (v >= 0) {
       const ValueEntry& e = plan.values[v];
-      bytes += numel(planned(e)) * dtype_size(e.dtype);
+      bytes += estimate_numel(planned(e)) * dtype_size(e.dtype);
       half = half || is_half(e.dtype);
     }
-  auto in_dims = [&](size_t k) -> const Dims* {
-    return k < step.inputs.size() && step.inputs[k] >= 0 ? &planned(plan.values[step.inputs[k]]) : nullptr;
-  };
   const Dims* out = step.outputs.empty() || step.outputs[0] < 0 ? nullptr : &planned(plan.values[step.outputs[0]]);
-  if (out && step.domain.empty()) {
-    if ((step.op_type == "MatMul" || step.op_type == "Gemm") && in_dims(0) && !in_dims(0)->empty()) {
-      const Dims& a = *in_dims(0);
-      auto trans_a = step.attr_int("transA", 0);
-      int64_t k = step.op_type == "Gemm" && trans_a.ok() && *trans_a ? a.front() : a.back();
-      flops = 2.0 * numel(*out) * static_cast<double>(std::max<int64_t>(k, 1));
-    } else if (step.op_type == "Conv" && in_dims(1) && in_dims(1)->size() >= 2) {
-      const Dims& w = *in_dims(1);
-      double per_out = 1;
-      for (size_t i = 1; i < w.size(); ++i) per_out *= static_cast<double>(std::max<int64_t>(w[i], 1));
-      flops = 2.0 * numel(*out) * per_out;
-    } else if (step.op_type == "Attention" && in_dims(1) && in_dims(1)->size() >= 2) {
-      // Q K^T and P V: 4 Sq Skv D per (batch, head), half of it under a causal mask. The softmax
-      // between them keeps the tensor cores at about half their GEMM rate.
-      const Dims& k = *in_dims(1);
-      auto attr = [&](const char* key) {  // malformed attributes fail at load; 0 is fine for an estimate
-        auto a = step.attr_int(key, 0);
-        return a.ok() ? *a : 0;
-      };
-      const int64_t skv = (attr("bshd") & 2) && k.size() == 4 ? k[1] : attr("k_transposed") == 1 ? k.back() : k[k.size() - 2];
-      const bool causal = attr("causal") == 1;
-      flops = 2.0 * 4.0 * numel(*out) * static_cast<double>(std::max<int64_t>(skv, 1)) * (causal ? 0.5 : 1.0);
-    }
+  const ops::OpSchema* schema = ops::schema_of(step);
+  if (out && schema && schema->flops) {  // the op's own rule (MatMul, Gemm, Conv, Attention, ...)
+    std::vector<const Dims*> in(step.inputs.size(), nullptr);
+    for (size_t k = 0; k < in.size(); ++k)
+      if (step.inputs[k] >= 0) in[k] = &planned(plan.values[step.inputs[k]]);
+    flops = schema->flops(step, in, *out);
   }
   double t_flops = flops / (half ? device.flops_half : device.flops_fp32);
   double t_bytes = bytes / device.memory_bandwidth;
@@ -152,7 +130,8 @@ std::vector<uint8_t> gather_table_weights(const plan::PlanData& plan, const std:
       const int32_t v = step.inputs[k];
       if (v < 0 || plan.values[v].kind != ValueEntry::Kind::kWeight) continue;
       const int32_t w = plan.values[v].weight_index;
-      if (step.op_type == "Gather" && step.domain.empty() && k == 0) table[w] = 1;
+      const ops::OpSchema* schema = ops::schema_of(step);
+      if (schema && ops::lists_input(schema->table_inputs, k)) table[w] = 1;
       else other[w] = 1;
     }
   }

@@ -70,9 +70,10 @@ struct ResidencyInput {
 ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& device,
                                const std::vector<uint8_t>& device_step = {});
 
-// Streamable weights that the steps in `device_step` (all when empty) read only as a Gather's table
-// (its input 0): a backend can read them in place, a run touching only the rows it gathers. The
-// ResidencyInput::zero_copy of CUDA (tables in pinned host memory) and of the CPU (in the file).
+// Streamable weights that the steps in `device_step` (all when empty) read only as a table
+// (OpSchema::table_inputs: Gather's input 0): a backend can read them in place, a run touching
+// only the rows it gathers. The ResidencyInput::zero_copy of CUDA (tables in pinned host
+// memory) and of the CPU (in the file).
 std::vector<uint8_t> gather_table_weights(const plan::PlanData& plan, const std::vector<uint8_t>& device_step = {});
 
 struct ResidencyPlan {

@@ -8,19 +8,32 @@
 #include "onnx_test_skips.h"
 #include "ops/op.h"
 #ifdef STREAMRT_WITH_CUDA
-#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/cuda_kernel_registry.h"
 #endif
 
 namespace streamrt::cli {
 namespace {
 
-bool has_cuda_kernel(const std::string& op) {
+// The types a list names: "all" for every type.
+std::string type_list(ops::DTypeMask m) {
+  if ((m & ops::kAnyDType) == ops::kAnyDType) return "all";
+  return m ? ops::dtype_mask_names(m) : "none";
+}
+
+// The CUDA column: the types of the CPU kernel's that the CUDA kernel takes; the others (or all,
+// without a CUDA kernel) run as a host fallback, decided when the engine loads.
+std::string cuda_cell(const ops::OpSchema& s) {
 #ifdef STREAMRT_WITH_CUDA
-  return cuda::CudaKernelRegistry::global().find(op) != nullptr;
+  const cuda::CudaKernelEntry* e = s.domain.empty() ? cuda::CudaKernelRegistry::global().entry(s.op_type) : nullptr;
+  if (e) {
+    const ops::DTypeMask on_device = e->dtypes & s.cpu_dtypes;
+    const bool rest = (s.cpu_dtypes & ~e->dtypes) != 0;
+    return type_list(on_device) + (rest ? " (others: host fallback)" : "");
+  }
 #else
-  (void)op;
-  return false;
+  (void)s;
 #endif
+  return "host fallback";
 }
 
 std::string escape_cell(std::string s) {
@@ -34,13 +47,16 @@ void print_markdown(const std::map<std::string, std::string>& skips, const std::
               "do not edit by hand.\n\n",
               skips_file.empty() ? "" : " --expected-skips ", skips_file.c_str());
   std::printf("Opset: the oldest ai.onnx opset whose semantics the op's shape rule and kernels implement (the "
-              "importer takes models of opsets 1 to 23). CUDA: `yes` is a CUDA kernel; `host fallback` means the "
-              "CUDA engine runs the CPU kernel on host copies of the tensors.\n\n");
-  std::printf("| op | domain | opset | CPU | CUDA |\n| --- | --- | --- | --- | --- |\n");
+              "importer takes models of opsets 1 to 23). Types: those of the op's main tensor (its first input, "
+              "or the one its registration names) that each kernel takes, `all` for every type streamrt has. "
+              "CUDA: the types the CUDA kernel runs; `host fallback` means the CUDA engine runs the CPU kernel on "
+              "host copies of the tensors (decided when the engine loads), for every type without a CUDA kernel "
+              "or for the types it does not take.\n\n");
+  std::printf("| op | domain | opset | CPU dtypes | CUDA dtypes |\n| --- | --- | --- | --- | --- |\n");
   for (const auto& name : reg.op_types()) {
     const ops::OpSchema* s = reg.find(name);
     std::printf("| %s | %s | %d | %s | %s |\n", name.c_str(), s->domain.empty() ? "ai.onnx" : s->domain.c_str(),
-                s->min_opset, s->cpu ? "yes" : "no", has_cuda_kernel(name) ? "yes" : "host fallback");
+                s->min_opset, type_list(s->cpu_dtypes).c_str(), cuda_cell(*s).c_str());
   }
   std::printf("\n%zu ops.\n\n## Function ops\n\nImported as the composition the ONNX standard defines "
               "(src/onnx/functions/); the builder fuses the parts it knows back into streamrt's fused ops.\n\n",
@@ -77,11 +93,11 @@ Command add_ops_command(CLI::App& app) {
       return 0;
     }
     const auto& reg = ops::OpRegistry::global();
-    std::printf("%-28s %-6s %-4s %s\n", "op", "opset", "cpu", "cuda");
+    std::printf("%-28s %-6s %s  |  %s\n", "op", "opset", "cpu dtypes", "cuda dtypes");
     for (const auto& name : reg.op_types()) {
       const ops::OpSchema* s = reg.find(name);
-      std::printf("%-28s %-6d %-4s %s\n", name.c_str(), s->min_opset, s->cpu ? "yes" : "no",
-                  has_cuda_kernel(name) ? "yes" : "-");
+      std::printf("%-28s %-6d %s  |  %s\n", name.c_str(), s->min_opset, type_list(s->cpu_dtypes).c_str(),
+                  cuda_cell(*s).c_str());
     }
     return 0;
   };

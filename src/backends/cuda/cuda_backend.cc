@@ -44,7 +44,7 @@ class CudaBackend final : public DeviceBackend {
     if (!fallbacks.empty()) {
       std::string list;
       for (const auto& f : fallbacks) list += (list.empty() ? "" : ", ") + f;
-      log_warning("engine '" + es.plan.data.name + "': no CUDA kernel, running on the host: " + list);
+      log_warning("engine '" + es.plan.data.name + "': steps running on the host: " + list);
     }
     SRT_RETURN_IF_ERROR(upload_weights(es, *ces));
     es.device_state = ces;

@@ -14,7 +14,8 @@ CudaEngineState::~CudaEngineState() {
 }
 
 bool reads_dims_only(const ir::Node& step, size_t input) {
-  return input == 0 && step.domain.empty() && (step.op_type == "Shape" || step.op_type == "Size");
+  const ops::OpSchema* s = ops::schema_of(step);
+  return s && ops::lists_input(s->dims_only_inputs, input);
 }
 
 namespace {
@@ -175,10 +176,12 @@ void place_steps(const EngineState& es, CudaEngineState& ces, std::vector<std::s
   for (size_t s = 0; s < ns; ++s) {
     if (ces.host_step[s]) continue;
     const ir::Node& step = p.steps[s];
-    ces.kernels[s] = step.domain.empty() ? CudaKernelRegistry::global().find(step.op_type) : nullptr;
-    if (!ces.kernels[s]) {
+    const DataType main = ops::main_dtype(*es.schemas[s], step, [&](int32_t v) { return p.values[v].dtype; });
+    std::string why;
+    ces.kernels[s] = cuda_kernel_for(step, main, &why);
+    if (!ces.kernels[s]) {  // decided here, at load: the step runs its CPU kernel on host copies
       ces.host_step[s] = 1;
-      if (fallbacks) fallbacks->push_back(step.op_type + " (" + step.name + ")");
+      if (fallbacks) fallbacks->push_back(step.op_type + " (" + step.name + "): " + why);
     }
   }
 }

@@ -50,7 +50,8 @@ struct CudaEngineState {
   uint64_t scratch_bytes() const { return streamed_steps.empty() ? 0 : kStreamSlots * slot_bytes; }
 };
 
-// Shape and Size read only their input's dims, never its contents.
+// Whether the step reads only input `input`'s dims, never its contents (OpSchema::dims_only_inputs:
+// Shape, Size).
 bool reads_dims_only(const ir::Node& step, size_t input);
 
 // Decides host vs device placement of the steps (see host_step above).

@@ -1,6 +1,8 @@
 // The CUDA kernel interface. Each op's CUDA kernel lives in src/backends/cuda/kernels/<op>.cu
 // and registers itself:
-//   STREAMRT_REGISTER_CUDA_KERNEL(Relu, "Relu", relu_cuda);
+//   STREAMRT_REGISTER_CUDA_KERNEL(Relu, "Relu", relu_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));
+// with the data types it takes for the step's main tensor (cuda_kernel_registry.h): an engine
+// runs a step of another type on the host, decided at load.
 // A kernel gets the same node and shapes as the CPU kernel (outputs already sized by the op's
 // shape rule), device pointers for inputs and outputs, and the stream to launch on. Inputs the
 // op reads as shape tensors (OpSchema::shape_inputs) also come as host copies: host_value(i).
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_kernel_registry.h"
 #include "ops/op.h"
 
 namespace streamrt::cuda {
@@ -48,23 +51,10 @@ class CudaKernelContext : public ops::KernelContext {
   CudaResources& res_;
 };
 
-using CudaKernelFn = Status (*)(CudaKernelContext&);
-
-class CudaKernelRegistry {
- public:
-  static CudaKernelRegistry& global();
-  void add(const std::string& op_type, CudaKernelFn fn);
-  CudaKernelFn find(const std::string& op_type) const;
-  std::vector<std::string> op_types() const;
-  const std::vector<std::string>& errors() const { return errors_; }
-
- private:
-  std::vector<std::pair<std::string, CudaKernelFn>> kernels_;
-  std::vector<std::string> errors_;
-};
-
 struct CudaKernelRegistrar {
-  CudaKernelRegistrar(const char* op_type, CudaKernelFn fn) { CudaKernelRegistry::global().add(op_type, fn); }
+  CudaKernelRegistrar(const char* op_type, CudaKernelFn fn, ops::DTypeMask dtypes) {
+    CudaKernelRegistry::global().add(op_type, fn, dtypes);
+  }
 };
 
 // Grid size for `n` elements at `block` threads, capped so huge tensors use grid-stride loops.
@@ -75,5 +65,5 @@ inline unsigned grid_for(int64_t n, int block = 256) {
 
 }  // namespace streamrt::cuda
 
-#define STREAMRT_REGISTER_CUDA_KERNEL(id, op_type, fn) \
-  static ::streamrt::cuda::CudaKernelRegistrar _srt_cuda_kernel_##id(op_type, fn)
+#define STREAMRT_REGISTER_CUDA_KERNEL(id, op_type, fn, dtypes) \
+  static ::streamrt::cuda::CudaKernelRegistrar _srt_cuda_kernel_##id(op_type, fn, dtypes)

@@ -97,11 +97,11 @@ Status gelu_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(LeakyRelu, "LeakyRelu", leaky_relu_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Elu, "Elu", elu_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Selu, "Selu", selu_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(HardSigmoid, "HardSigmoid", hard_sigmoid_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(HardSwish, "HardSwish", hard_swish_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Gelu, "Gelu", gelu_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(LeakyRelu, "LeakyRelu", leaky_relu_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(Elu, "Elu", elu_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(Selu, "Selu", selu_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(HardSigmoid, "HardSigmoid", hard_sigmoid_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(HardSwish, "HardSwish", hard_swish_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(Gelu, "Gelu", gelu_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -66,8 +66,8 @@ Status shrink_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Celu, "Celu", celu_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ThresholdedRelu, "ThresholdedRelu", thresholded_relu_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Shrink, "Shrink", shrink_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Celu, "Celu", celu_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(ThresholdedRelu, "ThresholdedRelu", thresholded_relu_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(Shrink, "Shrink", shrink_cuda, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda

@@ -46,7 +46,7 @@ Status arg_reduce_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(ArgMax, "ArgMax", arg_reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ArgMin, "ArgMin", arg_reduce_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(ArgMax, "ArgMax", arg_reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ArgMin, "ArgMin", arg_reduce_cuda, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda

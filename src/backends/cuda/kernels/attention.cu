@@ -540,6 +540,6 @@ Status attention_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Attention, "Attention", attention_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Attention, "Attention", attention_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -105,6 +105,6 @@ Status batch_norm_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(BatchNormalization, "BatchNormalization", batch_norm_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(BatchNormalization, "BatchNormalization", batch_norm_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -107,10 +107,10 @@ Status arith_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Add, "Add", arith_cuda<Arith::kAdd>);
-STREAMRT_REGISTER_CUDA_KERNEL(Sub, "Sub", arith_cuda<Arith::kSub>);
-STREAMRT_REGISTER_CUDA_KERNEL(Mul, "Mul", arith_cuda<Arith::kMul>);
-STREAMRT_REGISTER_CUDA_KERNEL(Div, "Div", arith_cuda<Arith::kDiv>);
-STREAMRT_REGISTER_CUDA_KERNEL(Pow, "Pow", arith_cuda<Arith::kPow>);
+STREAMRT_REGISTER_CUDA_KERNEL(Add, "Add", arith_cuda<Arith::kAdd>, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(Sub, "Sub", arith_cuda<Arith::kSub>, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(Mul, "Mul", arith_cuda<Arith::kMul>, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(Div, "Div", arith_cuda<Arith::kDiv>, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(Pow, "Pow", arith_cuda<Arith::kPow>, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda

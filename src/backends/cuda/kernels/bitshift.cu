@@ -29,6 +29,6 @@ Status bitshift_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(BitShift, "BitShift", bitshift_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(BitShift, "BitShift", bitshift_cuda, cuda_dtypes(ops::kUnsigned | kCudaWideTypes));
 
 }  // namespace streamrt::cuda

@@ -73,7 +73,7 @@ Status cast_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Cast, "Cast", cast_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(CastLike, "CastLike", cast_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Cast, "Cast", cast_cuda, cuda_dtypes(ops::kAll | kCudaWideTypes));
+STREAMRT_REGISTER_CUDA_KERNEL(CastLike, "CastLike", cast_cuda, cuda_dtypes(ops::kAll | kCudaWideTypes));
 
 }  // namespace streamrt::cuda

@@ -97,14 +97,15 @@ Status not_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Equal, "Equal", compare_cuda<Equal>);
-STREAMRT_REGISTER_CUDA_KERNEL(Less, "Less", compare_cuda<Less>);
-STREAMRT_REGISTER_CUDA_KERNEL(Greater, "Greater", compare_cuda<Greater>);
-STREAMRT_REGISTER_CUDA_KERNEL(LessOrEqual, "LessOrEqual", compare_cuda<LessOrEqual>);
-STREAMRT_REGISTER_CUDA_KERNEL(GreaterOrEqual, "GreaterOrEqual", compare_cuda<GreaterOrEqual>);
-STREAMRT_REGISTER_CUDA_KERNEL(Not, "Not", not_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(And, "And", logical_cuda<And>);
-STREAMRT_REGISTER_CUDA_KERNEL(Or, "Or", logical_cuda<Or>);
-STREAMRT_REGISTER_CUDA_KERNEL(Xor, "Xor", logical_cuda<Xor>);
+STREAMRT_REGISTER_CUDA_KERNEL(Equal, "Equal", compare_cuda<Equal>, cuda_dtypes(ops::kAll));
+STREAMRT_REGISTER_CUDA_KERNEL(Less, "Less", compare_cuda<Less>, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(Greater, "Greater", compare_cuda<Greater>, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(LessOrEqual, "LessOrEqual", compare_cuda<LessOrEqual>, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(GreaterOrEqual, "GreaterOrEqual", compare_cuda<GreaterOrEqual>,
+                              cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(Not, "Not", not_cuda, ops::dtype_bit(DataType::kBool));
+STREAMRT_REGISTER_CUDA_KERNEL(And, "And", logical_cuda<And>, ops::dtype_bit(DataType::kBool));
+STREAMRT_REGISTER_CUDA_KERNEL(Or, "Or", logical_cuda<Or>, ops::dtype_bit(DataType::kBool));
+STREAMRT_REGISTER_CUDA_KERNEL(Xor, "Xor", logical_cuda<Xor>, ops::dtype_bit(DataType::kBool));
 
 }  // namespace streamrt::cuda

@@ -70,7 +70,7 @@ Status split_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Concat, "Concat", concat_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Split, "Split", split_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Concat, "Concat", concat_cuda, ops::kAnyDType);
+STREAMRT_REGISTER_CUDA_KERNEL(Split, "Split", split_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

@@ -55,6 +55,6 @@ Status constant_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Constant, "Constant", constant_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Constant, "Constant", constant_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

@@ -40,6 +40,6 @@ Status constant_of_shape_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(ConstantOfShape, "ConstantOfShape", constant_of_shape_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(ConstantOfShape, "ConstantOfShape", constant_of_shape_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

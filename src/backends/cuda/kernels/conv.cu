@@ -377,6 +377,6 @@ Status conv_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Conv, "Conv", conv_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Conv, "Conv", conv_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -83,6 +83,6 @@ Status conv_transpose_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(ConvTranspose, "ConvTranspose", conv_transpose_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(ConvTranspose, "ConvTranspose", conv_transpose_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -29,12 +29,9 @@ template <typename T> __device__ __forceinline__ T from_acc(acc_t<T> v) {
   else return v;
 }
 
-// Opt-in bit for cuda_dispatch: the kernel also handles float64, int16, uint16, uint32 and
-// uint64. Those were added to the DTypeSets after most kernels were written; a kernel that
-// does not name this bit gets kUnsupported for them (never an untested instantiation).
-inline constexpr unsigned kCudaWideTypes = 1u << 8;
-
-// Calls f.template operator()<T>() with the device storage type for `t` (bool for kBool).
+// Calls f.template operator()<T>() with the device storage type for `t` (bool for kBool); the
+// types outside `Allowed` (kCudaWideTypes: cuda_kernel_registry.h) give kUnsupported, as
+// cuda_dtypes(Allowed) says, which a kernel's registration lists.
 template <unsigned Allowed, typename F>
 Status cuda_dispatch(DataType t, const std::string& what, F&& f) {
   using namespace streamrt::ops;

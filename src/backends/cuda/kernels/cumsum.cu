@@ -36,6 +36,8 @@ __global__ void cumsum_kernel(const T* __restrict__ x, T* __restrict__ y, int64_
   }
 }
 
+constexpr unsigned kTypes = ops::kFloats | ops::kFloat64 | ops::kSignedInts | ops::kUnsigned | kCudaWideTypes;
+
 Status cumsum_cuda(CudaKernelContext& ctx) {
   SRT_RETURN_IF_ERROR(ops::require_bound(ctx, 2));
   const ops::TensorRef& x = ctx.input(0);
@@ -50,7 +52,6 @@ Status cumsum_cuda(CudaKernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(ops::CumSumParams p, ops::cumsum_params(ctx.node(), x.dims, axis));
   const int64_t n = p.outer * p.inner;
   if (n == 0 || p.dim == 0) return ok_status();
-  constexpr unsigned kTypes = ops::kFloats | ops::kFloat64 | ops::kSignedInts | ops::kUnsigned | kCudaWideTypes;
   return cuda_dispatch<kTypes>(x.dtype, ctx.node().describe(), [&]<typename T>() {
     cumsum_kernel<T><<<grid_for(n), 256, 0, ctx.stream()>>>(x.as<const T>(), ctx.output(0).as<T>(), p.outer, p.dim,
                                                             p.inner, p.exclusive, p.reverse);
@@ -61,6 +62,6 @@ Status cumsum_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(CumSum, "CumSum", cumsum_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(CumSum, "CumSum", cumsum_cuda, cuda_dtypes(kTypes));
 
 }  // namespace streamrt::cuda

@@ -15,7 +15,7 @@ Status depth_space_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(DepthToSpace, "DepthToSpace", depth_space_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(SpaceToDepth, "SpaceToDepth", depth_space_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(DepthToSpace, "DepthToSpace", depth_space_cuda, ops::kAnyDType);
+STREAMRT_REGISTER_CUDA_KERNEL(SpaceToDepth, "SpaceToDepth", depth_space_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

@@ -106,6 +106,6 @@ Status det_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Det, "Det", det_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Det, "Det", det_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -104,6 +104,6 @@ Status einsum_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Einsum, "Einsum", einsum_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Einsum, "Einsum", einsum_cuda, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda

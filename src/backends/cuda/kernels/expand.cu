@@ -47,6 +47,6 @@ Status expand_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Expand, "Expand", expand_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Expand, "Expand", expand_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

@@ -36,6 +36,6 @@ Status eye_like_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(EyeLike, "EyeLike", eye_like_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(EyeLike, "EyeLike", eye_like_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

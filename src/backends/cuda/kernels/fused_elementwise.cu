@@ -78,6 +78,6 @@ Status fused_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(FusedElementwise, "FusedElementwise", fused_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(FusedElementwise, "FusedElementwise", fused_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

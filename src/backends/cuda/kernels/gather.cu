@@ -67,6 +67,6 @@ Status gather_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Gather, "Gather", gather_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Gather, "Gather", gather_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

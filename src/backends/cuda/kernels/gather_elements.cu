@@ -20,6 +20,6 @@ Status gather_elements_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(GatherElements, "GatherElements", gather_elements_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(GatherElements, "GatherElements", gather_elements_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

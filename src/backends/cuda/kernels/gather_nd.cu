@@ -22,6 +22,6 @@ Status gather_nd_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(GatherND, "GatherND", gather_nd_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(GatherND, "GatherND", gather_nd_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

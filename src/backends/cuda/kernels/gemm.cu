@@ -332,7 +332,7 @@ Status matmul_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Gemm, "Gemm", gemm_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(MatMul, "MatMul", matmul_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Gemm, "Gemm", gemm_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));
+STREAMRT_REGISTER_CUDA_KERNEL(MatMul, "MatMul", matmul_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));
 
 }  // namespace streamrt::cuda

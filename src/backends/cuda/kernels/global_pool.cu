@@ -60,7 +60,7 @@ Status global_pool_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(GlobalAveragePool, "GlobalAveragePool", global_pool_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(GlobalMaxPool, "GlobalMaxPool", global_pool_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(GlobalAveragePool, "GlobalAveragePool", global_pool_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(GlobalMaxPool, "GlobalMaxPool", global_pool_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

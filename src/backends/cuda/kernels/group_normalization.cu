@@ -23,6 +23,6 @@ Status group_norm_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(GroupNormalization, "GroupNormalization", group_norm_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(GroupNormalization, "GroupNormalization", group_norm_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

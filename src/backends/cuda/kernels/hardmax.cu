@@ -44,6 +44,6 @@ Status hardmax_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Hardmax, "Hardmax", hardmax_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Hardmax, "Hardmax", hardmax_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

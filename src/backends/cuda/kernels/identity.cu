@@ -57,7 +57,7 @@ Status dropout_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Identity, "Identity", identity_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Dropout, "Dropout", dropout_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Identity, "Identity", identity_cuda, ops::kAnyDType);
+STREAMRT_REGISTER_CUDA_KERNEL(Dropout, "Dropout", dropout_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

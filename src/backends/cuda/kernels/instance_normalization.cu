@@ -26,6 +26,7 @@ Status instance_norm_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(InstanceNormalization, "InstanceNormalization", instance_norm_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(InstanceNormalization, "InstanceNormalization", instance_norm_cuda,
+                              cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

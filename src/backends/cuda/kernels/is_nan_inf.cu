@@ -42,7 +42,7 @@ Status is_inf_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(IsNaN, "IsNaN", is_nan_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(IsInf, "IsInf", is_inf_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(IsNaN, "IsNaN", is_nan_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(IsInf, "IsInf", is_inf_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -162,6 +162,6 @@ Status layer_norm_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(LayerNormalization, "LayerNormalization", layer_norm_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(LayerNormalization, "LayerNormalization", layer_norm_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -57,6 +57,6 @@ Status lrn_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(LRN, "LRN", lrn_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(LRN, "LRN", lrn_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -35,6 +35,7 @@ Status mvn_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(MeanVarianceNormalization, "MeanVarianceNormalization", mvn_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(MeanVarianceNormalization, "MeanVarianceNormalization", mvn_cuda,
+                              cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -30,6 +30,6 @@ Status mod_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Mod, "Mod", mod_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Mod, "Mod", mod_cuda, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda

@@ -17,6 +17,7 @@ Status nll_loss_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(NegativeLogLikelihoodLoss, "NegativeLogLikelihoodLoss", nll_loss_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(NegativeLogLikelihoodLoss, "NegativeLogLikelihoodLoss", nll_loss_cuda,
+                              cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

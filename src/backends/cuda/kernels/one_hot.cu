@@ -52,6 +52,6 @@ Status one_hot_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(OneHot, "OneHot", one_hot_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(OneHot, "OneHot", one_hot_cuda, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda

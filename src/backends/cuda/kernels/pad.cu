@@ -139,6 +139,6 @@ Status pad_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Pad, "Pad", pad_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Pad, "Pad", pad_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

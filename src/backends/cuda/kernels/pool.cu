@@ -287,7 +287,7 @@ Status pool_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(MaxPool, "MaxPool", pool_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(AveragePool, "AveragePool", pool_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(MaxPool, "MaxPool", pool_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(AveragePool, "AveragePool", pool_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

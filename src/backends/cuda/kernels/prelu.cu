@@ -34,6 +34,6 @@ Status prelu_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(PRelu, "PRelu", prelu_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(PRelu, "PRelu", prelu_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));
 
 }  // namespace streamrt::cuda

@@ -60,6 +60,7 @@ Status range_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Range, "Range", range_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Range, "Range", range_cuda, ops::dtype_mask({DataType::kFloat32, DataType::kInt32,
+                              DataType::kInt64}));
 
 }  // namespace streamrt::cuda

@@ -302,15 +302,15 @@ Status reduce_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceSum, "ReduceSum", reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceMean, "ReduceMean", reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceMax, "ReduceMax", reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceMin, "ReduceMin", reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceProd, "ReduceProd", reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceL1, "ReduceL1", reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceL2, "ReduceL2", reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceSumSquare, "ReduceSumSquare", reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceLogSum, "ReduceLogSum", reduce_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(ReduceLogSumExp, "ReduceLogSumExp", reduce_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceSum, "ReduceSum", reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceMean, "ReduceMean", reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceMax, "ReduceMax", reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceMin, "ReduceMin", reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceProd, "ReduceProd", reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceL1, "ReduceL1", reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceL2, "ReduceL2", reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceSumSquare, "ReduceSumSquare", reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceLogSum, "ReduceLogSum", reduce_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(ReduceLogSumExp, "ReduceLogSumExp", reduce_cuda, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda

@@ -26,6 +26,6 @@ Status relu_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Relu, "Relu", relu_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Relu, "Relu", relu_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));
 
 }  // namespace streamrt::cuda

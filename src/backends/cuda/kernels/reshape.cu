@@ -21,9 +21,9 @@ Status copy_bytes_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Reshape, "Reshape", copy_bytes_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Flatten, "Flatten", copy_bytes_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Squeeze, "Squeeze", copy_bytes_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Unsqueeze, "Unsqueeze", copy_bytes_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Reshape, "Reshape", copy_bytes_cuda, ops::kAnyDType);
+STREAMRT_REGISTER_CUDA_KERNEL(Flatten, "Flatten", copy_bytes_cuda, ops::kAnyDType);
+STREAMRT_REGISTER_CUDA_KERNEL(Squeeze, "Squeeze", copy_bytes_cuda, ops::kAnyDType);
+STREAMRT_REGISTER_CUDA_KERNEL(Unsqueeze, "Unsqueeze", copy_bytes_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

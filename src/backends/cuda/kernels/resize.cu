@@ -114,7 +114,7 @@ Status resize_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Resize, "Resize", resize_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Upsample, "Upsample", resize_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Resize, "Resize", resize_cuda, cuda_dtypes(ops::kAll));
+STREAMRT_REGISTER_CUDA_KERNEL(Upsample, "Upsample", resize_cuda, cuda_dtypes(ops::kAll));
 
 }  // namespace streamrt::cuda

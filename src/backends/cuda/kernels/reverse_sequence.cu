@@ -46,6 +46,6 @@ Status reverse_sequence_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(ReverseSequence, "ReverseSequence", reverse_sequence_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(ReverseSequence, "ReverseSequence", reverse_sequence_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

@@ -48,6 +48,6 @@ Status rms_norm_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(RMSNormalization, "RMSNormalization", rms_norm_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(RMSNormalization, "RMSNormalization", rms_norm_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

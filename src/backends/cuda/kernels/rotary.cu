@@ -44,6 +44,6 @@ Status rotary_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Rotary, "Rotary", rotary_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Rotary, "Rotary", rotary_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -28,7 +28,7 @@ Status scatter_elements_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(ScatterElements, "ScatterElements", scatter_elements_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Scatter, "Scatter", scatter_elements_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(ScatterElements, "ScatterElements", scatter_elements_cuda, ops::kAnyDType);
+STREAMRT_REGISTER_CUDA_KERNEL(Scatter, "Scatter", scatter_elements_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

@@ -28,6 +28,6 @@ Status scatter_nd_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(ScatterND, "ScatterND", scatter_nd_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(ScatterND, "ScatterND", scatter_nd_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

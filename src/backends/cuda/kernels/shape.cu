@@ -50,7 +50,7 @@ Status size_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Shape, "Shape", shape_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Size, "Size", size_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Shape, "Shape", shape_cuda, ops::kAnyDType);
+STREAMRT_REGISTER_CUDA_KERNEL(Size, "Size", size_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

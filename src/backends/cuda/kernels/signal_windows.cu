@@ -37,8 +37,8 @@ Status window_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(HannWindow, "HannWindow", window_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(HammingWindow, "HammingWindow", window_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(BlackmanWindow, "BlackmanWindow", window_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(HannWindow, "HannWindow", window_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(HammingWindow, "HammingWindow", window_cuda, cuda_dtypes(ops::kNumeric));
+STREAMRT_REGISTER_CUDA_KERNEL(BlackmanWindow, "BlackmanWindow", window_cuda, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda

@@ -27,6 +27,6 @@ Status slice_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Slice, "Slice", slice_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Slice, "Slice", slice_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

@@ -114,7 +114,7 @@ Status softmax_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Softmax, "Softmax", softmax_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(LogSoftmax, "LogSoftmax", softmax_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Softmax, "Softmax", softmax_cuda, cuda_dtypes(ops::kFloats));
+STREAMRT_REGISTER_CUDA_KERNEL(LogSoftmax, "LogSoftmax", softmax_cuda, cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

@@ -53,6 +53,7 @@ Status sce_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(SoftmaxCrossEntropyLoss, "SoftmaxCrossEntropyLoss", sce_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(SoftmaxCrossEntropyLoss, "SoftmaxCrossEntropyLoss", sce_cuda,
+                              cuda_dtypes(ops::kFloats));
 
 }  // namespace streamrt::cuda

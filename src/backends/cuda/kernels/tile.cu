@@ -39,6 +39,6 @@ Status tile_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Tile, "Tile", tile_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Tile, "Tile", tile_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

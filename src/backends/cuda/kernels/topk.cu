@@ -76,6 +76,6 @@ Status topk_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(TopK, "TopK", topk_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(TopK, "TopK", topk_cuda, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda

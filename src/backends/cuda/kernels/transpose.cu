@@ -16,6 +16,6 @@ Status transpose_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Transpose, "Transpose", transpose_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Transpose, "Transpose", transpose_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

@@ -55,6 +55,6 @@ Status trilu_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Trilu, "Trilu", trilu_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Trilu, "Trilu", trilu_cuda, ops::kAnyDType);
 
 }  // namespace streamrt::cuda

@@ -36,7 +36,8 @@ Status unary_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-#define SRT_CUDA_UNARY(Name) STREAMRT_REGISTER_CUDA_KERNEL(Name, #Name, unary_cuda<Name>)
+#define SRT_CUDA_UNARY(Name) \
+  STREAMRT_REGISTER_CUDA_KERNEL(Name, #Name, unary_cuda<Name>, cuda_dtypes(Name::kTypes))
 
 SRT_CUDA_UNARY(Acos);
 SRT_CUDA_UNARY(Asin);

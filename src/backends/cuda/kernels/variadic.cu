@@ -119,9 +119,9 @@ Status variadic_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Max, "Max", variadic_cuda<Max>);
-STREAMRT_REGISTER_CUDA_KERNEL(Min, "Min", variadic_cuda<Min>);
-STREAMRT_REGISTER_CUDA_KERNEL(Sum, "Sum", variadic_cuda<Sum>);
-STREAMRT_REGISTER_CUDA_KERNEL(Mean, "Mean", variadic_cuda<Mean>);
+STREAMRT_REGISTER_CUDA_KERNEL(Max, "Max", variadic_cuda<Max>, cuda_dtypes(Max::kTypes));
+STREAMRT_REGISTER_CUDA_KERNEL(Min, "Min", variadic_cuda<Min>, cuda_dtypes(Min::kTypes));
+STREAMRT_REGISTER_CUDA_KERNEL(Sum, "Sum", variadic_cuda<Sum>, cuda_dtypes(Sum::kTypes));
+STREAMRT_REGISTER_CUDA_KERNEL(Mean, "Mean", variadic_cuda<Mean>, cuda_dtypes(Mean::kTypes));
 
 }  // namespace streamrt::cuda

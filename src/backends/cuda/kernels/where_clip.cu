@@ -96,7 +96,7 @@ Status clip_cuda(CudaKernelContext& ctx) {
 
 }  // namespace
 
-STREAMRT_REGISTER_CUDA_KERNEL(Where, "Where", where_cuda);
-STREAMRT_REGISTER_CUDA_KERNEL(Clip, "Clip", clip_cuda);
+STREAMRT_REGISTER_CUDA_KERNEL(Where, "Where", where_cuda, ops::kAnyDType);
+STREAMRT_REGISTER_CUDA_KERNEL(Clip, "Clip", clip_cuda, cuda_dtypes(ops::kNumeric));
 
 }  // namespace streamrt::cuda
