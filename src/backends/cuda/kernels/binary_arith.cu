@@ -4,8 +4,8 @@
 //     hardware's wrapping), integer division truncates toward zero and x / 0 is 0;
 //     x / -1 is the wrapping negation (the CPU's int8 result; int32/int64 trap there);
 //   - integer Pow is pow() in double, truncated to the integer type;
-//   - Pow with an exponent of another dtype converts the exponent to float (as the CPU's
-//     to_float_vector) and computes pow(double(base), double(exponent)).
+//   - Pow with an exponent of another dtype (any, the wide ones included) reads the exponent in
+//     double, as the CPU does, and computes pow(double(base), exponent).
 #include <cmath>
 
 #include "backends/cuda/kernels/elementwise.cuh"
@@ -43,16 +43,16 @@ struct ArithFn {
   __device__ __forceinline__ T operator()(T a, T b) const { return from_acc<T>(arith<kOp>(to_acc(a), to_acc(b))); }
 };
 
-// Exponent element -> float exactly as Tensor::to_float_vector does on the CPU.
+// Exponent element in double, as the CPU reads it (Tensor::to_double_vector).
 template <typename E>
-__device__ __forceinline__ float exponent_to_float(E e) {
-  return static_cast<float>(to_acc(e));
+__device__ __forceinline__ double exponent_value(E e) {
+  return static_cast<double>(to_acc(e));
 }
 
 template <typename T, typename E>
 struct PowMixedFn {
   __device__ __forceinline__ T operator()(T a, E b) const {
-    const double r = pow(static_cast<double>(to_acc(a)), static_cast<double>(exponent_to_float(b)));
+    const double r = pow(static_cast<double>(to_acc(a)), exponent_value(b));
     return from_acc<T>(static_cast<acc_t<T>>(r));
   }
 };
@@ -74,7 +74,7 @@ Status pow_mixed(CudaKernelContext& ctx) {
   const ops::TensorRef& y = ctx.output(0);
   const std::string what = ctx.node().describe();
   return cuda_dispatch<ops::kNumeric>(a.dtype, what, [&]<typename T>() {
-    return cuda_dispatch<ops::kNumeric>(b.dtype, what + " exponent", [&]<typename E>() -> Status {
+    return cuda_dispatch<ops::kNumeric | kCudaWideTypes>(b.dtype, what + " exponent", [&]<typename E>() -> Status {
       if constexpr (std::is_same_v<T, E>) {
         return internal_error(what + ": mixed-type Pow called with equal types");
       } else {
