@@ -11,7 +11,7 @@ namespace streamrt::cli {
 namespace {
 
 bool device_absent(const std::string& msg) {
-  return msg.find("no CUDA device") != std::string::npos || msg.find("built without CUDA") != std::string::npos;
+  return msg.find("no CUDA device") != std::string::npos || msg.find("has no cuda backend") != std::string::npos;
 }
 
 // Whether the case's model has a node whose op streamrt neither registers nor expands (the importer
