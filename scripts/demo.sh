@@ -19,3 +19,6 @@ echo "== build and run a GPT-style decoder with dynamic batch and sequence lengt
 echo
 echo "== check both against the reference outputs (ONNX backend-test layout)"
 "$CLI" onnx-test "$MODELS"
+echo
+echo "== models as people export them: transformers architectures through torch.onnx (tests/corpus/transformers)"
+"$CLI" onnx-test tests/corpus/transformers -q --no-skip --rtol 1e-3 --atol 1e-4
