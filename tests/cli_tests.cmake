@@ -456,3 +456,26 @@ if(STREAMRT_CLI_PYTHON3)
                    --cli $<TARGET_FILE:streamrt_cli> --jobs 2 --stride 256)
   set_tests_properties(cli_mutate_check_quick PROPERTIES LABELS cli TIMEOUT 600)
 endif()
+
+# --- onnx-test's skip policy (--no-skip / --expected-skips) -----------------------------------
+set(STREAMRT_POLICY ${CMAKE_SOURCE_DIR}/tests/fixtures/onnx_test_policy)
+streamrt_cli_test(onnx_test_listed_case_passes fail "passes but is listed as an expected skip \\(listed on purpose"
+  ARGS onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/function_ops/attention_4d --device cpu
+       --expected-skips ${STREAMRT_POLICY}/listed_passing.txt)
+streamrt_cli_test(onnx_test_skips_without_reason fail "no_reason\\.txt:2: case 'test_abs' has no reason"
+  ARGS onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/function_ops/attention_4d --device cpu
+       --expected-skips ${STREAMRT_POLICY}/no_reason.txt)
+streamrt_cli_test(onnx_test_skips_file_missing fail "expected-skips file.*no_such_list\\.txt"
+  ARGS onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/function_ops/attention_4d --device cpu
+       --expected-skips ${STREAMRT_POLICY}/no_such_list.txt)
+if(EXISTS /usr/share/libonnx-testdata/data/node/test_lstm_defaults)
+  set(STREAMRT_NODE /usr/share/libonnx-testdata/data/node)
+  # LSTM is an op streamrt lacks: a skip any list accepts, but --no-skip does not.
+  streamrt_cli_test(onnx_test_unlisted_op_skip_passes pass "0 passed, 0 failed, 1 skipped"
+    ARGS onnx-test ${STREAMRT_NODE}/test_lstm_defaults --device cpu --expected-skips ${STREAMRT_POLICY}/nothing.txt)
+  streamrt_cli_test(onnx_test_no_skip_fails_a_skip fail "skipped, and every case must run: .*LSTM"
+    ARGS onnx-test ${STREAMRT_NODE}/test_lstm_defaults --device cpu --no-skip)
+  # A string tensor is not an op streamrt lacks: the skip must be listed.
+  streamrt_cli_test(onnx_test_unlisted_reason_fails fail "skipped for a reason the expected-skips file does not list: .*STRING"
+    ARGS onnx-test ${STREAMRT_NODE}/test_cast_FLOAT_to_STRING --device cpu --expected-skips ${STREAMRT_POLICY}/nothing.txt)
+endif()
