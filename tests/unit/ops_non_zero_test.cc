@@ -3,7 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "onnx_model_util.h"
+#include "engine_test_util.h"
 #include "op_test_util.h"
 #include "streamrt/builder.h"
 #include "streamrt/runtime.h"
@@ -57,13 +57,8 @@ TEST(NonZero, RuntimeInputSizesTheOutputPerRun) {
   add_input(g, "x", onnx::TensorProto_DataType_FLOAT, {int64_t{2}, int64_t{3}});
   add_output(g, "y", onnx::TensorProto_DataType_INT64, {int64_t{2}, std::string("n")});
   add_node(g, "NonZero", "nz", {"x"}, {"y"});
-  const auto dir = std::filesystem::temp_directory_path() / ("srt_nonzero_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  write_file(dir / "model.onnx", serialize(m));
-  auto plan = build_plan_from_onnx((dir / "model.onnx").string(), {});
-  std::filesystem::remove_all(dir);
-  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-  auto engine = Runtime::create({DeviceType::kCpu}).value()->load_engine_bytes(std::move(plan).value()).value();
+  auto engine = cpu_engine_from_model(m);
+  ASSERT_NE(engine, nullptr);
   auto ctx = engine->create_execution_context().value();
   for (const std::vector<float>& x : {std::vector<float>{1, 0, 2, 0, 0, 3}, std::vector<float>{1, 1, 1, 1, 1, 1},
                                       std::vector<float>{0, 0, 0, 0, 0, 0}}) {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "onnx_model_util.h"
+#include "engine_test_util.h"
 #include "streamrt/builder.h"
 #include "streamrt/runtime.h"
 
@@ -25,16 +25,10 @@ std::vector<float> run_masked_softmax(DataType precision) {
   *g->add_initializer() = f32_raw("mask", {1, 4}, {lowest, lowest, lowest, lowest});
   add_node(g, "Add", "add", {"x", "mask"}, {"scores"});
   add_node(g, "Softmax", "softmax", {"scores"}, {"y"});
-  const auto dir = std::filesystem::temp_directory_path() / ("srt_sat_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  write_file(dir / "model.onnx", serialize(m));
   BuilderConfig config;
   config.float_precision = precision;
-  auto plan = build_plan_from_onnx((dir / "model.onnx").string(), config);
-  std::filesystem::remove_all(dir);
-  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
-  if (!plan.ok()) return {};
-  auto engine = Runtime::create({DeviceType::kCpu}).value()->load_engine_bytes(std::move(plan).value()).value();
+  auto engine = cpu_engine_from_model(m, config);
+  if (!engine) return {};
   auto ctx = engine->create_execution_context().value();
   std::vector<float> x = {0.5f, -0.25f, 0.125f, 1.f}, y(4, -1.f);
   EXPECT_TRUE(ctx->set_tensor_address("x", x.data(), 16).ok());
