@@ -3,8 +3,8 @@
 // and signed integers, Abs float64 and all integers (ONNX allows them since opset 6).
 #include <cmath>
 
-#include "ops/elementwise_util.h"
 #include "ops/fused_elementwise.h"
+#include "ops/unary_op.h"
 
 namespace streamrt::ops {
 namespace {
@@ -51,32 +51,12 @@ struct Abs {
   }
 };
 
-template <typename Op>
-Status infer(InferContext& ctx) {
-  SRT_RETURN_IF_ERROR(require_input(ctx, 0, Op::kTypes));
-  ctx.set_output_like(0, ctx.input_dtype(0), 0);
-  return ok_status();
-}
-
-template <typename Op>
-Status cpu(KernelContext& ctx) {
-  SRT_RETURN_IF_ERROR(check_same_numel(ctx, 0, 0));
-  const TensorRef& x = ctx.input(0);
-  const TensorRef& y = ctx.output(0);
-  return dispatch<Op::kTypes>(x.dtype, ctx.node().describe(), [&]<typename T>() {
-    const T* px = x.as<T>();
-    T* py = y.as<T>();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = store<T>(Op::f(load(px[i])));
-    return ok_status();
-  });
-}
-
 }  // namespace
 
 // `fused`: the FusedElementwise opcode of the op, or -1 (ops/fused_elementwise.h).
 #define SRT_UNARY(Name, since, fused)                                                   \
-  STREAMRT_REGISTER_OP(Name, {.op_type = #Name, .min_opset = since, .infer = infer<Name>, \
-                              .cpu = cpu<Name>, .cpu_dtypes = dtypes(Name::kTypes), .fused_opcode = fused})
+  STREAMRT_REGISTER_OP(Name, {.op_type = #Name, .min_opset = since, .infer = unary_op_infer<Name>, \
+                              .cpu = unary_op_cpu<Name>, .cpu_dtypes = dtypes(Name::kTypes), .fused_opcode = fused})
 
 SRT_UNARY(Sigmoid, 6, fused::kSigmoid);
 SRT_UNARY(Tanh, 6, fused::kTanh);

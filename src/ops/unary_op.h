@@ -1,8 +1,8 @@
 // Shape rule and CPU kernel for a same-shape unary op given as a struct with the dtypes it
 // accepts (`static constexpr unsigned kTypes`, DTypeSet bits) and its scalar function
 // (`static C f(C)` on the compute type: float for the half types). The kernel is a template
-// over the struct so the function inlines into the loop. Used by unary_math_extra.cc;
-// unary_math.cc has the same two templates of its own and could use these.
+// over the struct so the function inlines into the loop. Used by unary_math.cc and
+// unary_math_extra.cc.
 #pragma once
 
 #include "ops/elementwise_util.h"

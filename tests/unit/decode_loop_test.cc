@@ -36,11 +36,6 @@ Tensor load(const std::string& path) {
   return t.ok() ? std::move(t).value() : Tensor{};
 }
 
-// Host buffers of the step's inputs, by name.
-struct Feeds {
-  std::map<std::string, Tensor> t;  // the pasts are views of the previous step's present buffers
-};
-
 // A profile that covers the loop: batch 1..4, past length 1..63 and the mask over past + 1 new token
 // 2..64. The ranges must agree with each other: shape inference at the max runs the graph's own
 // index arithmetic on them (a mask longer than past + 1 indexes past the end of its tables).
@@ -68,17 +63,18 @@ TEST_P(DecodeLoop, PresentsFedBackMatchFullSequenceForward) {
   const Param p = GetParam();
   const std::string dir = case_dir(p), loop = dir + "/decode_loop/";
   ASSERT_TRUE(fs::exists(loop)) << loop << " is missing: run scripts/export_corpus.py --only llama_decode";
-  Feeds f;
+  // The step's inputs by name; the pasts become views of the previous step's present buffers.
+  std::map<std::string, Tensor> feeds;
   for (const auto& e : fs::directory_iterator(loop)) {
     const std::string stem = e.path().stem().string();
-    if (stem.rfind("expected_", 0) != 0) f.t[stem] = load(e.path().string());
+    if (stem.rfind("expected_", 0) != 0) feeds[stem] = load(e.path().string());
   }
   const Tensor want_logits = load(loop + "expected_logits.npy");   // [steps, B, vocab]
   const Tensor want_tokens = load(loop + "expected_tokens.npy");   // [steps, B]
   const int64_t steps = want_logits.dims()[0], batch = want_logits.dims()[1], vocab = want_logits.dims()[2];
 
   BuilderConfig config;
-  for (const auto& [name, t] : f.t) config.profiles[name] = profile_for(name, t.dims());
+  for (const auto& [name, t] : feeds) config.profiles[name] = profile_for(name, t.dims());
   config.weight_streaming = p.streamed;
   config.min_streamable_bytes = 1;
   auto plan = build_plan_from_onnx(dir + "/model.onnx", config);
@@ -96,7 +92,7 @@ TEST_P(DecodeLoop, PresentsFedBackMatchFullSequenceForward) {
 
   std::map<std::string, std::shared_ptr<std::vector<uint8_t>>> outs;
   for (int64_t step = 0; step < steps; ++step) {
-    for (auto& [name, t] : f.t) {
+    for (auto& [name, t] : feeds) {
       ASSERT_TRUE((*ctx)->set_input_shape(name, t.dims()).ok()) << name;
       ASSERT_TRUE((*ctx)->set_tensor_address(name, const_cast<void*>(t.data()), t.nbytes()).ok()) << name;
     }
@@ -122,12 +118,12 @@ TEST_P(DecodeLoop, PresentsFedBackMatchFullSequenceForward) {
       EXPECT_EQ(next[static_cast<size_t>(b)], want_tokens.data_as<int64_t>()[step * batch + b]) << "step " << step;
     }
     // The next step: its token, one more mask position, the next position, and the presents as pasts.
-    f.t["input_ids"] = Tensor::from_vector(DataType::kInt64, {batch, 1}, next);
-    f.t["attention_mask"] = append_one(f.t["attention_mask"]);
-    std::vector<int64_t> pos(f.t["position_ids"].data_as<int64_t>(), f.t["position_ids"].data_as<int64_t>() + batch);
+    feeds["input_ids"] = Tensor::from_vector(DataType::kInt64, {batch, 1}, next);
+    feeds["attention_mask"] = append_one(feeds["attention_mask"]);
+    std::vector<int64_t> pos(feeds["position_ids"].data_as<int64_t>(), feeds["position_ids"].data_as<int64_t>() + batch);
     for (auto& x : pos) ++x;
-    f.t["position_ids"] = Tensor::from_vector(DataType::kInt64, {batch, 1}, pos);
-    for (auto& [name, t] : f.t) {
+    feeds["position_ids"] = Tensor::from_vector(DataType::kInt64, {batch, 1}, pos);
+    for (auto& [name, t] : feeds) {
       if (name.rfind("past_key_values.", 0) != 0) continue;
       const std::string present = "present." + name.substr(16);
       Dims d = t.dims();

@@ -89,5 +89,34 @@ TEST(FunctionOps, ErrorsNameTheNodeAndTheProblem) {
   EXPECT_NE(st.message().find("NoSuchOp (node 'mystery')"), std::string::npos) << st.message();
 }
 
+// RotaryEmbedding's own errors: 3-D X without num_heads, an odd rotary_embedding_dim.
+TEST(FunctionOps, RotaryEmbeddingErrorsNameTheNode) {
+  auto model = [](std::vector<std::pair<const char*, int64_t>> attrs) {
+    onnx::ModelProto m = make_model(23);
+    auto* g = m.mutable_graph();
+    constexpr int kF32 = onnx::TensorProto_DataType_FLOAT;
+    add_input(g, "x", kF32, {int64_t{1}, int64_t{3}, int64_t{16}});
+    add_input(g, "cos", kF32, {int64_t{1}, int64_t{3}, int64_t{4}});
+    add_input(g, "sin", kF32, {int64_t{1}, int64_t{3}, int64_t{4}});
+    add_output(g, "y", kF32, {int64_t{1}, int64_t{3}, int64_t{16}});
+    auto* n = add_node(g, "RotaryEmbedding", "rope", {"x", "cos", "sin"}, {"y"});
+    for (const auto& [key, v] : attrs) {
+      auto* a = n->add_attribute();
+      a->set_name(key);
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(v);
+    }
+    return m;
+  };
+  EXPECT_TRUE(import_status(model({{"num_heads", 2}})).ok());
+  Status st = import_status(model({}));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidModel);
+  EXPECT_NE(st.message().find("node 'rope'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("num_heads"), std::string::npos) << st.message();
+  st = import_status(model({{"num_heads", 2}, {"rotary_embedding_dim", 3}}));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidModel);
+  EXPECT_NE(st.message().find("rotary_embedding_dim"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace streamrt

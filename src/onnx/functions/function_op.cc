@@ -29,7 +29,7 @@ void GraphWriter::add_to(const std::string& op, std::vector<ir::ValueId> inputs,
   n.name = origin_.name + "/" + op + "_" + std::to_string(nodes_.size());
   n.op_type = op;
   n.domain = "";
-  n.opset = origin_.domain.empty() ? origin_.opset : 23;
+  n.opset = origin_.opset;  // function ops are ai.onnx ops: their bodies use the same opset
   n.inputs = std::move(inputs);
   n.outputs = std::move(outputs);
   n.attrs = std::move(attrs);

@@ -2,7 +2,7 @@
 // Floor, Ceil, Sin, Cos, Softplus, Softsign. Mirrors src/ops/unary_math.cc: float types
 // compute in float (CUDA's accurate float math, no fast-math); Neg also takes signed integers
 // (wrapping at the most negative value) and Abs every numeric type.
-#include "backends/cuda/kernels/elementwise.cuh"
+#include "backends/cuda/kernels/unary.cuh"
 
 namespace streamrt::cuda {
 namespace {
@@ -52,16 +52,7 @@ struct Abs {
   }
 };
 
-template <typename Op>
-Status unary_cuda(CudaKernelContext& ctx) {
-  if (!ctx.has_input(0) || !ctx.has_output(0)) return ctx.error("needs input X and output Y");
-  return map_unary<Op::kTypes>(ctx, "unary math kernel", Op{});
-}
-
 }  // namespace
-
-#define SRT_CUDA_UNARY(Name) \
-  STREAMRT_REGISTER_CUDA_KERNEL(Name, #Name, unary_cuda<Name>, cuda_dtypes(Name::kTypes))
 
 SRT_CUDA_UNARY(Sigmoid);
 SRT_CUDA_UNARY(Tanh);
@@ -78,7 +69,5 @@ SRT_CUDA_UNARY(Sin);
 SRT_CUDA_UNARY(Cos);
 SRT_CUDA_UNARY(Softplus);
 SRT_CUDA_UNARY(Softsign);
-
-#undef SRT_CUDA_UNARY
 
 }  // namespace streamrt::cuda

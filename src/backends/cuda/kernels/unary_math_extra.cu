@@ -1,7 +1,7 @@
 // More unary element-wise math on CUDA: Acos, Asin, Atan, Tan, Acosh, Asinh, Atanh, Cosh,
 // Sinh, Round (halves to even: rintf in the default rounding mode), Sign (every numeric type).
 // Mirrors src/ops/unary_math_extra.cc: float types compute in float (no fast-math).
-#include "backends/cuda/kernels/elementwise.cuh"
+#include "backends/cuda/kernels/unary.cuh"
 
 namespace streamrt::cuda {
 namespace {
@@ -28,16 +28,7 @@ struct Sign {
   }
 };
 
-template <typename Op>
-Status unary_cuda(CudaKernelContext& ctx) {
-  if (!ctx.has_input(0) || !ctx.has_output(0)) return ctx.error("needs input X and output Y");
-  return map_unary<Op::kTypes>(ctx, "unary math kernel", Op{});
-}
-
 }  // namespace
-
-#define SRT_CUDA_UNARY(Name) \
-  STREAMRT_REGISTER_CUDA_KERNEL(Name, #Name, unary_cuda<Name>, cuda_dtypes(Name::kTypes))
 
 SRT_CUDA_UNARY(Acos);
 SRT_CUDA_UNARY(Asin);
@@ -50,7 +41,5 @@ SRT_CUDA_UNARY(Cosh);
 SRT_CUDA_UNARY(Sinh);
 SRT_CUDA_UNARY(Round);
 SRT_CUDA_UNARY(Sign);
-
-#undef SRT_CUDA_UNARY
 
 }  // namespace streamrt::cuda
