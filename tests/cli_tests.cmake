@@ -50,15 +50,19 @@ set(STREAMRT_CLI_FIXTURES ${CMAKE_SOURCE_DIR}/tests/fixtures/models)
 set(STREAMRT_CLI_CORPUS ${CMAKE_SOURCE_DIR}/fuzz/corpus)
 set(STREAMRT_CLI_PROFILE --profile input:1x784:4x784:8x784)  # mlp's input is f32[batch,784]
 
-# streamrt_cli_test(NAME <fail|pass> REGEX [FILE path] [FIXTURES_SETUP x] [FIXTURES_REQUIRED x] ARGS ...)
+# streamrt_cli_test(NAME <fail|pass> REGEX [FILE path] [FIXTURES_SETUP x] [FIXTURES_REQUIRED x] [BIN target] ARGS ...)
+# BIN: another program than the CLI (an example).
 function(streamrt_cli_test name expect regex)
-  cmake_parse_arguments(T "" "FILE;FIXTURES_SETUP;FIXTURES_REQUIRED" "ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "FILE;FIXTURES_SETUP;FIXTURES_REQUIRED;BIN" "ARGS" ${ARGN})
+  if(NOT T_BIN)
+    set(T_BIN streamrt_cli)
+  endif()
   set(defs -DEXPECT=${expect} -DREGEX=${regex})
   if(T_FILE)
     list(APPEND defs -DFILE=${T_FILE})
   endif()
   add_test(NAME cli_${name}
-           COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_LIST_FILE} -- $<TARGET_FILE:streamrt_cli> ${T_ARGS})
+           COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_LIST_FILE} -- $<TARGET_FILE:${T_BIN}> ${T_ARGS})
   set_tests_properties(cli_${name} PROPERTIES LABELS cli TIMEOUT 120)
   if(T_FIXTURES_SETUP)
     set_tests_properties(cli_${name} PROPERTIES FIXTURES_SETUP ${T_FIXTURES_SETUP})
@@ -316,6 +320,33 @@ streamrt_cli_test(build_stream_chunk_bad fail "InvalidArgument: .*\"64MB\": deci
 streamrt_cli_test(build_stream_chunk_auto fail "InvalidArgument: --stream-chunk 'auto': expected a size"
   ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan ${STREAMRT_CLI_PROFILE}
        --weight-streaming --stream-chunk auto --device cpu)
+# examples/greedy_decode over the transformers corpus's KV-cache Llama (dynamo export): the greedy ids
+# after a prompt are onnxruntime's for the same loop (presents fed back as pasts, a masked-out first
+# cache position); a cache beyond the profile and a plan without the decoder's inputs are refused by name.
+set(STREAMRT_DECODE_PROFILE --profile input_ids:1x1:1x1:1x1 --profile position_ids:1x1:1x1:1x1
+    --profile attention_mask:1x2:1x9:1x64)
+foreach(kv 0.key 0.value 1.key 1.value)
+  list(APPEND STREAMRT_DECODE_PROFILE --profile past_key_values.${kv}:1x2x1x8:1x2x8x8:1x2x63x8)
+endforeach()
+streamrt_cli_test(build_llama_decode pass "built .*llama_decode\\.plan"
+  FILE ${STREAMRT_CLI_TMP}/llama_decode.plan FIXTURES_SETUP cli_llama_decode_plan
+  ARGS build ${CMAKE_SOURCE_DIR}/tests/corpus/transformers/llama_decode_dynamo/model.onnx
+       -o ${STREAMRT_CLI_TMP}/llama_decode.plan --device cpu --weight-streaming ${STREAMRT_DECODE_PROFILE})
+streamrt_cli_test(greedy_decode_matches_onnxruntime pass "decode 5 tokens after 1 cached.*tokens: 111 232 50 253 232 50"
+  BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_plan
+  ARGS ${STREAMRT_CLI_TMP}/llama_decode.plan --prompt 5 --new-tokens 6 --device cpu)
+# A two-token prompt where the profile takes one new token runs as two steps (chunked prefill): onnxruntime's ids.
+streamrt_cli_test(greedy_decode_chunked_prompt pass "prefill 2 tokens.*tokens: 210 203 121 7 119 68"
+  BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_plan
+  ARGS ${STREAMRT_CLI_TMP}/llama_decode.plan --prompt 5,6 --new-tokens 6 --device cpu)
+streamrt_cli_test(greedy_decode_past_outside_profile fail "input 'attention_mask': dims 1x101 are outside the optimization profile"
+  BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_plan
+  ARGS ${STREAMRT_CLI_TMP}/llama_decode.plan --past 100 --device cpu)
+streamrt_cli_test(greedy_decode_not_a_decoder fail "input 'input' is not one of input_ids"
+  BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_mlp_ws_plan ARGS ${STREAMRT_CLI_TMP}/mlp_ws.plan --prompt 1)
+streamrt_cli_test(greedy_decode_bad_budget fail "budget"
+  BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_plan
+  ARGS ${STREAMRT_CLI_TMP}/llama_decode.plan --prompt 5 --budget lots --device cpu)
 # A gather table outside the budget is read in place on the CPU too (only the gathered rows), never streamed.
 streamrt_cli_test(build_gpt_weight_streaming pass "weight streaming: [1-9][0-9]* weights streamable"
   FILE ${STREAMRT_CLI_TMP}/gpt_ws.plan FIXTURES_SETUP cli_gpt_ws_plan
