@@ -2,6 +2,7 @@
 // answers.
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_refit.h"
+#include "core/byte_size.h"
 #include "core/logging.h"
 
 namespace streamrt::cuda {
@@ -85,7 +86,13 @@ class CudaBackend final : public DeviceBackend {
   }
   Result<void*> allocate(size_t bytes) override {
     void* p = nullptr;
-    SRT_CUDA(cudaMalloc(&p, bytes ? bytes : 1));
+    if (cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1); e != cudaSuccess) {
+      cudaGetLastError();  // not sticky: later launches must not see it
+      const uint64_t free_now = free_memory();
+      const std::string what = "device buffer of " + format_bytes(bytes) + " (" + format_bytes(free_now) + " free)";
+      if (e == cudaErrorMemoryAllocation) return out_of_memory(what + ": out of memory");
+      return device_error(what + ": " + cudaGetErrorString(e));
+    }
     return p;
   }
   void free(void* ptr) override { cudaFree(ptr); }
