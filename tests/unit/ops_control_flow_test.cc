@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "builder/build_graph.h"
+#include "engine_test_util.h"
 #include "op_test_util.h"
 #include "ir/subgraph.h"
 #include "plan/plan.h"
@@ -66,9 +67,7 @@ size_t count_steps(const std::vector<uint8_t>& bytes, const std::string& op) {
 
 // Loads the plan (read back through the verifier) and runs it; outputs in the plan's order, each
 // sized after the run (data-dependent dims included).
-Result<std::vector<Tensor>> run(const std::vector<uint8_t>& bytes, const std::map<std::string, Tensor>& inputs) {
-  SRT_ASSIGN_OR_RETURN(auto rt, Runtime::create({DeviceType::kCpu}));
-  SRT_ASSIGN_OR_RETURN(auto engine, rt->load_engine_bytes(bytes));
+Result<std::vector<Tensor>> run_engine(const std::shared_ptr<Engine>& engine, const std::map<std::string, Tensor>& inputs) {
   SRT_ASSIGN_OR_RETURN(auto ctx, engine->create_execution_context());
   std::vector<std::pair<std::string, std::vector<uint8_t>>> outs;
   for (const TensorDesc& io : engine->io_tensors()) {
@@ -91,6 +90,12 @@ Result<std::vector<Tensor>> run(const std::vector<uint8_t>& bytes, const std::ma
     result.push_back(std::move(t));
   }
   return result;
+}
+
+Result<std::vector<Tensor>> run(const std::vector<uint8_t>& bytes, const std::map<std::string, Tensor>& inputs) {
+  SRT_ASSIGN_OR_RETURN(auto rt, Runtime::create({DeviceType::kCpu}));
+  SRT_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, rt->load_engine_bytes(bytes));
+  return run_engine(engine, inputs);
 }
 
 // y = If(c) then x + x (3 elements) else Concat(x, x * x) (6 elements): y's size depends on c.
@@ -254,6 +259,55 @@ TEST(ControlFlow, ScanForwardAndReverseAlongAnAxis) {
     EXPECT_EQ((*r)[1].dims(), c.dims) << c.in_dir << c.out_dir << c.out_axis;
     EXPECT_EQ(values_f32((*r)[1]), c.ys) << c.in_dir << c.out_dir << c.out_axis;
   }
+}
+
+// ONNX: a Loop whose body holds an If whose then_branch reads the model input x two scopes up
+// (the importer threads it through both nodes as a captured input).
+TEST(ControlFlow, ImportedBodiesReadValuesOfEveryEnclosingScope) {
+  using namespace testing;
+  onnx::ModelProto m = make_model(17);
+  onnx::GraphProto* g = m.mutable_graph();
+  add_input(g, "M", onnx::TensorProto::INT64, {});
+  add_input(g, "x", onnx::TensorProto::FLOAT, {2});
+  add_output(g, "s_final", onnx::TensorProto::FLOAT, {2});
+  *g->add_initializer() = f32_raw("s0", {2}, {0, 0});
+  onnx::GraphProto body;
+  body.set_name("body");
+  add_input(&body, "i", onnx::TensorProto::INT64, {});
+  add_input(&body, "c", onnx::TensorProto::BOOL, {});
+  add_input(&body, "s", onnx::TensorProto::FLOAT, {2});
+  add_output(&body, "c_out", onnx::TensorProto::BOOL, {});
+  add_output(&body, "s_out", onnx::TensorProto::FLOAT, {2});
+  *body.add_initializer() = raw_tensor<int64_t>("one", onnx::TensorProto::INT64, {}, {1});
+  add_node(&body, "Less", "lt", {"i", "one"}, {"first"});
+  onnx::GraphProto then_g, else_g;
+  then_g.set_name("then");
+  add_node(&then_g, "Mul", "sq", {"x", "x"}, {"t"});
+  add_output(&then_g, "t", onnx::TensorProto::FLOAT, {2});
+  else_g.set_name("else");
+  add_node(&else_g, "Add", "dbl", {"x", "x"}, {"e"});
+  add_output(&else_g, "e", onnx::TensorProto::FLOAT, {2});
+  onnx::NodeProto* iff = add_node(&body, "If", "if", {"first"}, {"u"});
+  auto* a = iff->add_attribute();
+  a->set_name("then_branch");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = then_g;
+  a = iff->add_attribute();
+  a->set_name("else_branch");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = else_g;
+  add_node(&body, "Add", "acc", {"s", "u"}, {"s_out"});
+  add_node(&body, "Identity", "keep", {"c"}, {"c_out"});
+  onnx::NodeProto* loop = add_node(g, "Loop", "loop", {"M", "", "s0"}, {"s_final"});
+  a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body;
+  auto engine = cpu_engine_from_model(m);
+  ASSERT_NE(engine, nullptr);
+  auto r = run_engine(engine, {{"M", i64({}, {3})}, {"x", f32({2}, {1, 2})}});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(values_f32((*r)[0]), (std::vector<float>{1 + 2 + 2, 4 + 4 + 4}));  // x*x once, then 2x twice
 }
 
 // A plan with If, then one whose then_branch is broken in `edit`: refused as kInvalidPlan.
