@@ -119,6 +119,7 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
   if (!st.ok()) return st.status().with_context(source);
   testing::throw_point("passes");
   SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
+  SRT_RETURN_IF_ERROR(builder::inline_constant_ifs(g).status());
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
   rep.nodes_fused = builder::run_fusions(g);

@@ -11,6 +11,11 @@ namespace streamrt::builder {
 // Returns the number of nodes folded.
 Result<size_t> fold_constants(ir::Graph& g);
 
+// Replaces each If whose cond is a constant by the nodes of the branch it takes (and folds
+// what that makes constant, which may settle nested Ifs). Returns the number of Ifs replaced.
+// builder/inline_if.cc.
+Result<size_t> inline_constant_ifs(ir::Graph& g);
+
 // Removes Identity and inference-mode Dropout nodes by rewiring their consumers.
 size_t remove_identities(ir::Graph& g);
 

@@ -45,6 +45,23 @@ ir::Node make_cast(const std::string& name, ir::ValueId in, ir::ValueId out, Dat
   return n;
 }
 
+Status convert_attributes(ir::Node& n, DataType target);
+
+// A body (If / Loop / Scan) follows the graph around it: its float32 constants and attributes
+// change as the graph's do; its inputs take whatever types the node feeds them at run time.
+Result<std::shared_ptr<const ir::Graph>> convert_body(const ir::Graph& body, DataType target) {
+  auto g = std::make_shared<ir::Graph>(body);
+  for (auto& [id, t] : g->constants)
+    if (t.dtype() == DataType::kFloat32) {
+      SRT_ASSIGN_OR_RETURN(Tensor c, convert_tensor(t, target));
+      g->set_constant(id, std::move(c));
+    }
+  for (ir::Value& v : g->values)
+    if (v.dtype == DataType::kFloat32) v.dtype = target;
+  for (auto& n : g->nodes) SRT_RETURN_IF_ERROR(convert_attributes(n, target));
+  return std::shared_ptr<const ir::Graph>(std::move(g));
+}
+
 // Attributes that name or hold float32 follow the new precision.
 Status convert_attributes(ir::Node& n, DataType target) {
   const int onnx_float = onnx_import::dtype_to_onnx(DataType::kFloat32);
@@ -62,6 +79,10 @@ Status convert_attributes(ir::Node& n, DataType target) {
     if (it->second.t.dtype() != DataType::kFloat32) continue;
     SRT_ASSIGN_OR_RETURN(it->second.t, convert_tensor(it->second.t, target));
   }
+  for (auto& [name, a] : n.attrs)
+    if (a.kind == ir::Attribute::Kind::kGraph && a.g) {
+      SRT_ASSIGN_OR_RETURN(a.g, convert_body(*a.g, target));
+    }
   return ok_status();
 }
 

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstdlib>
+#include <map>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -46,6 +47,8 @@ class Canon {
   Sha256 h_;
 };
 
+void subgraph(Canon& c, const ir::Graph& g);
+
 void attribute(Canon& c, const std::string& name, const ir::Attribute& a) {
   c.str(name);
   c.u8(static_cast<uint8_t>(a.kind));
@@ -63,6 +66,45 @@ void attribute(Canon& c, const std::string& name, const ir::Attribute& a) {
       for (const auto& s : a.strings) c.str(s);
       break;
     case ir::Attribute::Kind::kTensor: c.tensor(a.t, true); break;  // attributes are structure
+    case ir::Attribute::Kind::kGraph:
+      c.u8(a.g != nullptr);
+      if (a.g) subgraph(c, *a.g);
+      break;
+  }
+}
+
+void value_info(Canon& c, const ir::Value& v);
+
+// A node's op and attributes (its edges are hashed by the caller).
+void node_header(Canon& c, const ir::Node& n) {
+  c.str(n.name);
+  c.str(n.op_type);
+  c.str(n.domain);
+  c.i64(n.opset);
+  c.i64(static_cast<int64_t>(n.attrs.size()));
+  for (const auto& [name, a] : n.attrs) attribute(c, name, a);  // std::map: sorted
+}
+
+// A body, whole: its constants are structure too (plans hold them inline; they never refit).
+void subgraph(Canon& c, const ir::Graph& g) {
+  c.str(g.name);
+  c.i64(g.num_captures);
+  c.i64(static_cast<int64_t>(g.values.size()));
+  for (const ir::Value& v : g.values) value_info(c, v);
+  c.dims(Dims(g.inputs.begin(), g.inputs.end()));
+  c.dims(Dims(g.outputs.begin(), g.outputs.end()));
+  std::map<ir::ValueId, const Tensor*> constants;  // in id order
+  for (const auto& [id, t] : g.constants) constants[id] = &t;
+  c.i64(static_cast<int64_t>(constants.size()));
+  for (const auto& [id, t] : constants) {
+    c.i64(id);
+    c.tensor(*t, true);
+  }
+  c.i64(static_cast<int64_t>(g.nodes.size()));
+  for (const ir::Node& n : g.nodes) {
+    node_header(c, n);
+    c.dims(Dims(n.inputs.begin(), n.inputs.end()));
+    c.dims(Dims(n.outputs.begin(), n.outputs.end()));
   }
 }
 
@@ -115,12 +157,7 @@ void graph_parts(const ir::Graph& g, const std::string& prefix, std::map<std::st
   }
   nodes.i64(static_cast<int64_t>(g.nodes.size()));
   for (const ir::Node& n : g.nodes) {
-    nodes.str(n.name);
-    nodes.str(n.op_type);
-    nodes.str(n.domain);
-    nodes.i64(n.opset);
-    nodes.i64(static_cast<int64_t>(n.attrs.size()));
-    for (const auto& [name, a] : n.attrs) attribute(nodes, name, a);  // std::map: sorted
+    node_header(nodes, n);
     // Describing a value in `nodes` inside ref() interleaves with the edge list; the stream is
     // still unambiguous because every field is typed and counted.
     nodes.i64(static_cast<int64_t>(n.inputs.size()));

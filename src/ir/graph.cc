@@ -13,6 +13,7 @@ const char* attribute_kind_name(Attribute::Kind k) {
     case Attribute::Kind::kFloats: return "floats";
     case Attribute::Kind::kStrings: return "strings";
     case Attribute::Kind::kTensor: return "tensor";
+    case Attribute::Kind::kGraph: return "graph";
   }
   return "unknown";
 }
@@ -64,6 +65,14 @@ Result<std::vector<float>> Node::attr_floats(const std::string& key,
 }
 Result<Tensor> Node::attr_tensor(const std::string& key) const {
   return get_attr<Tensor>(*this, key, Attribute::Kind::kTensor, std::nullopt, &Attribute::t);
+}
+
+Result<const Graph*> Node::attr_graph(const std::string& key) const {
+  SRT_ASSIGN_OR_RETURN(std::shared_ptr<const Graph> g,
+                       (get_attr<std::shared_ptr<const Graph>>(*this, key, Attribute::Kind::kGraph, std::nullopt,
+                                                               &Attribute::g)));
+  if (!g) return error(StatusCode::kInvalidModel, "attribute '" + key + "' holds no graph");
+  return g.get();
 }
 
 ValueId Graph::add_value(const std::string& name, DataType dtype, Dims dims, bool has_shape) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -17,9 +18,11 @@ namespace streamrt::ir {
 using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;  // an omitted optional input
 
+class Graph;
+
 struct Attribute {
   // Numbering is part of the plan format: only append.
-  enum class Kind : uint8_t { kInt = 0, kFloat, kString, kInts, kFloats, kStrings, kTensor };
+  enum class Kind : uint8_t { kInt = 0, kFloat, kString, kInts, kFloats, kStrings, kTensor, kGraph };
   Kind kind = Kind::kInt;
   int64_t i = 0;
   float f = 0.f;
@@ -28,6 +31,9 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<std::string> strings;
   Tensor t;
+  // kGraph: a subgraph (If's branches, Loop's / Scan's body), shared and never edited in place
+  // (see ir/subgraph.h for how it binds to its node).
+  std::shared_ptr<const Graph> g;
 
   static Attribute make_int(int64_t v) { Attribute a; a.kind = Kind::kInt; a.i = v; return a; }
   static Attribute make_float(float v) { Attribute a; a.kind = Kind::kFloat; a.f = v; return a; }
@@ -35,6 +41,7 @@ struct Attribute {
   static Attribute make_ints(std::vector<int64_t> v) { Attribute a; a.kind = Kind::kInts; a.ints = std::move(v); return a; }
   static Attribute make_floats(std::vector<float> v) { Attribute a; a.kind = Kind::kFloats; a.floats = std::move(v); return a; }
   static Attribute make_tensor(Tensor v) { Attribute a; a.kind = Kind::kTensor; a.t = std::move(v); return a; }
+  static Attribute make_graph(std::shared_ptr<const Graph> v) { Attribute a; a.kind = Kind::kGraph; a.g = std::move(v); return a; }
 };
 
 const char* attribute_kind_name(Attribute::Kind k);
@@ -60,6 +67,8 @@ struct Node {
   Result<std::vector<float>> attr_floats(const std::string& key,
                                          std::optional<std::vector<float>> def = std::nullopt) const;
   Result<Tensor> attr_tensor(const std::string& key) const;
+  // A GRAPH attribute: never null on success.
+  Result<const Graph*> attr_graph(const std::string& key) const;
   // "node 'name' (OpType)", for error messages.
   std::string describe() const;
   // Builds an error Status with code `code` prefixed by describe().
@@ -81,6 +90,9 @@ class Graph {
   std::vector<ValueId> inputs;      // graph inputs that are not constants
   std::vector<ValueId> outputs;
   std::unordered_map<ValueId, Tensor> constants;  // initializers and folded constants
+  // Subgraphs only: the last num_captures `inputs` are values of the enclosing graph that the
+  // body reads by name; the importer makes them explicit inputs of the node (ir/subgraph.h).
+  int32_t num_captures = 0;
 
   ValueId add_value(const std::string& name, DataType dtype = DataType::kUndefined,
                     Dims dims = {}, bool has_shape = false);

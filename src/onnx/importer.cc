@@ -8,6 +8,7 @@
 
 #include "core/file_io.h"
 #include "ir/shape_inference.h"
+#include "ir/subgraph.h"
 #include "onnx/functions/function_op.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/tensor_proto.h"
@@ -27,11 +28,21 @@ struct Importer {
   const std::string& base_dir;
   ir::Graph g;
   std::unordered_map<std::string, int> opsets;
+  bool check_supported = true;
+  // Subgraphs (If / Loop / Scan bodies): the enclosing scope, the nesting level, the names this
+  // graph defines itself, and those it reads from outside (captures, in order of first use).
+  Importer* parent = nullptr;
+  int depth = 0;
+  std::unordered_set<std::string> local_names;
+  std::vector<std::string> captured;
 
   ir::ValueId value_for(const std::string& name) {
     if (name.empty()) return ir::kNoValue;
     ir::ValueId id = g.find_value(name);
-    return id != ir::kNoValue ? id : g.add_value(name);
+    if (id != ir::kNoValue) return id;
+    id = g.add_value(name);
+    if (parent && !local_names.count(name)) captured.push_back(name);
+    return id;
   }
 
   // A fresh value for an omitted output of node `node_name`.
@@ -60,6 +71,9 @@ struct Importer {
 
   Status read_value_info(const onnx::ValueInfoProto& vi, ir::ValueId id, bool required) {
     ir::Value& v = g.value(id);
+    if (parent && vi.has_type() && !vi.type().has_tensor_type())
+      return unsupported("subgraph '" + g.name + "' value '" + vi.name() +
+                         "' is a sequence, optional or map; streamrt runs If / Loop / Scan over tensors only");
     if (!vi.has_type() || !vi.type().has_tensor_type()) {
       if (required) return unsupported("graph input '" + vi.name() + "' is not a tensor");
       return ok_status();
@@ -103,10 +117,76 @@ struct Importer {
         if (!t.ok()) return t.status().with_context(n.describe() + " attribute '" + a.name() + "'");
         return ir::Attribute::make_tensor(std::move(t).value());
       }
+      case A::GRAPH: return import_subgraph(a, n);
       default:
         return n.error(StatusCode::kUnsupported,
                        "attribute '" + a.name() + "' has unsupported type " + A::AttributeType_Name(a.type()));
     }
+  }
+
+  // A body, imported in a scope of its own; the names it reads from outside end its inputs
+  // (num_captures) until bind_captures gives every body of the node the same list.
+  Result<ir::Attribute> import_subgraph(const onnx::AttributeProto& a, const ir::Node& n) {
+    const std::string where = n.describe() + " attribute '" + a.name() + "'";
+    if (depth + 1 > ir::kMaxSubgraphDepth)
+      return invalid_model(where + ": subgraphs nest deeper than " + std::to_string(ir::kMaxSubgraphDepth) + " levels");
+    Importer sub{base_dir, {}, opsets, check_supported, this, depth + 1, {}, {}, {}};
+    for (const auto& init : a.g().initializer()) sub.local_names.insert(init.name());
+    for (const auto& in : a.g().input()) sub.local_names.insert(in.name());
+    for (const auto& np : a.g().node())
+      for (const auto& out : np.output()) sub.local_names.insert(out);
+    Status st = sub.read_graph(a.g());
+    if (st.ok()) st = sub.finish_subgraph();
+    if (!st.ok()) return st.with_context(where);
+    auto body = std::make_shared<ir::Graph>(std::move(sub.g));
+    bodies.push_back(body);
+    return ir::Attribute::make_graph(body);
+  }
+
+  // The bodies of the node being read (bind_captures finishes them).
+  std::vector<std::shared_ptr<ir::Graph>> bodies;
+
+  // A body's own checks once read: captures as inputs, order, function ops, supported ops.
+  Status finish_subgraph() {
+    for (const std::string& name : captured) g.inputs.push_back(g.find_value(name));
+    g.num_captures = static_cast<int32_t>(captured.size());
+    if (g.topo_sort().ok()) SRT_RETURN_IF_ERROR(expand_function_ops(g));
+    std::string missing = ir::unsupported_ops(g, check_supported);
+    if (!missing.empty()) return unsupported("unsupported ops: " + missing);
+    return g.topo_sort();
+  }
+
+  // Every body of node `n` gets the union of what any of them captures, in one order, as its
+  // last inputs; the node reads the same values (resolved in this scope) as its last inputs.
+  void bind_captures(ir::Node& n) {
+    std::vector<std::string> all;
+    std::unordered_set<std::string> seen;
+    for (const auto& body : bodies)
+      for (size_t i = body->inputs.size() - body->num_captures; i < body->inputs.size(); ++i)
+        if (seen.insert(body->value(body->inputs[i]).name).second) all.push_back(body->value(body->inputs[i]).name);
+    for (const auto& body : bodies) {
+      std::unordered_map<std::string, ir::ValueId> own;
+      for (size_t i = body->inputs.size() - body->num_captures; i < body->inputs.size(); ++i)
+        own[body->value(body->inputs[i]).name] = body->inputs[i];
+      body->inputs.resize(body->inputs.size() - body->num_captures);
+      for (const std::string& name : all) {
+        auto it = own.find(name);
+        if (it != own.end()) {
+          body->inputs.push_back(it->second);
+          continue;
+        }
+        // Captured by another body only: an input this one never reads (its name may be local here).
+        std::string fresh = name;
+        while (body->find_value(fresh) != ir::kNoValue) fresh += "'";
+        body->inputs.push_back(body->add_value(fresh));
+      }
+      body->num_captures = static_cast<int32_t>(all.size());
+    }
+    // Captures follow Loop's M and cond even where the model leaves both out.
+    if (!bodies.empty() && n.op_type == "Loop" && n.domain.empty())
+      while (n.inputs.size() < 2) n.inputs.push_back(ir::kNoValue);
+    for (const std::string& name : all) n.inputs.push_back(value_for(name));
+    bodies.clear();
   }
 
   Status read_graph(const onnx::GraphProto& gp) {
@@ -127,7 +207,7 @@ struct Importer {
         return invalid_model("graph input '" + in.name() + "' is listed twice");
       if (init_names.count(in.name())) continue;  // old-style: initializers listed as inputs
       ir::ValueId id = value_for(in.name());
-      SRT_RETURN_IF_ERROR(read_value_info(in, id, true));
+      SRT_RETURN_IF_ERROR(read_value_info(in, id, parent == nullptr));
       g.inputs.push_back(id);
     }
     for (const auto& out : gp.output()) {
@@ -158,6 +238,7 @@ struct Importer {
           return n.error(StatusCode::kUnsupported, "attribute references are not supported");
         SRT_ASSIGN_OR_RETURN(n.attrs[a.name()], convert_attr(a, n));
       }
+      bind_captures(n);
       g.nodes.push_back(std::move(n));
     }
     return ok_status();
@@ -176,7 +257,7 @@ Result<ir::Graph> import_onnx_bytes(const void* data, size_t size, const std::st
   if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
     return invalid_model("not a valid ONNX model (protobuf parse failed)");
   if (!model.has_graph()) return invalid_model("ONNX model has no graph");
-  Importer imp{base_dir, {}, {}};
+  Importer imp{base_dir, {}, {}, options.check_supported};
   SRT_RETURN_IF_ERROR(imp.read_opsets(model));
   SRT_RETURN_IF_ERROR(imp.read_graph(model.graph()));
   // Function ops (ONNX Attention, RotaryEmbedding) become their bodies; they need the graph in order.

@@ -11,6 +11,7 @@
 
 #include "core/host_memory.h"
 #include "core/mapped_file.h"
+#include "ir/subgraph.h"
 #include "plan/plan.h"
 #include "plan/plan_generated.h"
 
@@ -167,7 +168,10 @@ Result<Tensor> decode_tensor(const fb::TensorData* t, const std::string& where) 
   return tensor;
 }
 
-Result<ir::Node> decode_node(const fb::Node* n, size_t index) {
+Result<std::shared_ptr<const ir::Graph>> decode_subgraph(const fb::SubGraph* g, const std::string& where, int depth);
+
+// `where` names the step (or the body's node); `depth` is how deep in bodies the node sits.
+Result<ir::Node> decode_node(const fb::Node* n, const std::string& at, int depth) {
   ir::Node node;
   node.name = str(n->name());
   node.op_type = str(n->op_type());
@@ -178,10 +182,10 @@ Result<ir::Node> decode_node(const fb::Node* n, size_t index) {
   if (!n->attributes()) return node;
   for (const fb::Attribute* a : *n->attributes()) {
     std::string name = str(a->name());
-    std::string where = "step " + num(index) + " '" + node.name + "' attribute '" + name + "'";
+    std::string where = at + " '" + node.name + "' attribute '" + name + "'";
     if (node.attrs.count(name)) return invalid_plan(where + " appears twice");
     int raw_kind = static_cast<int>(a->kind());
-    if (raw_kind > static_cast<int>(ir::Attribute::Kind::kTensor))
+    if (raw_kind > static_cast<int>(ir::Attribute::Kind::kGraph))
       return invalid_plan(where + " has invalid kind " + num(raw_kind));
     ir::Attribute attr;
     attr.kind = static_cast<ir::Attribute::Kind>(raw_kind);
@@ -199,10 +203,53 @@ Result<ir::Node> decode_node(const fb::Node* n, size_t index) {
         SRT_ASSIGN_OR_RETURN(attr.t, decode_tensor(a->t(), where));
         break;
       }
+      case ir::Attribute::Kind::kGraph: {
+        SRT_ASSIGN_OR_RETURN(attr.g, decode_subgraph(a->g(), where, depth + 1));
+        break;
+      }
     }
     node.attrs.emplace(std::move(name), std::move(attr));
   }
   return node;
+}
+
+Result<ir::Node> decode_node(const fb::Node* n, size_t index) { return decode_node(n, "step " + num(index), 0); }
+
+// A body as written; plan_verify checks its structure (ir::check_subgraph) with the steps.
+Result<std::shared_ptr<const ir::Graph>> decode_subgraph(const fb::SubGraph* sg, const std::string& where, int depth) {
+  if (!sg) return invalid_plan(where + " has kind graph but holds no graph");
+  if (depth > ir::kMaxSubgraphDepth)
+    return invalid_plan(where + ": subgraphs nest deeper than " + num(ir::kMaxSubgraphDepth) + " levels");
+  auto g = std::make_shared<ir::Graph>();
+  g->name = str(sg->name());
+  const size_t nv = sg->values() ? sg->values()->size() : 0;
+  if (!sg->has_shape() || sg->has_shape()->size() != nv)
+    return invalid_plan(where + ": has_shape does not list every one of the " + num(nv) + " values");
+  for (size_t i = 0; i < nv; ++i) {
+    const fb::Value* v = sg->values()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    int raw = static_cast<int>(v->dtype());
+    if (raw != 0 && !is_valid_dtype(raw))  // 0: a body value whose type the model leaves open
+      return invalid_plan(where + " value " + num(i) + " has invalid dtype " + num(raw));
+    g->add_value(str(v->name()), dtype_of(v->dtype()), vec(v->dims()),
+                 sg->has_shape()->Get(static_cast<flatbuffers::uoffset_t>(i)));
+  }
+  g->inputs = vec(sg->inputs());
+  g->outputs = vec(sg->outputs());
+  g->num_captures = sg->num_captures();
+  if (sg->constants())
+    for (const fb::SubGraphConstant* c : *sg->constants()) {
+      const std::string at = where + " constant " + num(c->value());
+      if (c->value() < 0 || static_cast<size_t>(c->value()) >= nv) return invalid_plan(at + " is out of range");
+      if (g->is_constant(c->value())) return invalid_plan(at + " is given twice");
+      SRT_ASSIGN_OR_RETURN(Tensor t, decode_tensor(c->t(), at));
+      g->constants[c->value()] = std::move(t);
+    }
+  if (sg->nodes())
+    for (const fb::Node* n : *sg->nodes()) {
+      SRT_ASSIGN_OR_RETURN(ir::Node node, decode_node(n, where + " node " + num(g->nodes.size()), depth));
+      g->nodes.push_back(std::move(node));
+    }
+  return std::shared_ptr<const ir::Graph>(std::move(g));
 }
 
 IoTensor decode_io(const fb::IoTensor* io) {

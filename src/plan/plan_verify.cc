@@ -8,6 +8,7 @@
 
 #include "builder/memory_planner.h"
 #include "ir/shape_inference.h"
+#include "ir/subgraph.h"
 #include "plan/plan.h"
 #include "plan/view_steps.h"
 
@@ -200,8 +201,14 @@ Status check_index(int32_t id, size_t n, const std::string& where) {
 }
 
 Status check_attribute(const ir::Attribute& a, const std::string& where) {
-  if (static_cast<int>(a.kind) > static_cast<int>(ir::Attribute::Kind::kTensor))
+  if (static_cast<int>(a.kind) > static_cast<int>(ir::Attribute::Kind::kGraph))
     return invalid_plan(where + " has invalid kind " + num(static_cast<int>(a.kind)));
+  if (a.kind == ir::Attribute::Kind::kGraph) {
+    if (!a.g) return invalid_plan(where + " has kind graph but holds no graph");
+    // A body is checked as the steps are: indices, order, dtypes, dims, nesting.
+    if (Status st = ir::check_subgraph(*a.g, 1, where); !st.ok()) return invalid_plan(st.message());
+    return ok_status();
+  }
   if (a.kind != ir::Attribute::Kind::kTensor) return ok_status();
   if (a.t.empty()) return invalid_plan(where + " has kind tensor but holds no tensor");
   SRT_RETURN_IF_ERROR(check_dtype(a.t.dtype(), where));

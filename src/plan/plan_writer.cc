@@ -2,6 +2,7 @@
 // The file layout is documented at the top of plan.h.
 #include <xxhash.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <functional>
@@ -23,6 +24,7 @@ static_assert(static_cast<int>(fb::ValueKind::Weight) ==
               static_cast<int>(ValueEntry::Kind::kWeight));
 static_assert(static_cast<int>(fb::AttributeKind::Tensor) ==
               static_cast<int>(ir::Attribute::Kind::kTensor));
+static_assert(static_cast<int>(fb::AttributeKind::Graph) == static_cast<int>(ir::Attribute::Kind::kGraph));
 static_assert(std::endian::native == std::endian::little, "the plan format is little endian");
 
 namespace {
@@ -65,8 +67,12 @@ Off<fb::TensorData> build_tensor(Builder& b, const Tensor& t) {
   return fb::CreateTensorData(b, to_fb(t.dtype()), dims, data);
 }
 
+Off<fb::SubGraph> build_subgraph(Builder& b, const ir::Graph& g);
+
 Off<fb::Attribute> build_attribute(Builder& b, const std::string& name, const ir::Attribute& a) {
   auto n = b.CreateString(name);
+  Off<fb::SubGraph> g = 0;
+  if (a.kind == ir::Attribute::Kind::kGraph && a.g) g = build_subgraph(b, *a.g);
   Off<flatbuffers::String> s = 0;
   Off<flatbuffers::Vector<int64_t>> ints = 0;
   Off<flatbuffers::Vector<float>> floats = 0;
@@ -91,6 +97,7 @@ Off<fb::Attribute> build_attribute(Builder& b, const std::string& name, const ir
   ab.add_floats(floats);
   ab.add_strings(strings);
   ab.add_t(t);
+  ab.add_g(g);
   return ab.Finish();
 }
 
@@ -109,6 +116,36 @@ Off<fb::Node> build_node(Builder& b, const ir::Node& n) {
   auto outputs = b.CreateVector(n.outputs);
   auto attr_vec = b.CreateVector(attrs);
   return fb::CreateNode(b, name, op_type, domain, n.opset, inputs, outputs, attr_vec);
+}
+
+// Constants in id order, so that the bytes do not depend on the hash map's order.
+Off<fb::SubGraph> build_subgraph(Builder& b, const ir::Graph& g) {
+  std::vector<Off<fb::Value>> values;
+  std::vector<uint8_t> has_shape;
+  for (const ir::Value& v : g.values) {
+    auto name = b.CreateString(v.name);
+    auto dims = dims_vec(b, v.dims);
+    values.push_back(fb::CreateValue(b, name, to_fb(v.dtype), dims));
+    has_shape.push_back(v.has_shape);
+  }
+  std::vector<Off<fb::Node>> nodes;
+  for (const ir::Node& n : g.nodes) nodes.push_back(build_node(b, n));
+  std::vector<ir::ValueId> ids;
+  for (const auto& [id, t] : g.constants) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  std::vector<Off<fb::SubGraphConstant>> constants;
+  for (ir::ValueId id : ids) {
+    auto t = build_tensor(b, g.constants.at(id));
+    constants.push_back(fb::CreateSubGraphConstant(b, id, t));
+  }
+  auto name = b.CreateString(g.name);
+  auto value_vec = b.CreateVector(values);
+  auto shape_vec = b.CreateVector(has_shape);
+  auto inputs = b.CreateVector(g.inputs);
+  auto outputs = b.CreateVector(g.outputs);
+  auto node_vec = b.CreateVector(nodes);
+  auto const_vec = b.CreateVector(constants);
+  return fb::CreateSubGraph(b, name, value_vec, shape_vec, inputs, outputs, node_vec, const_vec, g.num_captures);
 }
 
 Off<fb::IoTensor> build_io(Builder& b, const IoTensor& io) {

@@ -140,10 +140,24 @@ std::vector<uint8_t> emit(const flatbuffers::DetachedBuffer& fbuf, std::span<con
   return write_container(kProgramFormat, {fbuf.data(), fbuf.size()}, section);
 }
 
+// The program format has no subgraph attribute: a kernel call of If / Loop / Scan cannot be
+// written (they run inside a delegate's engine plan instead).
+Status refuse_subgraphs(const ProgramData& program) {
+  for (const MethodData& m : program.methods)
+    for (const Instruction& ins : m.instructions)
+      if (ins.kind == Instruction::Kind::kKernelCall)
+        for (const auto& [name, a] : ins.kernel.attrs)
+          if (a.kind == ir::Attribute::Kind::kGraph)
+            return unsupported("program: " + ins.kernel.describe() + " attribute '" + name +
+                               "' is a subgraph, which programs cannot hold");
+  return ok_status();
+}
+
 }  // namespace
 
 Result<std::vector<uint8_t>> serialize_program(ProgramData& program,
                                                const std::vector<std::vector<uint8_t>>& segments) {
+  SRT_RETURN_IF_ERROR(refuse_subgraphs(program));
   if (segments.size() != program.segments.size())
     return invalid_argument("program: " + std::to_string(program.segments.size()) + " segments declared, " +
                             std::to_string(segments.size()) + " given");
@@ -161,6 +175,7 @@ Result<std::vector<uint8_t>> serialize_program(ProgramData& program,
 
 Result<std::vector<uint8_t>> assemble_program(const ProgramData& program,
                                               std::span<const uint8_t> segments_section) {
+  SRT_RETURN_IF_ERROR(refuse_subgraphs(program));
   return emit(build_flatbuffer(program), segments_section);
 }
 

@@ -5,6 +5,7 @@
 
 #include "builder/build_steps.h"
 #include "onnx/importer.h"
+#include "ir/subgraph.h"
 #include "ops/op.h"
 #include "runtime/device_backend.h"
 
@@ -36,6 +37,7 @@ bool same_attribute(const ir::Attribute& a, const ir::Attribute& b) {
     case K::kFloats: return bits(a.floats) == bits(b.floats);
     case K::kStrings: return a.strings == b.strings;
     case K::kTensor: return same_tensor(a.t, b.t);
+    case K::kGraph: return a.g && b.g && ir::same_graph(*a.g, *b.g, same_attribute);
   }
   return false;
 }
