@@ -91,10 +91,6 @@ class Runner {
   size_t out_index_ = 0;
 };
 
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.dims() == b.dims() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-}
-
 size_t differing_elements(const Tensor& a, const Tensor& b) {
   const size_t es = dtype_size(a.dtype());
   size_t bad = 0;
@@ -124,7 +120,9 @@ void check_seeded(const OneNode& o) {
   auto want = cpu->run();
   ASSERT_TRUE(want.ok()) << want.status().to_string();
   for (int pass = 0; pass < 4; ++pass) {
-    if (pass == 2) ASSERT_TRUE(gpu->use_cuda_graph().ok());
+    if (pass == 2) {
+      ASSERT_TRUE(gpu->use_cuda_graph().ok());
+    }
     auto got = gpu->run();
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     ASSERT_EQ(got->dtype(), want->dtype());
@@ -184,7 +182,9 @@ TEST_F(GpuRandom, UnseededDrawsAreFreshAndWellDistributed) {
     ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
     std::vector<Tensor> runs;
     for (int pass = 0; pass < 4; ++pass) {
-      if (pass == 2) ASSERT_TRUE(gpu->use_cuda_graph().ok());
+      if (pass == 2) {
+      ASSERT_TRUE(gpu->use_cuda_graph().ok());
+    }
       auto t = gpu->run();
       ASSERT_TRUE(t.ok()) << t.status().to_string();
       runs.push_back(std::move(t).value());
