@@ -515,11 +515,15 @@ streamrt_cli_test(onnx_test_skips_file_missing fail "expected-skips file.*no_suc
        --expected-skips ${STREAMRT_POLICY}/no_such_list.txt)
 if(EXISTS /usr/share/libonnx-testdata/data/node/test_lstm_defaults)
   set(STREAMRT_NODE /usr/share/libonnx-testdata/data/node)
-  # Bernoulli (random) is an op streamrt lacks: a skip any list accepts, but --no-skip does not.
+  # Adagrad (ai.onnx.preview.training) is an op streamrt lacks: a skip any list accepts, but --no-skip does not.
   streamrt_cli_test(onnx_test_unlisted_op_skip_passes pass "0 passed, 0 failed, 1 skipped"
-    ARGS onnx-test ${STREAMRT_NODE}/test_bernoulli --device cpu --expected-skips ${STREAMRT_POLICY}/nothing.txt)
-  streamrt_cli_test(onnx_test_no_skip_fails_a_skip fail "skipped, and every case must run: .*Bernoulli"
-    ARGS onnx-test ${STREAMRT_NODE}/test_bernoulli --device cpu --no-skip)
+    ARGS onnx-test ${STREAMRT_NODE}/test_adagrad --device cpu --expected-skips ${STREAMRT_POLICY}/nothing.txt)
+  streamrt_cli_test(onnx_test_no_skip_fails_a_skip fail "skipped, and every case must run: .*Adagrad"
+    ARGS onnx-test ${STREAMRT_NODE}/test_adagrad --device cpu --no-skip)
+  # Random outputs (numpy's draws in the reference) pass on what any draw satisfies, and say so.
+  streamrt_cli_test(onnx_test_random_outputs_pass_with_a_note pass
+    "pass  test_bernoulli_expanded: random outputs: shape and dtype checked, values in .0, 1.*1 passed, 0 failed, 0 skipped"
+    ARGS onnx-test ${STREAMRT_NODE}/test_bernoulli_expanded --device cpu --no-skip)
   # A string tensor is not an op streamrt lacks: the skip must be listed.
   streamrt_cli_test(onnx_test_unlisted_reason_fails fail "skipped for a reason the expected-skips file does not list: .*STRING"
     ARGS onnx-test ${STREAMRT_NODE}/test_cast_FLOAT_to_STRING --device cpu --expected-skips ${STREAMRT_POLICY}/nothing.txt)

@@ -81,7 +81,8 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
       else if (auto& p = ctx.output_partials()[k]; p && options.max_propagated_elements > 0)
         keep_partial(r, id, std::move(*p));
     }
-    if (!all_known || options.max_propagated_elements <= 0) continue;
+    // Random draws are made at run time, every run: never a constant.
+    if (!all_known || options.max_propagated_elements <= 0 || schema->nondeterministic) continue;
     // Propagate contents of small outputs whose inputs are all known.
     bool small = true;
     for (size_t k = 0; k < node.outputs.size(); ++k) {

@@ -219,6 +219,10 @@ struct OpSchema {
   // Arithmetic of one step at the given dims, for the residency planner's time estimates
   // (optional: an op without it counts as bound by the bytes it reads and writes).
   FlopsFn flops = nullptr;
+  // The outputs are random draws (RandomUniform, Bernoulli, ...), not a function of the inputs:
+  // the builder never computes them at build time (constant folding, value propagation), and the
+  // onnx-test runner checks only their dtypes and dims (plus what the values must satisfy).
+  bool nondeterministic = false;
 };
 
 // For FlopsFn: the elements of `d`, an unknown (-1) dim counted as 1.

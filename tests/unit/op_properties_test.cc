@@ -126,10 +126,12 @@ TEST(OpProperties, MovedPropertiesAnswerAsTheCentralListsDid) {
   EXPECT_EQ(tables, (std::set<std::string>{"Gather"}));
   EXPECT_EQ(views, (std::set<std::string>{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}));
   EXPECT_EQ(tf32, (std::set<std::string>{"MatMul", "Gemm", "Conv"}));
-  EXPECT_EQ(dims_only, (std::set<std::string>{"Shape", "Size"}));
+  EXPECT_EQ(dims_only, (std::set<std::string>{"Shape", "Size", "RandomUniformLike", "RandomNormalLike"}));
   EXPECT_EQ(dtype_attrs, (std::set<std::string>{"Cast.to", "EyeLike.dtype", "HannWindow.output_datatype",
                                                 "HammingWindow.output_datatype", "BlackmanWindow.output_datatype",
-                                                "MelWeightMatrix.output_datatype"}));
+                                                "MelWeightMatrix.output_datatype", "Bernoulli.dtype",
+                                                "RandomUniform.dtype", "RandomUniformLike.dtype", "RandomNormal.dtype",
+                                                "RandomNormalLike.dtype"}));
 
   EXPECT_TRUE(plan::is_view_step(node("Reshape", 2)));
   EXPECT_TRUE(plan::is_view_step(node("Identity", 1)));

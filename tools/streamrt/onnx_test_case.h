@@ -28,6 +28,9 @@ std::vector<std::string> find_cases(const std::string& path);
 // `precision` float32 keeps the model's types; float16 / bfloat16 as the builder's --fp16 / --bf16.
 // `against_cpu` compares with the CPU backend built the same way instead of the stored outputs
 // (the op conformance check of a device against the CPU reference, in any precision).
+// A model with random ops (OpSchema::nondeterministic) has its outputs checked for dtype, dims and
+// what every draw satisfies, not value by value (unless `against_cpu` and every random node is
+// seeded), and passes with a note that says so.
 CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol,
                     DataType precision = DataType::kFloat32, bool against_cpu = false);
 
