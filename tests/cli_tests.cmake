@@ -342,6 +342,9 @@ streamrt_cli_test(greedy_decode_chunked_prompt pass "prefill 2 tokens.*tokens: 2
 streamrt_cli_test(greedy_decode_past_outside_profile fail "input 'attention_mask': dims 1x101 are outside the optimization profile"
   BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_plan
   ARGS ${STREAMRT_CLI_TMP}/llama_decode.plan --past 100 --device cpu)
+streamrt_cli_test(greedy_decode_past_overflow fail "--past, --prompt-len and --new-tokens take at most"
+  BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_plan
+  ARGS ${STREAMRT_CLI_TMP}/llama_decode.plan --past 9223372036854775807 --device cpu)
 streamrt_cli_test(greedy_decode_not_a_decoder fail "input 'input' is not one of input_ids"
   BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_mlp_ws_plan ARGS ${STREAMRT_CLI_TMP}/mlp_ws.plan --prompt 1)
 streamrt_cli_test(greedy_decode_bad_budget fail "budget"

@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "streaming"))
 import export_llama_kv  # noqa: E402
+import hog as hogmod  # noqa: E402  (its size parser)
 from torch_peer import PrefetchLoop, measure_bandwidth, short_error  # noqa: E402  (bench/streaming)
 
 CHUNK = 64 << 20  # LM head piece: what streamrt streams at a time by default
@@ -91,7 +92,6 @@ def parse_free(text):
         if item == "empty":
             out.append(("empty", None))
         else:
-            import hog as hogmod
             out.append((item, hogmod.size(item)))
     return out
 

@@ -262,6 +262,10 @@ Status run(const Options& o) {
   SRT_ASSIGN_OR_RETURN(Io io, discover(*engine));
   SRT_ASSIGN_OR_RETURN(BudgetSpec spec, parse_budget(o.budget));
 
+  constexpr int64_t kMaxPositions = int64_t{1} << 32;  // keeps the sums below from overflowing
+  if (o.past > kMaxPositions || o.prompt_len > kMaxPositions || o.new_tokens > kMaxPositions)
+    return invalid_argument("--past, --prompt-len and --new-tokens take at most " + std::to_string(kMaxPositions));
+  if (o.prompt_len > 0 && io.vocab < 4) return invalid_argument("--prompt-len: the vocabulary is too small for random ids");
   std::vector<int64_t> prompt = o.prompt;
   std::mt19937 rng(3);
   for (int64_t i = static_cast<int64_t>(prompt.size()); i < o.prompt_len; ++i)
