@@ -19,6 +19,12 @@ namespace streamrt {
 struct RuntimeOptions {
   // Device to run on; unset = CUDA when a GPU is present, else the CPU.
   std::optional<DeviceType> device;
+  // CUDA: per-thread stack the device reserves for every thread it can hold at once (the driver's
+  // default, 1 KiB, is 264 MiB on an H100). Creating the runtime lowers the device's limit to this
+  // when it is higher; 0 leaves it alone. 512 covers every streamrt kernel (the deepest uses 416
+  // bytes); a kernel of another library that needs more makes the driver raise it at that launch.
+  // The limit is per device and process-wide, so it also applies to other libraries' kernels.
+  size_t cuda_thread_stack_bytes = 512;
 };
 
 struct TensorDesc {

@@ -40,6 +40,8 @@ class DeviceBackend {
   virtual DeviceType type() const = 0;
   // OK when the device can be used now (a GPU is present, the driver answers).
   virtual Status available() const = 0;
+  // Applies the process-wide device settings of `options` (Runtime::create).
+  virtual Status configure(const RuntimeOptions&) { return ok_status(); }
   // The device an engine built now would target (name, compute capability).
   virtual plan::DeviceInfo info() const = 0;
   // Checks the plan fits this device (kIncompatible otherwise) and prepares per-engine

@@ -17,6 +17,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) 
     if (!backend)
       return unsupported(std::string("this build of streamrt has no ") + device_type_name(device) + " backend");
     SRT_RETURN_IF_ERROR(backend->available());
+    SRT_RETURN_IF_ERROR(backend->configure(options));
     return std::unique_ptr<Runtime>(new Runtime(device));
   });
 }

@@ -197,5 +197,28 @@ TEST(GpuMemoryContract, AutoLoadOnANearlyFullGpuRunsWithinTheContract) {
   EXPECT_EQ((*again)->weight_streaming_budget(), streamable);
 }
 
+// The driver reserves its per-thread stack limit for every thread the GPU holds at once (1 KiB by
+// default: 264 MiB on an H100). Creating a runtime lowers the limit to RuntimeOptions::
+// cuda_thread_stack_bytes, and that memory comes back; 0 leaves the limit as it is.
+TEST(GpuMemoryContract, RuntimeLowersTheThreadStackLimitAndFreesItsReservation) {
+  SRT_REQUIRE_GPU();
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitStackSize, 1024), cudaSuccess);
+  const int64_t before = free_device_memory();
+  RuntimeOptions keep;
+  keep.device = DeviceType::kCuda;
+  keep.cuda_thread_stack_bytes = 0;
+  ASSERT_TRUE(Runtime::create(keep).ok());
+  size_t limit = 0;
+  ASSERT_EQ(cudaDeviceGetLimit(&limit, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(limit, 1024u);
+  auto rt = Runtime::create({DeviceType::kCuda});
+  ASSERT_TRUE(rt.ok());
+  ASSERT_EQ(cudaDeviceGetLimit(&limit, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(limit, 512u);
+  const int64_t freed = free_device_memory() - before;
+  std::printf("[ info ] stack limit 1024 -> 512 bytes freed %lld MiB\n", static_cast<long long>(freed >> 20));
+  EXPECT_GT(freed, int64_t{16} << 20);
+}
+
 }  // namespace
 }  // namespace streamrt

@@ -23,6 +23,14 @@ class CudaBackend final : public DeviceBackend {
     return ok_status();
   }
 
+  Status configure(const RuntimeOptions& options) override {
+    const size_t want = options.cuda_thread_stack_bytes;
+    size_t now = 0;
+    SRT_CUDA(cudaDeviceGetLimit(&now, cudaLimitStackSize));
+    if (want > 0 && want < now) SRT_CUDA(cudaDeviceSetLimit(cudaLimitStackSize, want));
+    return ok_status();
+  }
+
   plan::DeviceInfo info() const override {
     cudaDeviceProp prop{};
     int dev = 0;
