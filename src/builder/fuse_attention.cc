@@ -15,6 +15,7 @@
 #include <cmath>
 #include <map>
 
+#include "builder/attention_idioms.h"
 #include "builder/fusion.h"
 #include "builder/passes.h"
 #include "core/env.h"
@@ -102,211 +103,14 @@ bool is_causal(const std::vector<uint8_t>& masked, const Dims& dims, int64_t sq,
   return true;
 }
 
-// ---- Dims proven equal without knowing them ----------------------------------------------------
-// With a dynamic sequence length, Sq == Skv (and the size of a sliced causal mask) cannot be read
-// off the inferred shapes (-1). DimTracer follows a dim back through ops that provably keep it
-// (given the graph runs at all) to a canonical form; equal forms are equal sizes at every shape.
-
-// A static size (root == kNoValue, n = the size), or min(dim n of value `root`, cap) where cap = 0
-// means no cap (cap comes from Slice(x, 0, E) on an axis of static size cap).
-struct SymDim {
-  ir::ValueId root = ir::kNoValue;
-  int64_t n = -1;
-  int64_t cap = 0;
-  bool is_static() const { return root == ir::kNoValue; }
-  bool operator==(const SymDim&) const = default;
-};
-
-// An int attribute (`def` when absent), nullopt when it has the wrong kind.
-std::optional<int64_t> int_attr(const ir::Node& n, const char* key, int64_t def) {
-  auto a = n.attr_int(key, def);
-  return a.ok() ? std::optional(*a) : std::nullopt;
-}
-
-int64_t rank_or_zero(const ir::Graph& g, ir::ValueId v) { return static_cast<int64_t>(rank_of(g, v)); }
-
-class DimTracer {
- public:
-  DimTracer(const ir::Graph& g, const GraphIndex& idx) : g_(g), idx_(idx) {}
-
-  // Dim `axis` (may be negative) of v; nullopt when v's rank is unknown or axis out of range.
-  std::optional<SymDim> dim(ir::ValueId v, int64_t axis) {
-    const ir::Value& val = g_.value(v);
-    const int64_t r = static_cast<int64_t>(val.dims.size());
-    if (!val.has_shape || axis < -r || axis >= r) return std::nullopt;
-    if (axis < 0) axis += r;
-    if (val.dims[axis] >= 0) return SymDim{ir::kNoValue, val.dims[axis]};
-    auto key = std::make_pair(v, axis);
-    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-    // Tracing recurses once per op up the graph: past kMaxDepth (a chain of thousands of
-    // element-wise ops) the dim stays its own symbol rather than overflowing the stack.
-    if (depth_ >= kMaxDepth) return SymDim{v, axis};
-    ++depth_;
-    SymDim d = trace(v, axis).value_or(SymDim{v, axis});
-    --depth_;
-    memo_[key] = d;
-    return d;
-  }
-
-  // Element k of a 1-D int tensor (k = 0 for a scalar), as a size: from constants, Shape, Gather,
-  // Concat, Unsqueeze, ... Nullopt when unknown.
-  std::optional<SymDim> element(ir::ValueId v, int64_t k) {
-    if (const Tensor* t = g_.constant(v)) {
-      auto x = t->to_int64_vector();
-      if (!x.ok() || k < 0 || k >= static_cast<int64_t>(x->size())) return std::nullopt;
-      return SymDim{ir::kNoValue, (*x)[k]};
-    }
-    const int p = idx_.producer(v);
-    if (p < 0) return std::nullopt;
-    const ir::Node& n = g_.nodes[p];
-    const std::string& op = n.op_type;
-    if (op == "Shape") {
-      const int64_t r = rank_or_zero(g_, n.inputs[0]);
-      auto start = int_attr(n, "start", 0);
-      if (!start) return std::nullopt;
-      return dim(n.inputs[0], (*start < 0 ? *start + r : *start) + k);
-    }
-    if (op == "Gather" && int_attr(n, "axis", 0) == 0) {
-      const Tensor* ind = g_.constant(n.inputs[1]);
-      if (!ind) return std::nullopt;
-      auto i = ind->to_int64_vector();
-      if (!i.ok() || k < 0 || k >= static_cast<int64_t>(i->size())) return std::nullopt;
-      int64_t at = (*i)[k];
-      if (at < 0) {
-        const ir::Value& data = g_.value(n.inputs[0]);
-        if (!data.has_shape || data.dims.size() != 1 || data.dims[0] < 0) return std::nullopt;
-        at += data.dims[0];
-      }
-      return element(n.inputs[0], at);
-    }
-    if (op == "Unsqueeze" || op == "Squeeze" || op == "Cast" || op == "Identity" || op == "Reshape")
-      return element(n.inputs[0], k);
-    if (op == "Concat") {
-      for (ir::ValueId in : n.inputs) {
-        const ir::Value& piece = g_.value(in);
-        if (!piece.has_shape || piece.dims.size() != 1 || piece.dims[0] < 0) return std::nullopt;
-        if (k < piece.dims[0]) return element(in, k);
-        k -= piece.dims[0];
-      }
-    }
-    return std::nullopt;
-  }
-
- private:
-  std::optional<SymDim> trace(ir::ValueId v, int64_t axis) {
-    const int p = idx_.producer(v);
-    if (p < 0) return std::nullopt;
-    const ir::Node& n = g_.nodes[p];
-    if (!n.domain.empty() || n.inputs.empty() || n.outputs[0] != v) return std::nullopt;
-    const std::string& op = n.op_type;
-    const int64_t r = rank_or_zero(g_, v);
-    static const char* const kSameShape[] = {"Cast", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt",
-                                             "Reciprocal", "Erf", "Abs", "Not", "Identity", "Softmax",
-                                             "RMSNormalization", "LayerNormalization"};
-    for (const char* s : kSameShape)
-      if (op == s) return dim(n.inputs[0], axis);
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Where")
-      return broadcast(n, r, axis);
-    if (op == "Transpose") {
-      auto perm = n.attr_ints("perm", std::vector<int64_t>{});
-      if (!perm.ok() || perm->empty()) return dim(n.inputs[0], r - 1 - axis);
-      return perm->size() == static_cast<size_t>(r) ? dim(n.inputs[0], (*perm)[axis]) : std::nullopt;
-    }
-    if (op == "MatMul" || op == "Attention") {  // rows come from the first operand (Q)
-      const bool matrices = rank_or_zero(g_, n.inputs[0]) >= 2 && n.inputs.size() > 1 && rank_or_zero(g_, n.inputs[1]) >= 2;
-      return matrices && axis == r - 2 ? dim(n.inputs[0], -2) : std::nullopt;
-    }
-    if (op == "Reshape" && n.inputs.size() == 2) {
-      auto e = element(n.inputs[1], axis);
-      if (!e || (e->is_static() && e->n < 0)) return std::nullopt;  // -1: inferred from the others
-      if (e->is_static() && e->n == 0)
-        return int_attr(n, "allowzero", 0) == 0 ? dim(n.inputs[0], axis) : std::nullopt;
-      return e;
-    }
-    if (op == "Concat") {
-      auto a = n.attr_int("axis");
-      if (!a.ok()) return std::nullopt;
-      return (*a < 0 ? *a + r : *a) != axis ? dim(n.inputs[0], axis) : std::nullopt;
-    }
-    if (op == "Slice") return slice(n, r, axis);
-    return std::nullopt;
-  }
-
-  // Output dim of an element-wise op with numpy broadcasting, if the op succeeds.
-  std::optional<SymDim> broadcast(const ir::Node& n, int64_t r, int64_t axis) {
-    std::vector<SymDim> ds;
-    for (ir::ValueId in : n.inputs) {
-      const int64_t ri = rank_or_zero(g_, in), a = axis - (r - ri);
-      if (!g_.value(in).has_shape) return std::nullopt;
-      if (a < 0) continue;  // the operand broadcasts along this axis
-      auto d = dim(in, a);
-      if (!d) return std::nullopt;
-      if (!(d->is_static() && d->n == 1)) ds.push_back(*d);
-    }
-    if (ds.empty()) return SymDim{ir::kNoValue, 1};
-    for (const SymDim& d : ds)  // a static size other than 1 is the result
-      if (d.is_static()) return d;
-    // min(R, N) broadcast with R: R (equal, or N == 1; otherwise the op fails).
-    std::optional<SymDim> out;
-    for (const SymDim& d : ds) {
-      if (out && (out->root != d.root || out->n != d.n || (out->cap != d.cap && out->cap && d.cap))) return std::nullopt;
-      if (!out || d.cap == 0) out = d;
-    }
-    return out;
-  }
-
-  // Slice [0, E) with step 1 of an axis of static size N >= 1 is min(E, N); unsliced axes pass.
-  // An axis the Slice does not touch passes even when its starts / ends are computed at run time
-  // (rotate_half slices the last axis at D/2, computed from a Shape).
-  std::optional<SymDim> slice(const ir::Node& n, int64_t r, int64_t axis) {
-    if (!constant_or_absent(g_, n, 3) || !constant_or_absent(g_, n, 4)) return std::nullopt;
-    auto axes = const_ints(g_, n, 3, "axes").value_or(std::vector<int64_t>{});
-    if (axes.empty()) {  // absent: the first len(starts) axes
-      const ir::Value* sv = n.opset >= 10 && n.inputs.size() > 1 ? &g_.value(n.inputs[1]) : nullptr;
-      auto starts = const_ints(g_, n, 1, "starts");
-      const int64_t len = starts ? static_cast<int64_t>(starts->size())
-                          : sv && sv->has_shape && sv->dims.size() == 1 ? sv->dims[0]
-                                                                        : -1;
-      if (len < 0) return std::nullopt;
-      for (int64_t i = 0; i < len; ++i) axes.push_back(i);
-    }
-    bool touched = false;
-    for (int64_t a : axes) touched = touched || (a < 0 ? a + r : a) == axis;
-    if (!touched) return dim(n.inputs[0], axis);
-    auto starts = const_ints(g_, n, 1, "starts");
-    if (!starts || axes.size() != starts->size()) return std::nullopt;
-    for (size_t i = 0; i < axes.size(); ++i) {
-      if ((axes[i] < 0 ? axes[i] + r : axes[i]) != axis) continue;
-      auto steps = const_ints(g_, n, 4, "steps");
-      if ((*starts)[i] != 0 || (steps && (steps->size() != axes.size() || (*steps)[i] != 1))) return std::nullopt;
-      auto in = dim(n.inputs[0], axis);
-      std::optional<SymDim> end;
-      if (n.opset < 10) {
-        auto ends = const_ints(g_, n, 2, "ends");
-        if (ends && ends->size() == axes.size()) end = SymDim{ir::kNoValue, (*ends)[i]};
-      } else if (n.inputs.size() > 2) {
-        end = element(n.inputs[2], static_cast<int64_t>(i));
-      }
-      if (!in || !in->is_static() || in->n < 1 || !end || end->cap != 0) return std::nullopt;
-      if (end->is_static()) return end->n < 0 ? std::nullopt : std::optional(SymDim{ir::kNoValue, std::min(end->n, in->n)});
-      return SymDim{end->root, end->n, in->n};
-    }
-    return dim(n.inputs[0], axis);
-  }
-
-  static constexpr int kMaxDepth = 256;
-  const ir::Graph& g_;
-  const GraphIndex& idx_;
-  std::map<std::pair<ir::ValueId, int64_t>, SymDim> memo_;
-  int depth_ = 0;
-};
-
 struct Match {
   std::vector<int> chain;  // nodes absorbed besides the root
   ir::ValueId q = ir::kNoValue, k = ir::kNoValue, v = ir::kNoValue, mask = ir::kNoValue;
   float scale = 1.f;
   bool k_transposed = true, causal = false;
-  bool sliced_mask = false;  // causal from a sliced constant: its Slice / Not nodes may be left dead
+  bool nan_to_zero = false;  // the softmax was NaN-guarded
+  int64_t kv_group = 1;
+  bool left_dead = false;  // absorbed nodes leave shape computations or a shared sliced mask dead
   bool invert_mask = false;  // the mask input must be the negation of the constant `mask`
   std::optional<float> mask_fill;  // of a bool mask from Where
 };
@@ -353,10 +157,15 @@ bool match_scores(const ir::Graph& g, const GraphIndex& idx, ir::ValueId s, Matc
   m->q = strip_scale(g, idx, g.nodes[mm].inputs[0], &m->scale, &m->chain);
   ir::ValueId kt = strip_scale(g, idx, g.nodes[mm].inputs[1], &m->scale, &m->chain);
   int tr = absorbable(idx, kt, "Transpose");
+  DimTracer tracer(g, idx);
   if (tr >= 0 && swaps_last_two(g.nodes[tr], rank_of(g, kt))) {
     m->chain.push_back(tr);
     m->k = strip_scale(g, idx, g.nodes[tr].inputs[0], &m->scale, &m->chain);
     m->k_transposed = false;
+  } else if (auto x = flattened_transpose(g, idx, tracer, kt, &m->chain)) {
+    m->k = strip_scale(g, idx, *x, &m->scale, &m->chain);
+    m->k_transposed = false;
+    m->left_dead = true;  // the shape arithmetic of the reshapes
   } else {
     m->k = kt;
   }
@@ -408,7 +217,7 @@ bool match_where(const ir::Graph& g, const GraphIndex& idx, int w, const Dims& s
   }
   // Llama with a dynamic length: ~causal[:t, :t] of a constant triangle (Sq == Skv == t).
   if (*fill <= kLargeNegative && is_sliced_causal(g, idx, cond, !keep, *m, rank)) {
-    m->causal = m->sliced_mask = true;
+    m->causal = m->left_dead = true;
     m->mask_fill.reset();
     return true;
   }
@@ -421,7 +230,9 @@ bool match_where(const ir::Graph& g, const GraphIndex& idx, int w, const Dims& s
 std::optional<Match> match(const ir::Graph& g, const GraphIndex& idx, int root) {
   const ir::Node& r = g.nodes[root];
   if (r.inputs.size() != 2) return std::nullopt;
+  Match m;
   int sm = absorbable(idx, r.inputs[0], "Softmax");
+  if (sm < 0 && (sm = nan_guarded_softmax(g, idx, r.inputs[0], &m.chain)) >= 0) m.nan_to_zero = true;
   if (sm < 0) return std::nullopt;
   const ir::ValueId x = g.nodes[sm].inputs[0];
   const ir::Value& xv = g.value(x);
@@ -429,7 +240,6 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& idx, int root) 
   const int64_t rank = static_cast<int64_t>(xv.dims.size());
   auto axis = ops::softmax_axis(g.nodes[sm], rank);
   if (!axis.ok() || *axis != rank - 1) return std::nullopt;
-  Match m;
   m.chain.push_back(sm);
   m.v = r.inputs[1];
   if (int add = absorbable(idx, x, "Add"); add >= 0) {
@@ -455,6 +265,19 @@ std::optional<Match> match(const ir::Graph& g, const GraphIndex& idx, int root) 
   return match_scores(g, idx, x, &m) ? std::optional<Match>(m) : std::nullopt;
 }
 
+// Grouped-query K and V repeated to every query head (repeat_kv) are read by group instead.
+bool fold_repeated_kv(const ir::Graph& g, const GraphIndex& idx, Match* m) {
+  if (m->k_transposed) return false;
+  DimTracer tr(g, idx);
+  auto k = repeated_kv(g, idx, tr, m->k), v = repeated_kv(g, idx, tr, m->v);
+  if (!k || !v || k->group != v->group) return false;
+  m->k = k->kv, m->v = v->kv, m->kv_group = k->group;
+  m->chain.insert(m->chain.end(), k->nodes.begin(), k->nodes.end());
+  m->chain.insert(m->chain.end(), v->nodes.begin(), v->nodes.end());
+  m->left_dead = true;  // the Expand's shape arithmetic
+  return true;
+}
+
 // Q, K, V of one float type and ranks >= 2, and the fused op computes the root's output shape.
 bool fits(const ir::Graph& g, const Match& m, const ir::Node& root) {
   const ir::Value &q = g.value(m.q), &k = g.value(m.k), &v = g.value(m.v);
@@ -462,7 +285,8 @@ bool fits(const ir::Graph& g, const Match& m, const ir::Node& root) {
     return false;
   const ir::Value* mask = m.mask != ir::kNoValue ? &g.value(m.mask) : nullptr;
   if (mask && (!mask->has_shape || (mask->dtype != q.dtype && mask->dtype != DataType::kBool))) return false;
-  auto out = ops::attention_output_dims(root, q.dims, k.dims, v.dims, mask ? &mask->dims : nullptr, m.k_transposed);
+  auto out = ops::attention_output_dims(root, q.dims, k.dims, v.dims, mask ? &mask->dims : nullptr, m.k_transposed,
+                                       0, m.kv_group);
   const ir::Value& y = g.value(root.outputs[0]);
   return out.ok() && y.has_shape && *out == y.dims && y.dtype == q.dtype;
 }
@@ -523,7 +347,13 @@ size_t fuse_attention(ir::Graph& g) {
       ir::Node& root = g.nodes[i];
       if (idx.removed(i) || root.op_type != "MatMul" || !root.domain.empty() || root.outputs.empty()) continue;
       auto m = match(g, idx, static_cast<int>(i));
-      if (!m || !fits(g, *m, root) || !idx.single_use_chain(m->chain, static_cast<int>(i))) continue;
+      if (!m) continue;
+      auto usable = [&](const Match& c) {
+        const int r = static_cast<int>(i);
+        return fits(g, c, root) && (c.left_dead ? idx.only_use_with_dead(c.chain, r) : idx.single_use_chain(c.chain, r));
+      };
+      if (Match grouped = *m; fold_repeated_kv(g, idx, &grouped) && usable(grouped)) m = std::move(grouped);
+      else if (!usable(*m)) continue;
       ir::Node n;
       n.name = root.name + "/attention";
       n.op_type = "Attention";
@@ -535,7 +365,9 @@ size_t fuse_attention(ir::Graph& g) {
       if (m->causal) n.attrs["causal"] = ir::Attribute::make_int(1);
       n.attrs["k_transposed"] = ir::Attribute::make_int(m->k_transposed ? 1 : 0);
       if (m->mask_fill) n.attrs["mask_fill"] = ir::Attribute::make_float(*m->mask_fill);
-      left_dead |= m->sliced_mask;
+      if (m->nan_to_zero) n.attrs["nan_to_zero"] = ir::Attribute::make_int(1);
+      if (m->kv_group > 1) n.attrs["kv_group"] = ir::Attribute::make_int(m->kv_group);
+      left_dead |= m->left_dead;
       if (m->invert_mask) to_invert.emplace_back(n.outputs[0], m->mask);
       for (int c : m->chain) idx.remove(c);
       root = std::move(n);

@@ -1,5 +1,9 @@
 #include "builder/fusion.h"
 
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
 #include <algorithm>
 
 namespace streamrt::builder {
@@ -35,6 +39,35 @@ bool GraphIndex::single_use_chain(const std::vector<int>& nodes, int root) const
       if (is_output_[o]) return false;
       for (int c : consumers_[o])
         if (c != root && std::find(nodes.begin(), nodes.end(), c) == nodes.end()) return false;
+    }
+  return true;
+}
+
+bool GraphIndex::only_use_with_dead(const std::vector<int>& nodes, int root) const {
+  std::unordered_set<int> absorbed(nodes.begin(), nodes.end());
+  absorbed.insert(root);
+  std::unordered_map<int, bool> memo;
+  // A reader outside the chain is fine when everything it feeds, transitively, is the chain's
+  // (shape arithmetic of the chain's own reshapes): it is dead once the chain is gone.
+  std::function<bool(int, int)> dead_after = [&](int n, int depth) {
+    if (absorbed.count(n)) return true;
+    if (depth > 32) return false;
+    if (auto it = memo.find(n); it != memo.end()) return it->second;
+    memo[n] = false;
+    bool dead = true;
+    for (ir::ValueId o : g_.nodes[n].outputs) {
+      if (o == ir::kNoValue) continue;
+      dead = dead && !is_output_[o];
+      for (int c : consumers_[o]) dead = dead && (removed_[c] || dead_after(c, depth + 1));
+    }
+    return memo[n] = dead;
+  };
+  for (int n : nodes)
+    for (ir::ValueId o : g_.nodes[n].outputs) {
+      if (o == ir::kNoValue) continue;
+      if (is_output_[o]) return false;
+      for (int c : consumers_[o])
+        if (!removed_[c] && !dead_after(c, 0)) return false;
     }
   return true;
 }

@@ -22,6 +22,9 @@ class GraphIndex {
   int single_consumer(ir::ValueId v) const;
   // True when every output of `nodes` is read only by `nodes` or `root` and is no graph output.
   bool single_use_chain(const std::vector<int>& nodes, int root) const;
+  // The same, but other readers are allowed when they are dead once `nodes` are removed (they
+  // only feed `nodes`, `root` or other such readers): the caller must then remove dead code.
+  bool only_use_with_dead(const std::vector<int>& nodes, int root) const;
   void remove(int node) { removed_[node] = true; }
   bool removed(size_t node) const { return removed_[node]; }
   // Erases removed nodes from the graph.

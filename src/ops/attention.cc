@@ -16,6 +16,13 @@ bool same_dim(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
 
 Dims leading(const Dims& d) { return d.size() > 2 ? Dims(d.begin(), d.end() - 2) : Dims{}; }
 
+// K's or V's leading dims as the query heads see them: kv_group heads per stored head.
+Dims grouped_lead(const Dims& d, int64_t kv_group) {
+  Dims l = leading(d);
+  if (kv_group > 1 && !l.empty() && l.back() >= 0) l.back() *= kv_group;
+  return l;
+}
+
 // A [B, S, H, D] tensor as the [B, H, S, D] the kernels compute on.
 Dims logical(const Dims& d, bool bshd) { return bshd && d.size() == 4 ? Dims{d[0], d[2], d[1], d[3]} : d; }
 
@@ -93,15 +100,23 @@ Result<AttentionAttrs> attention_attrs(const ir::Node& node, int64_t d) {
   const float def = d > 0 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))) : 1.f;
   SRT_ASSIGN_OR_RETURN(a.scale, node.attr_float("scale", def));
   SRT_ASSIGN_OR_RETURN(a.mask_fill, node.attr_float("mask_fill", a.mask_fill));
+  SRT_ASSIGN_OR_RETURN(a.kv_group, node.attr_int("kv_group", 1));
+  if (a.kv_group < 1 || a.kv_group > (int64_t{1} << 20))
+    return node.error(StatusCode::kInvalidModel, "kv_group must be in [1, 2^20], got " + std::to_string(a.kv_group));
+  SRT_ASSIGN_OR_RETURN(int64_t nan_to_zero, node.attr_int("nan_to_zero", 0));
+  if (nan_to_zero != 0 && nan_to_zero != 1) return node.error(StatusCode::kInvalidModel, "nan_to_zero must be 0 or 1");
+  a.nan_to_zero = nan_to_zero == 1;
   return a;
 }
 
 Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q_in, const Dims& k_in, const Dims& v_in,
-                                   const Dims* mask, bool k_transposed, int bshd) {
+                                   const Dims* mask, bool k_transposed, int bshd, int64_t kv_group) {
   SRT_RETURN_IF_ERROR(check_bshd(node, q_in, k_in, v_in, k_transposed, bshd));
   const Dims q = logical(q_in, bshd & kBshdQ), k = logical(k_in, bshd & kBshdK), v = logical(v_in, bshd & kBshdV);
   SRT_ASSIGN_OR_RETURN(MatrixDims m, matrix_dims(node, q, k, v, k_transposed));
-  std::vector<Dims> leads = {leading(q), leading(k), leading(v)};
+  std::vector<Dims> leads = {leading(q), grouped_lead(k, kv_group), grouped_lead(v, kv_group)};
+  if (kv_group > 1 && (q.size() < 3 || k.size() != q.size() || v.size() != q.size()))
+    return node.error(StatusCode::kInvalidModel, "kv_group needs Q, K and V of one rank >= 3 (a heads axis)");
   if (mask) {
     const size_t r = mask->size();
     const int64_t rows = r >= 2 ? (*mask)[r - 2] : 1, cols = r >= 1 ? (*mask)[r - 1] : 1;
@@ -137,7 +152,7 @@ Result<AttentionGeometry> attention_geometry(const KernelContext& ctx, const Att
   }
   SRT_ASSIGN_OR_RETURN(Dims out_dims, attention_output_dims(ctx.node(), q.dims, k.dims, v.dims,
                                                             has_mask ? &ctx.input(3).dims : nullptr, attrs.k_transposed,
-                                                            attrs.bshd));
+                                                            attrs.bshd, attrs.kv_group));
   const int bits = attrs.bshd;
   const Dims ql = logical(q.dims, bits & kBshdQ), kl = logical(k.dims, bits & kBshdK), vl = logical(v.dims, bits & kBshdV);
   const Dims out = logical(out_dims, bits & kBshdY);
@@ -148,10 +163,11 @@ Result<AttentionGeometry> attention_geometry(const KernelContext& ctx, const Att
     return ctx.unsupported("more than " + std::to_string(kAttentionMaxLead) + " leading dims");
   g.batch = dims_numel(lead);
   g.map.rank = static_cast<int>(lead.size());
+  g.map.kv_group = attrs.kv_group;
   std::copy(lead.begin(), lead.end(), g.map.dims);
   lead_strides(leading(ql), natural_lead(ql, bits & kBshdQ), lead, g.map.q);
-  lead_strides(leading(kl), natural_lead(kl, bits & kBshdK), lead, g.map.k);
-  lead_strides(leading(vl), natural_lead(vl, bits & kBshdV), lead, g.map.v);
+  lead_strides(grouped_lead(kl, attrs.kv_group), natural_lead(kl, bits & kBshdK), lead, g.map.k);
+  lead_strides(grouped_lead(vl, attrs.kv_group), natural_lead(vl, bits & kBshdV), lead, g.map.v);
   lead_strides(lead, natural_lead(out, bits & kBshdY), lead, g.map.y);
   // Rows: a [B, S, H, D] tensor's rows are H * D apart.
   g.q_row = bits & kBshdQ ? ql[1] * g.d : g.d;
@@ -192,7 +208,7 @@ Status infer(InferContext& ctx) {
   }
   SRT_ASSIGN_OR_RETURN(Dims out, attention_output_dims(ctx.node(), ctx.input_dims(0), ctx.input_dims(1),
                                                        ctx.input_dims(2), has_mask ? &ctx.input_dims(3) : nullptr,
-                                                       a.k_transposed, a.bshd));
+                                                       a.k_transposed, a.bshd, a.kv_group));
   ctx.set_output(0, t, std::move(out));
   return ok_status();
 }
@@ -240,7 +256,8 @@ void attend(const KernelContext& ctx, const AttentionGeometry& g, const Attentio
         for (int64_t c = 0; c < dv; ++c) acc[c] += p * vf[j * dv + c];
       }
       T* yr = y + o.y + i * g.y_row;
-      for (int64_t c = 0; c < dv; ++c) yr[c] = store<T>(acc[c] / sum);
+      const bool zero = a.nan_to_zero && !(sum > 0.f);  // the row's softmax is NaN
+      for (int64_t c = 0; c < dv; ++c) yr[c] = store<T>(zero ? 0.f : acc[c] / sum);
     }
   }
 }

@@ -13,6 +13,11 @@
 //          cache; k_transposed (int); mask_fill (float, default -inf): exporters' fills are -inf,
 //          -1e4 or the type's lowest; a finite one makes a fully masked row average V as the
 //          unfused Where-Softmax does.
+//          kv_group (int, default 1): query heads per key/value head (grouped- and multi-query
+//          attention): K and V hold H / kv_group heads in the last of their leading dims, and query
+//          head h reads key/value head h / kv_group, so exporters' repeat_kv copies fold away.
+//          nan_to_zero (int): a query whose softmax is NaN (every key masked by -inf, or a NaN
+//          score) gets 0 instead of NaN: exporters' Where(IsNaN(softmax), 0, softmax) folded in.
 // Layout:  attribute bshd (int, bits): an input or the output with its bit set is laid out
 //          [B, S, H, D] (sequence before heads, as projections produce it) instead of [B, H, S, D]:
 //          1 = Q, 2 = K, 4 = V, 8 = Y. Such tensors have rank 4; K with its bit is never transposed.
@@ -45,6 +50,8 @@ struct AttentionAttrs {
   bool causal = false;
   bool k_transposed = false;
   float mask_fill = -std::numeric_limits<float>::infinity();  // score of a false bool-mask entry
+  int64_t kv_group = 1;
+  bool nan_to_zero = false;
 };
 
 // Reads the attributes for head dim `d` (scale defaults to 1/sqrt(d)); rejects ONNX Attention
@@ -53,7 +60,7 @@ Result<AttentionAttrs> attention_attrs(const ir::Node& node, int64_t d);
 
 // The output dims for input dims that may hold -1 (mask may be null); errors name the node.
 Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q, const Dims& k, const Dims& v,
-                                   const Dims* mask, bool k_transposed, int bshd = 0);
+                                   const Dims* mask, bool k_transposed, int bshd = 0, int64_t kv_group = 1);
 
 #if defined(__CUDACC__)
 #define SRT_ATTENTION_HD __host__ __device__
@@ -70,6 +77,7 @@ struct AttentionBatchMap {
     int64_t q, k, v, mask, y;
   };
   int rank = 0;
+  int64_t kv_group = 1;  // K / V offsets use head index / kv_group on the last leading dim
   int64_t dims[kAttentionMaxLead] = {};
   int64_t q[kAttentionMaxLead] = {}, k[kAttentionMaxLead] = {}, v[kAttentionMaxLead] = {},
           mask[kAttentionMaxLead] = {}, y[kAttentionMaxLead] = {};
@@ -80,8 +88,9 @@ struct AttentionBatchMap {
       const int64_t idx = b % dims[i];
       b /= dims[i];
       o.q += idx * q[i];
-      o.k += idx * k[i];
-      o.v += idx * v[i];
+      const int64_t kv_idx = i == rank - 1 ? idx / kv_group : idx;
+      o.k += kv_idx * k[i];
+      o.v += kv_idx * v[i];
       o.mask += idx * mask[i];
       o.y += idx * y[i];
     }

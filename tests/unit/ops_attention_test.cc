@@ -335,4 +335,68 @@ TEST(Attention, BshdLayoutsReadAndWriteInPlace) {
   EXPECT_FALSE(ops::evaluate_on_host(bad, {f32({3, 5, 8}, qv), f32({3, 7, 8}, kv), f32({3, 7, 6}, vv)}).ok());
 }
 
+// [B, Hkv, S, D] with every head repeated `group` times in place: [B, Hkv * group, S, D].
+std::vector<float> repeat_heads(const std::vector<float>& x, const Dims& d, int64_t group) {
+  const int64_t per_head = d[2] * d[3];
+  std::vector<float> out;
+  for (int64_t b = 0; b < d[0]; ++b)
+    for (int64_t h = 0; h < d[1]; ++h)
+      for (int64_t r = 0; r < group; ++r) {
+        auto first = x.begin() + (b * d[1] + h) * per_head;
+        out.insert(out.end(), first, first + per_head);
+      }
+  return out;
+}
+
+TEST(Attention, KvGroupReadsEachKeyValueHeadForItsQueryHeads) {
+  // Grouped (2 of 4 heads, bshd K and V too) and multi-query (1 of 4): equal bit for bit to the same
+  // op on K and V repeated per query head, which is what exporters' repeat_kv computes.
+  const Dims q = {2, 4, 5, 8};
+  for (int64_t kv_heads : {2, 1}) {
+    const int64_t group = 4 / kv_heads;
+    const Dims k = {2, kv_heads, 7, 8}, v = {2, kv_heads, 7, 6};
+    SCOPED_TRACE("kv heads " + std::to_string(kv_heads));
+    auto qv = random_values(numel(q), 31), kv = random_values(numel(k), 32), vv = random_values(numel(v), 33);
+    Case c{.q = q, .k = k, .v = v, .causal = true};
+    auto want = run_ok(attention_node(c), {f32(q, qv), f32({2, 4, 7, 8}, repeat_heads(kv, k, group)),
+                                           f32({2, 4, 7, 6}, repeat_heads(vv, v, group))});
+    ir::Node n = attention_node(c);
+    n.attrs["kv_group"] = Attribute::make_int(group);
+    auto got = run_ok(n, {f32(q, qv), f32(k, kv), f32(v, vv)});
+    EXPECT_EQ(got[0].dims(), (Dims{2, 4, 5, 6}));
+    EXPECT_EQ(values_f32(got[0]), values_f32(want[0]));
+    n.attrs["bshd"] = Attribute::make_int(ops::kBshdK | ops::kBshdV);
+    auto bshd = [](const Dims& d) { return Dims{d[0], d[2], d[1], d[3]}; };
+    got = run_ok(n, {f32(q, qv), f32(bshd(k), swap_middle(kv, k)), f32(bshd(v), swap_middle(vv, v))});
+    EXPECT_EQ(values_f32(got[0]), values_f32(want[0]));
+  }
+  // 4 query heads cannot share 2 stored heads in groups of 3; kv_group < 1 is refused.
+  ir::Node bad = make_node("Attention", 3, 1, {{"kv_group", Attribute::make_int(3)}});
+  auto qv = random_values(numel(q), 1), kv = random_values(2 * 2 * 7 * 8, 2), full = random_values(2 * 4 * 7 * 8, 3);
+  EXPECT_FALSE(ops::evaluate_on_host(bad, {f32(q, qv), f32({2, 2, 7, 8}, kv), f32({2, 2, 7, 8}, kv)}).ok());
+  bad.attrs["kv_group"] = Attribute::make_int(2);
+  EXPECT_TRUE(ops::evaluate_on_host(bad, {f32(q, qv), f32({2, 2, 7, 8}, kv), f32({2, 2, 7, 8}, kv)}).ok());
+  bad.attrs["kv_group"] = Attribute::make_int(0);
+  EXPECT_FALSE(ops::evaluate_on_host(bad, {f32(q, qv), f32({2, 4, 7, 8}, full), f32({2, 4, 7, 8}, full)}).ok());
+}
+
+TEST(Attention, NanToZeroWritesZeroForRowsWithoutKeys) {
+  // Row 1 masks every key with -inf: Softmax gives NaN there, and Where(IsNaN(p), 0, p) then 0.
+  Case c{.q = {1, 3, 2}, .k = {1, 4, 2}, .v = {1, 4, 2}, .mask = {3, 4}, .has_mask = true, .bool_mask = true};
+  std::vector<uint8_t> keep = {1, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0};
+  const std::vector<float> v = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto q = random_values(6, 1), k = random_values(8, 2);
+  std::vector<Tensor> ins = {f32(c.q, q), f32(c.k, k), f32(c.v, v), Tensor::from_vector(DataType::kBool, c.mask, keep)};
+  auto plain = values_f32(run_ok(attention_node(c), ins)[0]);
+  EXPECT_TRUE(std::isnan(plain[2]) && std::isnan(plain[3]));
+  ir::Node n = attention_node(c);
+  n.attrs["nan_to_zero"] = Attribute::make_int(1);
+  auto y = values_f32(run_ok(n, ins)[0]);
+  EXPECT_EQ(y[2], 0.f);
+  EXPECT_EQ(y[3], 0.f);
+  for (int i : {0, 1, 4, 5}) EXPECT_EQ(y[i], plain[i]);  // other rows unchanged
+  n.attrs["nan_to_zero"] = Attribute::make_int(2);
+  EXPECT_FALSE(ops::evaluate_on_host(n, ins).ok());
+}
+
 }  // namespace streamrt::testing

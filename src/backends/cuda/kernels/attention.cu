@@ -47,6 +47,7 @@ struct Params {
   float mask_fill;  // score of a false bool-mask entry
   int causal;
   int mask_kind;
+  int nan_to_zero;  // a row whose softmax is NaN (l not > 0) is written as 0
   ops::AttentionBatchMap map;  // where each batch index starts in Q, K, V and the mask
 };
 
@@ -128,10 +129,11 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Para
         m = m_new;
       }
       T* yr = y + o.y + i * p.y_row;
+      const bool zero = p.nan_to_zero && !(l > 0.f);
 #pragma unroll
       for (int t = 0; t < kSimpleCols; ++t) {
         const int64_t c = c0 + lane + 32 * t;
-        if (c < p.dv) yr[c] = from_acc<T>(acc[t] / l);
+        if (c < p.dv) yr[c] = from_acc<T>(zero ? 0.f : acc[t] / l);
       }
     }
   }
@@ -438,11 +440,17 @@ __global__ void __launch_bounds__(kMmaThreads) attention_mma(const Params p, int
   // Column pairs (2t, 2t + 1) of a row are adjacent: one 4-byte store each (kD is even and Y's
   // rows start 4-byte aligned, as the launcher checks).
   uint16_t* y = static_cast<uint16_t*>(p.y) + o.y;
+  // nan_to_zero: 0 * (1 / l) is 0 only for finite terms, so the row is selected instead.
+  const bool zero0 = p.nan_to_zero && !(l0 > 0.f), zero1 = p.nan_to_zero && !(l1 > 0.f);
 #pragma unroll
   for (int nb = 0; nb < kD / 8; ++nb) {
     const int c = nb * 8 + 2 * t;
-    if (r0 < p.sq) *reinterpret_cast<uint32_t*>(y + r0 * p.y_row + c) = pack_pair<T>(acc[nb][0] / l0, acc[nb][1] / l0);
-    if (r1 < p.sq) *reinterpret_cast<uint32_t*>(y + r1 * p.y_row + c) = pack_pair<T>(acc[nb][2] / l1, acc[nb][3] / l1);
+    if (r0 < p.sq)
+      *reinterpret_cast<uint32_t*>(y + r0 * p.y_row + c) =
+          zero0 ? 0u : pack_pair<T>(acc[nb][0] / l0, acc[nb][1] / l0);
+    if (r1 < p.sq)
+      *reinterpret_cast<uint32_t*>(y + r1 * p.y_row + c) =
+          zero1 ? 0u : pack_pair<T>(acc[nb][2] / l1, acc[nb][3] / l1);
   }
 }
 
@@ -476,6 +484,7 @@ Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g
   p.scale = a.scale;
   p.mask_fill = a.mask_fill;
   p.causal = a.causal ? 1 : 0;
+  p.nan_to_zero = a.nan_to_zero ? 1 : 0;
   p.mask_kind = g.mask == ops::AttentionMask::kAdditive ? kAdditiveMask
                 : g.mask == ops::AttentionMask::kBool   ? kBoolMask
                                                         : kNoMask;
