@@ -243,7 +243,10 @@ void attend(const KernelContext& ctx, const AttentionGeometry& g, const Attentio
         for (int64_t c = 0; c < d; ++c) dot += qf[c] * kf[j * d + c];
         float sc = dot * a.scale;
         const int64_t mo = o.mask + i * g.mask_row + j * g.mask_col;
-        if (mask_add) sc += static_cast<float>(load(mask_add[mo]));
+        if (mask_add) {
+          const float m = static_cast<float>(load(mask_add[mo]));
+          sc = m <= kMaskSwampsScore ? m : sc + m;
+        }
         if (mask_bool && !mask_bool[mo]) sc = a.mask_fill;
         s[j] = sc;
         mx = std::max(mx, sc);

@@ -44,6 +44,12 @@ enum class AttentionMask : uint8_t { kNone, kAdditive, kBool };
 
 inline constexpr int kBshdQ = 1, kBshdK = 2, kBshdV = 4, kBshdY = 8;
 
+// An additive mask entry at or below float16's lowest value replaces the score instead of being
+// added to it. Exporters fill masks with float32's lowest value, and score + lowest is lowest in
+// float32 (a fully masked row is uniform); in --fp16 builds that fill saturates to -65504, where
+// float16 arithmetic also swamps the score but the kernels' float32 sums would not.
+inline constexpr float kMaskSwampsScore = -65504.f;
+
 struct AttentionAttrs {
   float scale = 1.f;
   int bshd = 0;  // kBshd* bits

@@ -66,7 +66,10 @@ __device__ __forceinline__ float masked_score(const Params& p, int64_t mask_base
   if (p.causal && j > i + p.causal_offset) return -INFINITY;
   if (p.mask_kind == kNoMask) return s;
   const int64_t mo = mask_base + i * p.mask_row + j * p.mask_col;
-  if (p.mask_kind == kAdditiveMask) return s + static_cast<float>(to_acc(static_cast<const T*>(p.mask)[mo]));
+  if (p.mask_kind == kAdditiveMask) {
+    const float m = static_cast<float>(to_acc(static_cast<const T*>(p.mask)[mo]));
+    return m <= ops::kMaskSwampsScore ? m : s + m;
+  }
   return static_cast<const uint8_t*>(p.mask)[mo] ? s : p.mask_fill;
 }
 
