@@ -1,17 +1,11 @@
 // Exporter idioms around attention (see attention_idioms.h).
 #include "builder/attention_idioms.h"
 
+// Producers are matched with GraphIndex::producer_if only: fuse_attention then checks that nothing
+// else reads the absorbed values but shape arithmetic that dies with them.
+
 namespace streamrt::builder {
 namespace {
-
-int rank(const ir::Graph& g, ir::ValueId v) {
-  const ir::Value& val = g.value(v);
-  return val.has_shape ? static_cast<int>(val.dims.size()) : -1;
-}
-
-// Producer of v if it is a live `op` node; fuse_attention checks that nothing else reads the
-// absorbed values but shape arithmetic that dies with them.
-int sole(const GraphIndex& idx, ir::ValueId v, const char* op) { return idx.producer_if(v, op); }
 
 bool is_zero_scalar(const ir::Graph& g, ir::ValueId v) {
   const Tensor* t = g.constant(v);
@@ -44,7 +38,7 @@ bool is_static(const std::optional<SymDim>& a, int64_t n) { return a && a->is(n)
 }  // namespace
 
 int nan_guarded_softmax(const ir::Graph& g, const GraphIndex& idx, ir::ValueId v, std::vector<int>* chain) {
-  const int w = sole(idx, v, "Where");
+  const int w = idx.producer_if(v, "Where");
   if (w < 0 || g.nodes[w].inputs.size() != 3) return -1;
   const auto& in = g.nodes[w].inputs;
   const int isnan = idx.producer_if(in[0], "IsNaN");
@@ -58,16 +52,16 @@ int nan_guarded_softmax(const ir::Graph& g, const GraphIndex& idx, ir::ValueId v
 
 std::optional<ir::ValueId> flattened_transpose(const ir::Graph& g, const GraphIndex& idx, DimTracer& tr, ir::ValueId v,
                                                std::vector<int>* chain) {
-  const int r2 = sole(idx, v, "Reshape");
+  const int r2 = idx.producer_if(v, "Reshape");
   if (r2 < 0 || g.nodes[r2].inputs.size() != 2) return std::nullopt;
-  const int t = sole(idx, g.nodes[r2].inputs[0], "Transpose");
+  const int t = idx.producer_if(g.nodes[r2].inputs[0], "Transpose");
   if (t < 0) return std::nullopt;
   auto perm = g.nodes[t].attr_ints("perm", std::vector<int64_t>{});
   if (!perm.ok() || *perm != std::vector<int64_t>{0, 2, 1}) return std::nullopt;
-  const int r1 = sole(idx, g.nodes[t].inputs[0], "Reshape");
+  const int r1 = idx.producer_if(g.nodes[t].inputs[0], "Reshape");
   if (r1 < 0 || g.nodes[r1].inputs.size() != 2) return std::nullopt;
   const ir::ValueId x = g.nodes[r1].inputs[0], flat = g.nodes[r1].inputs[1], back = g.nodes[r2].inputs[1];
-  const int r = rank(g, x);
+  const int r = static_cast<int>(rank_of(g, x));
   if (r < 3 || length(g, flat) != 3 || length(g, back) != r) return std::nullopt;
   // [-1, S, D]: every leading axis merged into the first.
   if (!is_static(tr.element(flat, 0), -1) || !same(tr.element(flat, 1), tr.dim(x, -2)) ||
@@ -83,16 +77,16 @@ std::optional<ir::ValueId> flattened_transpose(const ir::Graph& g, const GraphIn
 }
 
 std::optional<RepeatedKv> repeated_kv(const ir::Graph& g, const GraphIndex& idx, DimTracer& tr, ir::ValueId v) {
-  const int re = sole(idx, v, "Reshape");
+  const int re = idx.producer_if(v, "Reshape");
   if (re < 0 || g.nodes[re].inputs.size() != 2) return std::nullopt;
-  const int ex = sole(idx, g.nodes[re].inputs[0], "Expand");
+  const int ex = idx.producer_if(g.nodes[re].inputs[0], "Expand");
   if (ex < 0 || g.nodes[ex].inputs.size() != 2) return std::nullopt;
-  const int un = sole(idx, g.nodes[ex].inputs[0], "Unsqueeze");
+  const int un = idx.producer_if(g.nodes[ex].inputs[0], "Unsqueeze");
   if (un < 0) return std::nullopt;
   const ir::Node& u = g.nodes[un];
   const ir::ValueId c = u.inputs[0];
   auto axes = unsqueeze_axes(g, u);
-  if (!axes || (*axes != std::vector<int64_t>{2} && *axes != std::vector<int64_t>{-3}) || rank(g, c) != 4)
+  if (!axes || (*axes != std::vector<int64_t>{2} && *axes != std::vector<int64_t>{-3}) || rank_of(g, c) != 4)
     return std::nullopt;
   auto stored_heads = tr.dim(c, 1);  // static once traced, even where shape inference left -1
   const int64_t heads = stored_heads && stored_heads->is_static() ? stored_heads->n : -1;

@@ -12,10 +12,7 @@ std::optional<int64_t> int_attr(const ir::Node& n, const char* key, int64_t def)
   return a.ok() ? std::optional(*a) : std::nullopt;
 }
 
-int64_t rank_or_zero(const ir::Graph& g, ir::ValueId v) {
-  const ir::Value& val = g.value(v);
-  return val.has_shape ? static_cast<int64_t>(val.dims.size()) : 0;
-}
+int64_t rank_or_zero(const ir::Graph& g, ir::ValueId v) { return static_cast<int64_t>(rank_of(g, v)); }
 
 // a + b where at most one is symbolic.
 std::optional<SymDim> add(const SymDim& a, const SymDim& b) {

@@ -37,11 +37,6 @@ std::optional<float> scalar(const ir::Graph& g, ir::ValueId v, size_t rank) {
   return t->to_float_vector().value()[0];
 }
 
-size_t rank_of(const ir::Graph& g, ir::ValueId v) {
-  const ir::Value& val = g.value(v);
-  return val.has_shape ? val.dims.size() : 0;
-}
-
 // Node producing v if it is a live `op` node and v's only consumer is the node we came from.
 int absorbable(const GraphIndex& idx, ir::ValueId v, const char* op) {
   int p = idx.producer_if(v, op);

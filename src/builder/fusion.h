@@ -38,6 +38,12 @@ class GraphIndex {
   std::vector<bool> removed_;
 };
 
+// Rank of v, 0 while its shape is unknown.
+inline size_t rank_of(const ir::Graph& g, ir::ValueId v) {
+  const ir::Value& val = g.value(v);
+  return val.has_shape ? val.dims.size() : 0;
+}
+
 // Slice's starts / ends / axes / steps: the constant int64 list of input `i` (opset >= 10) or the
 // attribute `attr` (older opsets); nullopt when absent or not constant.
 std::optional<std::vector<int64_t>> const_ints(const ir::Graph& g, const ir::Node& n, size_t i, const char* attr);

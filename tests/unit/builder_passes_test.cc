@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "builder/fusion.h"
 #include "builder/passes.h"
 #include "ir/shape_inference.h"
 #include "op_test_util.h"
@@ -102,6 +103,33 @@ TEST(ShapeInference, ListsEveryUnsupportedOp) {
   std::string msg = ir::unsupported_ops(g);
   EXPECT_NE(msg.find("FancyOp (node 'FancyOp1')"), std::string::npos) << msg;
   EXPECT_NE(msg.find("OtherOp (node 'OtherOp2')"), std::string::npos) << msg;
+}
+
+// GraphIndex::only_use_with_dead: a fusion may absorb nodes whose outputs other nodes read only when
+// those readers die with them (shape arithmetic feeding the absorbed nodes), never when a reader
+// stays alive or is a graph output.
+TEST(FusionGraphIndex, ReadersThatDieWithTheChainAreAllowedOthersAreNot) {
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    ir::Graph g;
+    const ir::ValueId x = g.add_value("x", DataType::kFloat32, {2, 3}, true);
+    const ir::ValueId y = g.add_value("y"), s = g.add_value("s"), z = g.add_value("z"), w = g.add_value("w");
+    const ir::ValueId out = g.add_value("out");
+    g.inputs = {x};
+    g.nodes.push_back(node("Relu", {x}, {y}));        // 0: absorbed
+    g.nodes.push_back(node("Shape", {y}, {s}));       // 1: reads an absorbed value
+    g.nodes.push_back(node("Reshape", {y, s}, {z}));  // 2: absorbed
+    g.nodes.push_back(node("Neg", {z}, {out}));       // 3: the root
+    g.outputs = {out};
+    if (variant == 1) g.outputs.push_back(s);  // the shape is wanted: it does not die
+    if (variant == 2) {                         // a live reader of the shape
+      g.nodes.push_back(node("Cast", {s}, {w}));
+      g.outputs.push_back(w);
+    }
+    builder::GraphIndex idx(g);
+    EXPECT_FALSE(idx.single_use_chain({0, 2}, 3));
+    EXPECT_EQ(idx.only_use_with_dead({0, 2}, 3), variant == 0);
+  }
 }
 
 }  // namespace

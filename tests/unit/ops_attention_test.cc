@@ -399,4 +399,20 @@ TEST(Attention, NanToZeroWritesZeroForRowsWithoutKeys) {
   EXPECT_FALSE(ops::evaluate_on_host(n, ins).ok());
 }
 
+TEST(Attention, SaturatedMaskFillSwampsTheScoreAsInFloat32) {
+  // An fp16 build saturates the exporters' fill (float32 lowest) to -65504: a row masked entirely with
+  // it averages V uniformly, as the float32 graph (score + lowest == lowest) does, whatever the scores.
+  Case c{.q = {1, 2, 2}, .k = {1, 3, 2}, .v = {1, 3, 2}, .mask = {2, 3}, .has_mask = true};
+  const std::vector<float> q = {3, -2, 1, 1}, k = {1, 2, -3, 0.5f, 2, 2}, v = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> mask = {-65504, -65504, -65504, 0, -65504, 0};
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16}) {
+    auto y = values_f32(run_ok(attention_node(c), {float_tensor(t, c.q, q), float_tensor(t, c.k, k),
+                                                   float_tensor(t, c.v, v), float_tensor(t, c.mask, mask)})[0]);
+    EXPECT_NEAR(y[0], 3.f, 1e-3f);  // (1 + 3 + 5) / 3
+    EXPECT_NEAR(y[1], 4.f, 1e-3f);
+    EXPECT_GT(y[2], 1.f);  // row 1 keeps keys 0 and 2: an ordinary softmax between them
+    EXPECT_LT(y[2], 5.f);
+  }
+}
+
 }  // namespace streamrt::testing
