@@ -19,7 +19,7 @@ namespace {
 using namespace streamrt::testing;
 
 // 6 MatMuls [batch, 512] x [512, 512] float16 with a dynamic batch, profile 1..64.
-Result<std::vector<uint8_t>> build_mlp(bool streaming) {
+Result<std::vector<uint8_t>> build_mlp(bool streaming, bool step_timing = true) {
   onnx::ModelProto m = make_model();
   auto* g = m.mutable_graph();
   const int n = 512, layers = 6;
@@ -40,10 +40,11 @@ Result<std::vector<uint8_t>> build_mlp(bool streaming) {
   c.weight_streaming = streaming;
   c.min_streamable_bytes = 1024;
   c.profiles["x"] = {{1, n}, {16, n}, {64, n}};
+  c.passes.step_timing = step_timing;
   BuildReport report;
   auto bytes = build_plan_from_onnx(path.string(), c, &report);
   std::filesystem::remove(path);
-  if (bytes.ok() && streaming && std::getenv("STREAMRT_NO_STEP_TIMING") == nullptr) {
+  if (bytes.ok() && streaming && step_timing) {
     EXPECT_TRUE(report.steps_timed) << report.step_timing_note;
     EXPECT_GT(report.step_ms_total, 0);
     EXPECT_GT(report.min_run_ms, 0);
@@ -83,9 +84,7 @@ TEST(GpuStepTiming, NoTimesWithoutWeightStreamingOrWhenSwitchedOff) {
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
   EXPECT_TRUE(read_back(*plain).step_ms.empty());
   EXPECT_EQ(read_back(*plain).min_run_ms, 0.f);
-  ::setenv("STREAMRT_NO_STEP_TIMING", "1", 1);
-  auto off = build_mlp(true);
-  ::unsetenv("STREAMRT_NO_STEP_TIMING");
+  auto off = build_mlp(true, false);
   ASSERT_TRUE(off.ok()) << off.status().to_string();
   EXPECT_TRUE(read_back(*off).step_ms.empty());
   EXPECT_EQ(read_back(*off).min_run_ms, 0.f);
