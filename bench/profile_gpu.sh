@@ -2,7 +2,7 @@
 # Where the time goes, streamrt next to PyTorch eager, for bench points (run on the GPU machine):
 #   bench/profile_gpu.sh OUTDIR [model:batch:precision[:build flags] ...]
 # e.g. bench/profile_gpu.sh /tmp/prof resnet50:32:fp16 resnet50:32:fp32:--tf32 gpt2:1:fp16
-# Per point: export (as bench/run_gpu.sh, cached under $BENCH_CACHE), build, one STREAMRT_PROFILE=1
+# Per point: export (as bench/run_gpu.sh, cached under $BENCH_CACHE), build, one --profile-ops
 # run (per-op GPU time) and PyTorch's profiler table (bench/torch_profile.py) into OUTDIR/<point>.txt.
 # PROFILE_NO_TORCH=1 leaves PyTorch out.
 set -u
@@ -27,7 +27,7 @@ for p in $POINTS; do
     echo "== $p"
     "$STREAMRT" build "$CACHE/$key/model.onnx" -o "$plan" --device cuda "${pflag[@]}" $flags 2>&1 | tail -3
     "$STREAMRT" run "$plan" --device cuda --iterations 20 --warmup 5 2>&1 | tail -3
-    STREAMRT_PROFILE=1 "$STREAMRT" run "$plan" --device cuda --iterations 10 --warmup 0 2>&1 | tail -60
+    "$STREAMRT" run "$plan" --device cuda --profile-ops --iterations 10 --warmup 0 2>&1 | tail -60
     [ "${PROFILE_NO_TORCH:-0}" = 1 ] || "$PY" "$BENCH_DIR/torch_profile.py" --model "$model" --batch "$batch" ${seq:+--seq "$seq"} --precision "$prec" 2>&1
   } > "$OUT/$name.txt"
   rm -f "$plan"

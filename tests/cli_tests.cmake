@@ -393,6 +393,61 @@ streamrt_cli_test(compile_cache_dir_is_a_file fail "IoError: cannot create direc
   FIXTURES_REQUIRED cli_break_model
   ARGS compile ${STREAMRT_CLI_BREAK} -o ${STREAMRT_CLI_TMP}/never.pte --device cpu --cache-dir ${STREAMRT_CLI_BREAK})
 
+# --- diagnostic switches: flags (and, for compatibility, the old variables) reach BuilderConfig::passes
+# and RuntimeOptions. Through an engine cache, whose miss reason names the switches that changed: each
+# build below requires the one before (the reason compares with the model's last build).
+set(STREAMRT_CLI_SWITCH_CACHE ${STREAMRT_CLI_TMP}/switch_cache)
+set(STREAMRT_CLI_SWITCH_GPT ${STREAMRT_CLI_FIXTURES}/tiny_gpt/model.onnx --shapes input_ids:1x8 --device cpu
+    --cache-dir ${STREAMRT_CLI_SWITCH_CACHE})
+add_test(NAME cli_switch_cache_reset COMMAND ${CMAKE_COMMAND} -E rm -rf ${STREAMRT_CLI_SWITCH_CACHE})
+set_tests_properties(cli_switch_cache_reset PROPERTIES LABELS cli FIXTURES_SETUP cli_switch_cache_reset)
+streamrt_cli_test(switch_default pass "cache: miss [0-9a-f]+ \\(first build of this model\\).*32 fused away"
+  FIXTURES_REQUIRED cli_switch_cache_reset FIXTURES_SETUP cli_switch_default
+  ARGS build ${STREAMRT_CLI_SWITCH_GPT} -o ${STREAMRT_CLI_TMP}/switch_default.plan)
+streamrt_cli_test(switch_no_fusion pass "cache: miss [0-9a-f]+ \\(builder option changed: passes.attention_fusion, passes.matmul_bias_fusion\\).*12 fused away"
+  FIXTURES_REQUIRED cli_switch_default FIXTURES_SETUP cli_switch_no_fusion
+  ARGS build ${STREAMRT_CLI_SWITCH_GPT} -o ${STREAMRT_CLI_TMP}/switch_no_fusion.plan --no-fusion attention,matmul-bias)
+# The variable and the flag make the same config: the same key.
+streamrt_cli_test(switch_no_fusion_variable pass "cache: hit .*12 fused away"
+  FIXTURES_REQUIRED cli_switch_no_fusion FIXTURES_SETUP cli_switch_no_fusion_variable
+  ARGS build ${STREAMRT_CLI_SWITCH_GPT} -o ${STREAMRT_CLI_TMP}/switch_no_fusion_var.plan --no-fusion matmul-bias)
+set_tests_properties(cli_switch_no_fusion_variable PROPERTIES ENVIRONMENT STREAMRT_NO_ATTENTION_FUSION=1)
+streamrt_cli_test(switch_others pass "cache: miss [0-9a-f]+ \\(builder option changed: passes.attention_fusion, passes.conv_tactics, passes.matmul_bias_fusion, passes.step_timing, passes.view_aliasing\\)"
+  FIXTURES_REQUIRED cli_switch_no_fusion_variable
+  ARGS build ${STREAMRT_CLI_SWITCH_GPT} -o ${STREAMRT_CLI_TMP}/switch_others.plan --no-view-aliasing --conv-tactics
+       --no-step-timing)
+# `run model.onnx`, `compile` and `onnx-test` take the build switches too; onnx-test's cases pass unfused.
+streamrt_cli_test(run_no_fusion_all pass "engine 'main_graph' on cpu: 54 steps"
+  ARGS run ${STREAMRT_CLI_FIXTURES}/tiny_gpt/model.onnx --shapes input_ids:1x8 --device cpu --no-fusion all
+       --iterations 1 --warmup 0)
+streamrt_cli_test(onnx_test_no_fusion pass "[1-9][0-9]* passed, 0 failed"
+  ARGS onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/attention/fp32 --device cpu -j 2 --rtol 1e-4 --atol 1e-5
+       --no-fusion attention --attention-kernel simple)
+# The run-time diagnostics are accepted on the CPU, which has none of them (CUDA only).
+streamrt_cli_test(run_diagnostics_on_cpu pass "latency over 1 runs"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --iterations 1 --warmup 0
+       --profile-ops --step-times ${STREAMRT_CLI_TMP}/steps.jsonl --stream-trace ${STREAMRT_CLI_TMP}/trace.jsonl
+       --attention-kernel simple)
+streamrt_cli_test(log_level_flag pass "streamrt verbose: engine '[^']*': loaded"
+  ARGS --log-level verbose run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --iterations 1)
+streamrt_cli_test(log_level_variable pass "streamrt verbose: engine '[^']*': loaded"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --iterations 1)
+set_tests_properties(cli_log_level_variable PROPERTIES ENVIRONMENT STREAMRT_LOG=verbose)
+# Bad values: an error naming the flag or variable, exit 1.
+streamrt_cli_test(no_fusion_unknown fail "InvalidArgument: --no-fusion 'bogus': expected conv, matmul-bias, rotary, attention or all"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan ${STREAMRT_CLI_PROFILE} --no-fusion conv,bogus)
+streamrt_cli_test(onnx_test_no_fusion_unknown fail "InvalidArgument: --no-fusion 'softmax'"
+  ARGS onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/attention/fp32 --device cpu --no-fusion softmax)
+streamrt_cli_test(attention_kernel_unknown fail "InvalidArgument: --attention-kernel: unknown attention kernel 'fast' \\(expected auto or simple\\)"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --attention-kernel fast)
+streamrt_cli_test(attention_kernel_variable_unknown fail "InvalidArgument: STREAMRT_ATTENTION_KERNEL: unknown attention kernel 'fast'"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu)
+set_tests_properties(cli_attention_kernel_variable_unknown PROPERTIES ENVIRONMENT STREAMRT_ATTENTION_KERNEL=fast)
+streamrt_cli_test(log_level_unknown fail "InvalidArgument: --log-level: unknown log level 'loud'"
+  ARGS --log-level loud ops)
+streamrt_cli_test(log_level_variable_unknown fail "InvalidArgument: STREAMRT_LOG: unknown log level 'debug'" ARGS ops)
+set_tests_properties(cli_log_level_variable_unknown PROPERTIES ENVIRONMENT STREAMRT_LOG=debug)
+
 # --- files: outputs replace only regular files, inputs are regular files checked before reading ---
 # streamrt_cli_file_test(NAME <rc> REGEX SETUP CHECK ARGS ...): in a fresh folder $D
 # (${STREAMRT_CLI_TMP}/files/NAME), runs the shell lines SETUP, then streamrt ARGS (killed after

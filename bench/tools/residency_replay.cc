@@ -1,5 +1,5 @@
 // streamrt_residency_replay: the residency planner replayed on per-step times measured on a GPU
-// (the JSON lines STREAMRT_STEP_TIMES writes; see docs/weight-streaming.md). For each budget it
+// (the JSON lines `streamrt run --step-times` writes; see docs/weight-streaming.md). For each budget it
 // plans from the planner's estimates (E, what an engine without measured times does), from the
 // measured times (M), from measured prefill and estimated one-token times (H) and from H with the
 // one-token times scaled to a graph-replayed total (C, what PlanData::min_run_ms does), and
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   int show = -1;
   double token_ms = 0, plan_token_ms = 0;
   bool no_split = false;
-  app.add_option("steps", path, "JSON lines written with STREAMRT_STEP_TIMES")->required()->check(CLI::ExistingFile);
+  app.add_option("steps", path, "JSON lines written by streamrt run --step-times FILE (or STREAMRT_STEP_TIMES=FILE)")->required()->check(CLI::ExistingFile);
   app.add_option("--budgets", budgets, "budgets in percent")->delimiter(',')->check(CLI::Range(0, 100));
   app.add_option("--slots", slots, "ring slots")->check(CLI::Range(1, 64));
   app.add_option("--bandwidth", bandwidth, "host-to-device bytes/s (default: the one recorded)");

@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 
 #include "core/byte_size.h"
+#include "core/environment.h"
 #include "core/float16.h"
 #include "core/tensor.h"
 #include "streamrt/runtime.h"
@@ -117,7 +119,11 @@ int main(int argc, char** argv) {
   app.add_option("--json", json, "append JSON lines here too");
   app.add_flag("--cuda-graph", graph, "replay runs as a CUDA graph");
   CLI11_PARSE(app, argc, argv);
-  auto rt = Runtime::create();
+  // STREAMRT_STEP_TIMES / STREAMRT_STREAM_TRACE / STREAMRT_PROFILE, as bench/streaming/run.sh sets them.
+  RuntimeOptions ro;
+  if (Status st = runtime_options_from_environment(ro, std::getenv); !st.ok())
+    return std::fprintf(stderr, "error: %s\n", st.to_string().c_str()), 1;
+  auto rt = Runtime::create(ro);
   if (!rt.ok()) return std::fprintf(stderr, "error: %s\n", rt.status().to_string().c_str()), 1;
   auto t0 = std::chrono::steady_clock::now();
   auto e = (*rt)->load_engine(plan);

@@ -21,6 +21,34 @@ struct ShapeProfile {
   Dims min, opt, max;
 };
 
+// Optimization passes and build-time measurements that can be switched off (or, conv_tactics,
+// on), for comparing a fused kernel with the unfused ops or ruling a pass out. Each changes the
+// plan, so each is part of the engine-cache key. The CLI maps `streamrt build --no-fusion ...`
+// (and, for compatibility, the STREAMRT_NO_*_FUSION / STREAMRT_NO_VIEW_ALIASING /
+// STREAMRT_CONV_TACTICS / STREAMRT_NO_STEP_TIMING variables) onto these fields; the library
+// itself reads no environment.
+struct BuilderPasses {
+  // Fusions (builder/fusion.h): Conv + Add / Relu epilogues, MatMul + bias Add, the rotary
+  // embedding pattern, MatMul-Softmax-MatMul attention.
+  bool conv_fusion = true;
+  bool matmul_bias_fusion = true;
+  bool rotary_fusion = true;
+  bool attention_fusion = true;
+  // A view step (Reshape, Squeeze, ...) whose input and output are same-sized activations shares
+  // its input's memory instead of copying (builder/lowering.cc).
+  bool view_aliasing = true;
+  // CUDA (with `tactics`): also time cuDNN's algorithms for each Conv step and record the
+  // fastest. Off by default: the timed choices made ResNet-50 slower end to end on an H200
+  // (src/backends/cuda/dnn/conv_tactics.cu says why).
+  bool conv_tactics = false;
+  // CUDA weight-streaming builds time each step on the device for the residency planner
+  // (builder/step_timing.h); off: the planner uses its estimates.
+  bool step_timing = true;
+  bool operator==(const BuilderPasses&) const = default;
+};
+// There is no CPU SIMD switch here: the CPU's vector kernels (ops/half_gemm.cc) are chosen at run
+// time on the machine that runs the plan, and a plan is the same with or without them.
+
 struct BuilderConfig {
   DeviceType device = DeviceType::kCpu;
   // Fixed shapes for inputs (overrides dynamic dims), e.g. {"input": {1, 3, 224, 224}}.
@@ -63,6 +91,9 @@ struct BuilderConfig {
   // depend on them.
   uint64_t max_nodes = 1'000'000;
   int64_t max_tensor_elements = int64_t{1} << 36;
+  // Passes and measurements switched off (or on) for diagnosis; the defaults are what streamrt
+  // recommends.
+  BuilderPasses passes;
   // Adding a field? Add it to the engine-cache key too: src/cache/key.cc, append_builder_config().
 };
 

@@ -8,7 +8,8 @@
 // executed, and every load is verified. On a hit the current model's weights are refitted into
 // the cached plan (see refit.h), so the result equals a fresh build of the current model.
 //
-//   auto cache = streamrt::DiskEngineCache::open(streamrt::default_cache_dir().value(), 10ull << 30);
+//   auto dir = streamrt::default_cache_dir(std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+//   auto cache = streamrt::DiskEngineCache::open(dir.value(), 10ull << 30);
 //   streamrt::CachedBuildInfo info;
 //   auto plan = streamrt::build_plan_cached("model.onnx", config, **cache, &info);  // info.hit
 //
@@ -193,9 +194,11 @@ class DiskEngineCache : public EngineCache {
   std::string read_only_;
 };
 
-// $XDG_CACHE_HOME/streamrt/engines, else $HOME/.cache/streamrt/engines (kNotFound when neither
-// variable is set to an absolute path).
-Result<std::string> default_cache_dir();
+// The default cache directory by the XDG base-directory rule: <xdg_cache_home>/streamrt/engines,
+// else <home>/.cache/streamrt/engines, given the values of XDG_CACHE_HOME and HOME (null when
+// unset; a relative path counts as unset). kNotFound when neither is an absolute path. The library
+// reads no environment: the caller passes std::getenv("XDG_CACHE_HOME"), std::getenv("HOME").
+Result<std::string> default_cache_dir(const char* xdg_cache_home, const char* home);
 inline constexpr uint64_t kDefaultCacheMaxBytes = 10ull << 30;  // 10 GiB
 
 // What build_plan_cached did.

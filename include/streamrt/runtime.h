@@ -16,6 +16,14 @@
 
 namespace streamrt {
 
+// The CUDA kernel that runs fused Attention steps (src/backends/cuda/kernels/attention.cu).
+enum class AttentionKernel : uint8_t {
+  kAuto = 0,    // tensor cores (float16 / bfloat16, head size 64 or 128), else the warp-per-row kernel
+  kSimple = 1,  // the warp-per-row kernel for every call: tells the two apart without a rebuild
+};
+const char* attention_kernel_name(AttentionKernel k);               // "auto" | "simple"
+Result<AttentionKernel> parse_attention_kernel(const std::string& s);  // kInvalidArgument otherwise
+
 struct RuntimeOptions {
   // Device to run on; unset = CUDA when a GPU is present, else the CPU.
   std::optional<DeviceType> device;
@@ -25,6 +33,21 @@ struct RuntimeOptions {
   // bytes); a kernel of another library that needs more makes the driver raise it at that launch.
   // The limit is per device and process-wide, so it also applies to other libraries' kernels.
   size_t cuda_thread_stack_bytes = 512;
+  // Diagnostics, CUDA only (the CPU ignores them). Every execution context of every engine this
+  // runtime loads takes them. The CLI maps `streamrt run --profile / --step-times / --stream-trace
+  // / --attention-kernel` (and, for compatibility, STREAMRT_PROFILE, STREAMRT_STEP_TIMES,
+  // STREAMRT_STREAM_TRACE, STREAMRT_ATTENTION_KERNEL) onto them; the library reads no environment.
+  // A table of GPU time per op type and output dims (CUDA events around every device step of
+  // every eager run after the first), printed to stderr when a context goes away: streamrt's
+  // `trtexec --dumpProfile`. It never synchronizes the stream.
+  bool profile = false;
+  // When a context goes away, append its mean GPU time per step, next to the residency planner's
+  // estimate, to this file as JSON lines (docs/weight-streaming.md); "" = off.
+  std::string step_times_path;
+  // Append the streamed-weight timeline of every profiled run (ExecutionContext::
+  // set_streaming_profiling) to this file, one JSON line per run; "" = off.
+  std::string stream_trace_path;
+  AttentionKernel attention_kernel = AttentionKernel::kAuto;
 };
 
 struct TensorDesc {
@@ -98,14 +121,16 @@ class Runtime {
  public:
   static Result<std::unique_ptr<Runtime>> create(const RuntimeOptions& options = {});
   DeviceType device() const { return device_; }
+  const RuntimeOptions& options() const { return options_; }
   // Maps and verifies a plan file; a plan for another device is kIncompatible.
   Result<std::shared_ptr<Engine>> load_engine(const std::string& plan_path);
   // Same for a plan held in memory (the bytes are moved into the engine).
   Result<std::shared_ptr<Engine>> load_engine_bytes(std::vector<uint8_t> bytes);
 
  private:
-  explicit Runtime(DeviceType device) : device_(device) {}
+  Runtime(DeviceType device, const RuntimeOptions& options) : device_(device), options_(options) {}
   DeviceType device_;
+  RuntimeOptions options_;
 };
 
 class ContextImpl;

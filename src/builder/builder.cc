@@ -122,7 +122,7 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
   SRT_RETURN_IF_ERROR(builder::inline_constant_ifs(g).status());
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
-  rep.nodes_fused = builder::run_fusions(g);
+  rep.nodes_fused = builder::run_fusions(g, config.passes);
   if (config.weight_streaming && config.stream_chunk_bytes > 0) {
     SRT_ASSIGN_OR_RETURN(rep.steps_split, builder::split_large_weights(g, config.stream_chunk_bytes));
     if (rep.steps_split > 0) {
@@ -156,7 +156,7 @@ Result<plan::PlanData> finish_plan(PreparedGraph& prepared, const BuilderConfig&
     BuildReport& rep = report ? *report : local;
     builder::mark_streamable_weights(plan, config.min_streamable_bytes, &rep);
     // Measured step times steer the residency planner; they need the weights (not a stripped build).
-    if (!config.strip_weights) builder::time_plan_steps(plan, config.device, rep);
+    if (!config.strip_weights) builder::time_plan_steps(plan, config, rep);
   }
   if (config.strip_weights) {
     plan.weights_stripped = true;

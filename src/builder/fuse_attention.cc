@@ -18,7 +18,6 @@
 #include "builder/attention_idioms.h"
 #include "builder/fusion.h"
 #include "builder/passes.h"
-#include "core/env.h"
 #include "ops/attention.h"
 #include "ops/softmax.h"
 
@@ -331,8 +330,6 @@ void absorb_layout_transposes(ir::Graph& g) {
 }  // namespace
 
 size_t fuse_attention(ir::Graph& g) {
-  // Diagnostic switch for comparing the fused kernel with the unfused MatMul-Softmax-MatMul path.
-  if (env_flag("STREAMRT_NO_ATTENTION_FUSION")) return 0;
   size_t fused = 0;
   bool left_dead = false;
   std::vector<std::pair<ir::ValueId, ir::ValueId>> to_invert;  // (fused output, constant mask)

@@ -6,12 +6,11 @@
 // R must have exactly Y's dtype and dims (no broadcasting). Each absorbed intermediate must have
 // no other reader and not be a graph output. The fused node takes the place of the last node it
 // absorbs, where every one of its inputs (R included) is already computed.
-// STREAMRT_NO_CONV_FUSION=1 turns the pass off (diagnostics: compare with the unfused graph).
+// BuilderConfig::passes.conv_fusion off skips the pass (diagnostics: compare with the unfused graph).
 #include <string>
 #include <vector>
 
 #include "builder/fusion.h"
-#include "core/env.h"
 #include "ops/conv.h"
 
 namespace streamrt::builder {
@@ -47,7 +46,6 @@ bool fusable_conv(const ir::Graph& g, const ir::Node& n) {
 }  // namespace
 
 size_t fuse_conv(ir::Graph& g) {
-  if (env_flag("STREAMRT_NO_CONV_FUSION")) return 0;
   GraphIndex idx(g);
   size_t fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {

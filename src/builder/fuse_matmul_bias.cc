@@ -9,7 +9,6 @@
 #include <string>
 
 #include "builder/fusion.h"
-#include "core/env.h"
 #include "ops/matmul.h"
 
 namespace streamrt::builder {
@@ -36,8 +35,6 @@ bool fusable(const ir::Graph& g, const ir::Node& mm, ir::ValueId b) {
 }  // namespace
 
 size_t fuse_matmul_bias(ir::Graph& g) {
-  // Diagnostic switch for comparing the epilogue with the separate Add.
-  if (env_flag("STREAMRT_NO_MATMUL_BIAS_FUSION")) return 0;
   size_t fused = 0;
   GraphIndex idx(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -3,11 +3,10 @@
 // four intermediate tensors per query / key tensor unfused. Either operand order of the Add and
 // of each Mul; Slice in its opset-1 (attributes) or opset-10 (inputs) form over the last axis.
 // Intermediates must have no other consumer; X's last axis must be static and even.
-// STREAMRT_NO_ROTARY_FUSION=1 turns the pass off (a diagnostic).
+// BuilderConfig::passes.rotary_fusion off skips the pass (a diagnostic).
 #include <string>
 
 #include "builder/fusion.h"
-#include "core/env.h"
 
 namespace streamrt::builder {
 namespace {
@@ -54,7 +53,6 @@ ir::ValueId rotate_half_source(const ir::Graph& g, const GraphIndex& idx, ir::Va
 }  // namespace
 
 size_t fuse_rotary(ir::Graph& g) {
-  if (env_flag("STREAMRT_NO_ROTARY_FUSION")) return 0;
   size_t fused = 0;
   GraphIndex idx(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -98,13 +98,15 @@ bool constant_or_absent(const ir::Graph& g, const ir::Node& n, size_t i) {
   return n.opset < 10 || i >= n.inputs.size() || n.inputs[i] == ir::kNoValue || g.is_constant(n.inputs[i]);
 }
 
-size_t run_fusions(ir::Graph& g) {
+size_t run_fusions(ir::Graph& g, const BuilderPasses& passes) {
   const size_t before = g.nodes.size();
   fuse_rms_norm(g);
-  fuse_attention(g);  // before element-wise fusion, which would take its scale and mask ops
-  fuse_rotary(g);       // before element-wise fusion, which would take its Mul / Add
-  fuse_matmul_bias(g);  // before element-wise fusion too, which would take the bias Add
-  fuse_conv(g);         // likewise for the Add and Relu after a Conv
+  // Each before element-wise fusion, which would take their ops (attention's scale and mask,
+  // rotary's Mul / Add, the bias Add, the Add and Relu after a Conv).
+  if (passes.attention_fusion) fuse_attention(g);
+  if (passes.rotary_fusion) fuse_rotary(g);
+  if (passes.matmul_bias_fusion) fuse_matmul_bias(g);
+  if (passes.conv_fusion) fuse_conv(g);
   fuse_elementwise(g);
   return before - g.nodes.size();
 }

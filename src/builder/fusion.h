@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "streamrt/builder.h"
 
 namespace streamrt::builder {
 
@@ -68,7 +69,7 @@ size_t fuse_conv(ir::Graph& g);
 // Trees of float element-wise ops (each inner result read once) -> FusedElementwise.
 size_t fuse_elementwise(ir::Graph& g);
 
-// Runs every fusion pass; returns how many nodes were fused away.
-size_t run_fusions(ir::Graph& g);
+// Runs every fusion pass that `passes` leaves on; returns how many nodes were fused away.
+size_t run_fusions(ir::Graph& g, const BuilderPasses& passes = {});
 
 }  // namespace streamrt::builder

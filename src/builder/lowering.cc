@@ -4,7 +4,6 @@
 #include <unordered_set>
 
 #include "builder/memory_planner.h"
-#include "core/env.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
 #include "plan/view_steps.h"
@@ -19,9 +18,8 @@ namespace {
 // same planned size share the input's bytes (BufferRequest::alias); the kernels skip the copy
 // when input and output are one buffer. Graph inputs and outputs, weights and activations of
 // data-dependent size (no arena slot) keep their copy. Returns the number of views.
+// (BuilderPasses::view_aliasing off skips it: every view copies.)
 size_t alias_views(const plan::PlanData& plan, const std::vector<int32_t>& req_value, std::vector<BufferRequest>& req) {
-  // Diagnostic switch: every view copies, as before.
-  if (env_flag("STREAMRT_NO_VIEW_ALIASING")) return 0;
   std::vector<int32_t> req_of(plan.values.size(), -1);
   for (size_t i = 0; i < req_value.size(); ++i) req_of[req_value[i]] = static_cast<int32_t>(i);
   size_t views = 0;
@@ -150,7 +148,7 @@ Result<plan::PlanData> lower_to_plan(ir::Graph& g,
     req_value.push_back(v);
     if (report) report->naive_arena_bytes += bytes;
   }
-  const size_t views = alias_views(plan, req_value, req);
+  const size_t views = config.passes.view_aliasing ? alias_views(plan, req_value, req) : 0;
   if (views) log_verbose("memory plan: " + std::to_string(views) + " view steps share their input's bytes");
   MemoryPlan mp = plan_memory(req);
   for (size_t i = 0; i < req.size(); ++i) plan.values[req_value[i]].arena_offset = mp.offsets[i];

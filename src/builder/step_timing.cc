@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include "core/env.h"
 #include "core/logging.h"
 #include "runtime/timing_engine.h"
 
@@ -83,11 +82,12 @@ Result<float> time_min_run(Engine& engine, const plan::PlanData& plan, bool* gra
 
 }  // namespace
 
-void time_plan_steps(plan::PlanData& plan, DeviceType device, BuildReport& report) {
-  if (env_flag("STREAMRT_NO_STEP_TIMING")) {
-    report.step_timing_note = "skipped (STREAMRT_NO_STEP_TIMING)";
+void time_plan_steps(plan::PlanData& plan, const BuilderConfig& config, BuildReport& report) {
+  if (!config.passes.step_timing) {
+    report.step_timing_note = "skipped (step timing off: BuilderConfig::passes.step_timing, --no-step-timing)";
     return;
   }
+  const DeviceType device = config.device;
   const auto t0 = std::chrono::steady_clock::now();
   auto measure = [&]() -> Status {
     SRT_ASSIGN_OR_RETURN(auto engine, EngineFactory::timing_engine(plan, device));

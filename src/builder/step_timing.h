@@ -10,7 +10,8 @@
 // The timing engine streams every streamable weight (budget 0, the least device memory, so a model
 // larger than the GPU is timed too) but copies nothing: each streamed step reads its slot of the
 // ring as it is (zeros), so the times are compute alone. Inputs are zeros. A failure never fails
-// the build: the plan keeps no times and the report says why. STREAMRT_NO_STEP_TIMING=1 skips it.
+// the build: the plan keeps no times and the report says why. BuilderConfig::passes.step_timing
+// off (streamrt build --no-step-timing) skips it.
 #pragma once
 
 #include "plan/plan.h"
@@ -20,6 +21,6 @@ namespace streamrt::builder {
 
 // Fills plan.step_ms and plan.min_run_ms (or leaves them empty / 0) and the report's step-timing
 // fields.
-void time_plan_steps(plan::PlanData& plan, DeviceType device, BuildReport& report);
+void time_plan_steps(plan::PlanData& plan, const BuilderConfig& config, BuildReport& report);
 
 }  // namespace streamrt::builder

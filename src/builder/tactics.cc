@@ -306,7 +306,7 @@ std::optional<std::vector<ops::TensorInfo>> step_inputs(const ir::Node& step, co
 
 // Times every step it can; a step that fails keeps the heuristic. A device error ends the
 // tuning (the device may be unusable for the rest of it).
-Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, BuildReport& rep) {
+Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, const BuilderPasses& passes, BuildReport& rep) {
   auto opt = infer_at_opt(plan);
   if (!opt.ok()) {
     log_warning("tactics: shapes at the profile's opt are not known (" + opt.status().message() +
@@ -315,6 +315,8 @@ Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, BuildReport& rep) {
   }
   std::unique_ptr<TacticSession> session;
   for (ir::Node& step : plan.steps) {
+    // Conv tactics are opt-in (BuilderPasses::conv_tactics says why).
+    if (!passes.conv_tactics && step.op_type == "Conv" && step.domain.empty()) continue;
     auto in = step_inputs(step, *opt);
     if (!in) continue;
     if (!session) {
@@ -371,7 +373,7 @@ Status choose_tactics(plan::PlanData& plan, const BuilderConfig& config, BuildRe
   if (!tuner) tuner = find_tactic_tuner(config.device);
   if (!tuner) return ok_status();
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = tune_steps(plan, *tuner, rep);
+  Status st = tune_steps(plan, *tuner, config.passes, rep);
   rep.tactic_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return st;
 }

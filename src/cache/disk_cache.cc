@@ -100,10 +100,8 @@ struct Scanned {
 
 }  // namespace
 
-Result<std::string> default_cache_dir() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
+Result<std::string> default_cache_dir(const char* xdg, const char* home) {
   if (xdg && xdg[0] == '/') return std::string(xdg) + "/streamrt/engines";
-  const char* home = std::getenv("HOME");
   if (home && home[0] == '/') return std::string(home) + "/.cache/streamrt/engines";
   return not_found("no cache directory: set XDG_CACHE_HOME or HOME to an absolute path, or pass --cache-dir");
 }

@@ -2,13 +2,13 @@
 #include "cache/key.h"
 
 #include <bit>
-#include <cstdlib>
 #include <map>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "cache/sha256.h"
+#include "core/field_count.h"
 #include "ops/op.h"
 
 namespace streamrt::cache {
@@ -175,11 +175,15 @@ void graph_parts(const ir::Graph& g, const std::string& prefix, std::map<std::st
   parts[prefix + ".weights"] = weights.hex();
 }
 
-// EVERY BuilderConfig field goes in here, one part each. Adding a field to BuilderConfig? Add
-// it below (or say here why it does not change the plan) and update the size check.
-static_assert(sizeof(BuilderConfig) == 192,
+// EVERY BuilderConfig field goes in here, one part each. Adding a field to BuilderConfig (or to
+// BuilderPasses)? Add it below (or say here why it does not change the plan) and update the field
+// count; tests/unit/cache_key_test.cc flips every field and expects its part to change.
+static_assert(field_count<BuilderConfig>() == 14,
               "BuilderConfig changed: add the new field to append_builder_config() in src/cache/key.cc, then "
-              "update this size");
+              "update this count");
+static_assert(field_count<BuilderPasses>() == 7,
+              "BuilderPasses changed: add the new switch to append_builder_config() in src/cache/key.cc, then "
+              "update this count");
 void append_builder_config(const BuilderConfig& c, std::map<std::string, std::string>& parts) {
   auto part = [&](const char* name, auto&& write) {
     Canon h;
@@ -210,15 +214,18 @@ void append_builder_config(const BuilderConfig& c, std::map<std::string, std::st
   part("tactics", [&](Canon& h) { h.u8(c.tactics); });
   part("allow_tf32", [&](Canon& h) { h.u8(c.allow_tf32); });
   part("engine_name", [&](Canon& h) { h.str(c.engine_name); });
-  // Diagnostic switches that change the plan after the graph the key describes (fusion switches
-  // change that graph, so they need nothing here): lowering, conv tactics, step timing.
-  part("switches", [&](Canon& h) {
-    for (const char* name : {"STREAMRT_NO_VIEW_ALIASING", "STREAMRT_CONV_TACTICS", "STREAMRT_NO_STEP_TIMING"}) {
-      const char* v = std::getenv(name);
-      h.str(name);
-      h.str(v ? v : "");
-    }
-  });
+  // Every pass switch, one part each, so a miss names the switch. The fusion switches also change
+  // the optimized graph the key describes; the others (view aliasing in lowering, conv tactics,
+  // step timing) act after it and are known to the key only through here.
+  const BuilderPasses& p = c.passes;
+  auto pass = [&](const char* name, bool on) { part(name, [&](Canon& h) { h.u8(on); }); };
+  pass("passes.conv_fusion", p.conv_fusion);
+  pass("passes.matmul_bias_fusion", p.matmul_bias_fusion);
+  pass("passes.rotary_fusion", p.rotary_fusion);
+  pass("passes.attention_fusion", p.attention_fusion);
+  pass("passes.view_aliasing", p.view_aliasing);
+  pass("passes.conv_tactics", p.conv_tactics);
+  pass("passes.step_timing", p.step_timing);
   // max_nodes and max_tensor_elements are left out on purpose: they bound the builder's work and
   // only decide whether a plan builds, not what it is.
   // strip_weights is left out on purpose: entries are always stored stripped, and a hit serves

@@ -2,24 +2,13 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 namespace streamrt {
 namespace {
 
-LogLevel initial_level() {
-  const char* env = std::getenv("STREAMRT_LOG");
-  if (!env) return LogLevel::kWarning;
-  if (!std::strcmp(env, "error")) return LogLevel::kError;
-  if (!std::strcmp(env, "info")) return LogLevel::kInfo;
-  if (!std::strcmp(env, "verbose")) return LogLevel::kVerbose;
-  return LogLevel::kWarning;
-}
-
 std::atomic<int>& level_ref() {
-  static std::atomic<int> level{static_cast<int>(initial_level())};
+  static std::atomic<int> level{static_cast<int>(LogLevel::kWarning)};
   return level;
 }
 

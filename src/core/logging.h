@@ -1,5 +1,5 @@
-// Minimal leveled logging to stderr. Level set by STREAMRT_LOG (error|warning|info|verbose)
-// or set_log_level().
+// Minimal leveled logging to stderr: warning and above until set_log_level() (the CLI sets it
+// from --log-level or STREAMRT_LOG; the library reads no environment).
 #pragma once
 
 #include <string>

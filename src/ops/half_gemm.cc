@@ -1,13 +1,13 @@
 #include "ops/half_gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 #include "core/cpu_features.h"
-#include "core/env.h"
 #include "ops/gemm_util.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -21,12 +21,13 @@
 namespace streamrt::ops {
 namespace {
 
-// STREAMRT_NO_SIMD=1 takes the portable loops (for tests and to rule the vector code out).
+std::atomic<bool> simd_allowed{true};  // set_cpu_simd
+
 bool use_simd() {
 #if SRT_HAVE_X86
   const CpuFeatures& cpu = cpu_features();
-  static const bool yes = cpu.avx2 && cpu.fma && cpu.f16c && !env_flag("STREAMRT_NO_SIMD");
-  return yes;
+  static const bool has = cpu.avx2 && cpu.fma && cpu.f16c;
+  return has && simd_allowed.load(std::memory_order_relaxed);
 #else
   return false;
 #endif
@@ -197,6 +198,8 @@ void widen_any(const T* src, float* dst, int64_t n) {
 }
 
 }  // namespace
+
+void set_cpu_simd(bool enable) { simd_allowed.store(enable, std::memory_order_relaxed); }
 
 void widen(const Half* src, float* dst, int64_t n) { widen_any(src, dst, n); }
 void widen(const BFloat16* src, float* dst, int64_t n) { widen_any(src, dst, n); }

@@ -14,6 +14,8 @@ namespace streamrt {
 struct EngineState {
   plan::LoadedPlan plan;
   DeviceType device = DeviceType::kCpu;
+  // The loading runtime's options (its diagnostics reach every context of the engine).
+  RuntimeOptions options;
   std::vector<const ops::OpSchema*> schemas;  // per step
   std::unordered_map<std::string, int32_t> io_index;  // name -> index into plan.data.values
   // The step list as an ir::Graph (weights as constants), for shape-only passes.

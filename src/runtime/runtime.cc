@@ -8,6 +8,14 @@
 
 namespace streamrt {
 
+const char* attention_kernel_name(AttentionKernel k) { return k == AttentionKernel::kSimple ? "simple" : "auto"; }
+
+Result<AttentionKernel> parse_attention_kernel(const std::string& s) {
+  if (s == "auto") return AttentionKernel::kAuto;
+  if (s == "simple") return AttentionKernel::kSimple;
+  return invalid_argument("unknown attention kernel '" + s + "' (expected auto or simple)");
+}
+
 Result<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
   return guard("Runtime::create", [&]() -> Result<std::unique_ptr<Runtime>> {
     DeviceBackend* cuda = find_device_backend(DeviceType::kCuda);
@@ -18,7 +26,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) 
       return unsupported(std::string("this build of streamrt has no ") + device_type_name(device) + " backend");
     SRT_RETURN_IF_ERROR(backend->available());
     SRT_RETURN_IF_ERROR(backend->configure(options));
-    return std::unique_ptr<Runtime>(new Runtime(device));
+    return std::unique_ptr<Runtime>(new Runtime(device, options));
   });
 }
 
@@ -97,8 +105,10 @@ Status apply_initial_budget(EngineState& es) {
   return st.ok() || st.code() != StatusCode::kOutOfMemory ? st : does_not_fit(es, st);
 }
 
-Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceType device, bool timing = false) {
+Result<std::unique_ptr<EngineState>> make_state(plan::LoadedPlan loaded, DeviceType device,
+                                                const RuntimeOptions& options, bool timing = false) {
   auto st = std::make_unique<EngineState>();
+  st->options = options;
   const plan::PlanData& p = loaded.data;
   DeviceType plan_device = p.device.kind == plan::DeviceKind::kCuda ? DeviceType::kCuda : DeviceType::kCpu;
   if (plan_device != device)
@@ -134,7 +144,7 @@ Result<std::shared_ptr<Engine>> Runtime::load_engine(const std::string& plan_pat
   return guard([&] { return "loading plan '" + plan_path + "'"; }, [&]() -> Result<std::shared_ptr<Engine>> {
     auto loaded = plan::read_plan(plan_path);  // its errors name the file
     if (!loaded.ok()) return loaded.status();
-    auto st = make_state(std::move(loaded).value(), device_);
+    auto st = make_state(std::move(loaded).value(), device_, options_);
     if (!st.ok()) return st.status().with_context(plan_path);
     return std::shared_ptr<Engine>(new Engine(std::move(st).value()));
   });
@@ -145,7 +155,7 @@ Result<std::shared_ptr<Engine>> Runtime::load_engine_bytes(std::vector<uint8_t> 
     auto holder = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
     SRT_ASSIGN_OR_RETURN(plan::LoadedPlan loaded,
                          plan::read_plan_bytes(holder->data(), holder->size(), holder));
-    SRT_ASSIGN_OR_RETURN(auto st, make_state(std::move(loaded), device_));
+    SRT_ASSIGN_OR_RETURN(auto st, make_state(std::move(loaded), device_, options_));
     return std::shared_ptr<Engine>(new Engine(std::move(st)));
   });
 }
@@ -157,7 +167,8 @@ Result<std::shared_ptr<Engine>> EngineFactory::timing_engine(const plan::PlanDat
   SRT_RETURN_IF_ERROR(backend->available());
   plan::LoadedPlan loaded;
   loaded.data = plan;  // weight tensors are shared, not copied
-  SRT_ASSIGN_OR_RETURN(auto st, make_state(std::move(loaded), device, true));
+  // No diagnostics: the builder's timing runs are no user's runs.
+  SRT_ASSIGN_OR_RETURN(auto st, make_state(std::move(loaded), device, RuntimeOptions{}, true));
   return std::shared_ptr<Engine>(new Engine(std::move(st)));
 }
 

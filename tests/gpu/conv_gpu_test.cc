@@ -48,11 +48,12 @@ std::string describe(const ConvBlock& b, DataType precision) {
 }
 
 // Builds `b` fused for CUDA and unfused for the CPU (the reference), runs both on the same
-// inputs and compares. Returns the CUDA plan.
-std::vector<uint8_t> check_block(const ConvBlock& b, DataType precision, bool tactics = true) {
+// inputs and compares. Returns the CUDA plan. `conv_tactics`: BuilderPasses::conv_tactics.
+std::vector<uint8_t> check_block(const ConvBlock& b, DataType precision, bool tactics = true,
+                                 bool conv_tactics = false) {
   const std::string what = describe(b, precision);
   const ir::Graph g = testing::conv_block_graph(b);
-  auto cuda = testing::build_graph_plan(g, DeviceType::kCuda, true, precision, tactics);
+  auto cuda = testing::build_graph_plan(g, DeviceType::kCuda, true, precision, tactics, conv_tactics);
   auto cpu = testing::build_graph_plan(g, DeviceType::kCpu, false, precision);
   EXPECT_TRUE(cuda.ok()) << what << ": " << cuda.status().to_string();
   EXPECT_TRUE(cpu.ok()) << what << ": " << cpu.status().to_string();
@@ -85,15 +86,14 @@ TEST_F(GpuConv, PaddedGroupedStridedDilatedAndDirectConvolutions) {
     for (const ConvBlock& b : testing::varied_blocks()) check_block(b, precision);
 }
 
-// A ResNet-like problem: the recorded algorithm is the one the kernel runs, and --no-tactics
-// records none.
+// A ResNet-like problem: the recorded algorithm is the one the kernel runs, and --no-tactics (or
+// conv tactics left off, the default) records none.
 TEST_F(GpuConv, TacticsRecordTheAlgorithmAndTheKernelUsesIt) {
-  ::setenv("STREAMRT_CONV_TACTICS", "1", 1);  // opt-in (dnn/conv_tactics.cu says why)
   const ConvBlock b{.x = {8, 64, 28, 28}, .maps = 64, .tail = ConvTail::kAddRelu};
   for (DataType precision : {DataType::kFloat32, DataType::kFloat16}) {
     builder::TacticCounters& n = builder::tactic_counters();
     const uint64_t used = n.recorded_runs.load(), fell_back = n.fallback_runs.load();
-    const std::vector<uint8_t> bytes = check_block(b, precision);
+    const std::vector<uint8_t> bytes = check_block(b, precision, true, true);  // opt-in (BuilderPasses says why)
     ASSERT_FALSE(bytes.empty());
     EXPECT_EQ(n.recorded_runs.load() - used, 1u) << "fell back " << n.fallback_runs.load() - fell_back << " times";
     plan::PlanData p = testing::read_back(bytes);
@@ -123,9 +123,11 @@ TEST_F(GpuConv, TacticsRecordTheAlgorithmAndTheKernelUsesIt) {
       expect_close(*got, *want, tolerance(precision), "another algorithm");
     }
   }
-  auto untuned = check_block(b, DataType::kFloat32, false);
-  plan::PlanData p = testing::read_back(untuned);
-  EXPECT_FALSE(testing::find_step(p, "Conv")->has_attr(builder::kConvAlgoAttr));
+  for (bool tactics : {false, true}) {
+    auto untuned = check_block(b, DataType::kFloat32, tactics, !tactics);
+    plan::PlanData p = testing::read_back(untuned);
+    EXPECT_FALSE(testing::find_step(p, "Conv")->has_attr(builder::kConvAlgoAttr)) << "tactics " << tactics;
+  }
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // Build-time step timing on the GPU: a weight-streaming build records every device step's time at
 // the profile's max shapes (PlanData::step_ms) and one run's at the min shapes (min_run_ms) for the
-// residency planner, and
-// ExecutionContext::set_step_timing reports a run's per-step times.
+// residency planner, ExecutionContext::set_step_timing reports a run's per-step times, and
+// RuntimeOptions::step_times_path / stream_trace_path write their files.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <unistd.h>
 
 #include "gpu_test_util.h"
@@ -19,7 +21,7 @@ namespace {
 using namespace streamrt::testing;
 
 // 6 MatMuls [batch, 512] x [512, 512] float16 with a dynamic batch, profile 1..64.
-Result<std::vector<uint8_t>> build_mlp(bool streaming) {
+Result<std::vector<uint8_t>> build_mlp(bool streaming, bool step_timing = true) {
   onnx::ModelProto m = make_model();
   auto* g = m.mutable_graph();
   const int n = 512, layers = 6;
@@ -40,10 +42,11 @@ Result<std::vector<uint8_t>> build_mlp(bool streaming) {
   c.weight_streaming = streaming;
   c.min_streamable_bytes = 1024;
   c.profiles["x"] = {{1, n}, {16, n}, {64, n}};
+  c.passes.step_timing = step_timing;
   BuildReport report;
   auto bytes = build_plan_from_onnx(path.string(), c, &report);
   std::filesystem::remove(path);
-  if (bytes.ok() && streaming && std::getenv("STREAMRT_NO_STEP_TIMING") == nullptr) {
+  if (bytes.ok() && streaming && step_timing) {
     EXPECT_TRUE(report.steps_timed) << report.step_timing_note;
     EXPECT_GT(report.step_ms_total, 0);
     EXPECT_GT(report.min_run_ms, 0);
@@ -83,9 +86,7 @@ TEST(GpuStepTiming, NoTimesWithoutWeightStreamingOrWhenSwitchedOff) {
   ASSERT_TRUE(plain.ok()) << plain.status().to_string();
   EXPECT_TRUE(read_back(*plain).step_ms.empty());
   EXPECT_EQ(read_back(*plain).min_run_ms, 0.f);
-  ::setenv("STREAMRT_NO_STEP_TIMING", "1", 1);
-  auto off = build_mlp(true);
-  ::unsetenv("STREAMRT_NO_STEP_TIMING");
+  auto off = build_mlp(true, false);
   ASSERT_TRUE(off.ok()) << off.status().to_string();
   EXPECT_TRUE(read_back(*off).step_ms.empty());
   EXPECT_EQ(read_back(*off).min_run_ms, 0.f);
@@ -121,6 +122,55 @@ TEST(GpuStepTiming, ContextsReportTheLastRunsStepTimes) {
   ASSERT_TRUE(y->copy_to_host(out.data(), out.size() * 2).ok());
   EXPECT_EQ(out[0], 0x2400);
   EXPECT_EQ(out.back(), 0x2400);
+}
+
+std::vector<std::string> lines_of(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The runtime's diagnostics reach its engines' contexts: a step-times file with a header and a
+// line per step when the context goes away, a stream-trace line per profiled run.
+TEST(GpuStepTiming, RuntimeOptionsWriteStepTimesAndStreamTrace) {
+  SRT_REQUIRE_GPU();
+  auto bytes = build_mlp(true);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  const auto dir = std::filesystem::temp_directory_path() / ("srt_diag_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  RuntimeOptions ro;
+  ro.device = DeviceType::kCuda;
+  ro.step_times_path = (dir / "steps.jsonl").string();
+  ro.stream_trace_path = (dir / "trace.jsonl").string();
+  auto rt = Runtime::create(ro);
+  ASSERT_TRUE(rt.ok());
+  auto e = (*rt)->load_engine_bytes(*bytes);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  ASSERT_TRUE((*e)->set_weight_streaming_budget(0).ok());  // every streamable weight streams: a trace to write
+  {
+    auto ctx = (*e)->create_execution_context();
+    ASSERT_TRUE(ctx.ok());
+    auto x = DeviceBuffer::allocate(DeviceType::kCuda, 8 * 512 * 2);
+    auto y = DeviceBuffer::allocate(DeviceType::kCuda, 8 * 512 * 2);
+    ASSERT_TRUE(x.ok() && y.ok());
+    ASSERT_TRUE((*ctx)->set_input_shape("x", {8, 512}).ok());
+    ASSERT_TRUE((*ctx)->set_tensor_address("x", x->data(), x->size()).ok());
+    ASSERT_TRUE((*ctx)->set_tensor_address("y", y->data(), y->size()).ok());
+    (*ctx)->set_streaming_profiling(true);
+    for (int run = 0; run < 3; ++run) {  // the first is not counted in the means
+      ASSERT_TRUE((*ctx)->execute().ok());
+      ASSERT_TRUE((*ctx)->last_run_stats().ok());  // writes the run's trace line
+    }
+  }
+  const auto steps = lines_of(dir / "steps.jsonl");
+  ASSERT_EQ(steps.size(), 1 + (*e)->num_steps());
+  EXPECT_NE(steps[0].find("\"engine\""), std::string::npos) << steps[0];
+  EXPECT_NE(steps[1].find("\"op\":\"MatMul\""), std::string::npos) << steps[1];
+  const auto trace = lines_of(dir / "trace.jsonl");
+  EXPECT_EQ(trace.size(), 3u);
+  if (!trace.empty()) EXPECT_NE(trace[0].find("\"streamed\":[["), std::string::npos) << trace[0];
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -325,37 +325,13 @@ TEST(DiskEngineCache, KeyRecordsAndClear) {
   EXPECT_FALSE(c->last_key("/models/a.onnx").has_value());
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
+// The library takes the variables' values (the CLI reads the environment).
 TEST(DiskEngineCache, DefaultDirectoryFollowsXdgThenHome) {
-  {
-    ScopedEnv xdg("XDG_CACHE_HOME", "/var/xdg"), home("HOME", "/home/u");
-    EXPECT_EQ(default_cache_dir().value(), "/var/xdg/streamrt/engines");
-  }
-  {
-    ScopedEnv xdg("XDG_CACHE_HOME", "relative/ignored"), home("HOME", "/home/u");
-    EXPECT_EQ(default_cache_dir().value(), "/home/u/.cache/streamrt/engines");
-  }
-  {
-    ScopedEnv xdg("XDG_CACHE_HOME", nullptr), home("HOME", nullptr);
-    EXPECT_EQ(default_cache_dir().status().code(), StatusCode::kNotFound);
-  }
+  EXPECT_EQ(default_cache_dir("/var/xdg", "/home/u").value(), "/var/xdg/streamrt/engines");
+  EXPECT_EQ(default_cache_dir("relative/ignored", "/home/u").value(), "/home/u/.cache/streamrt/engines");
+  EXPECT_EQ(default_cache_dir(nullptr, "/home/u").value(), "/home/u/.cache/streamrt/engines");
+  EXPECT_EQ(default_cache_dir(nullptr, nullptr).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(default_cache_dir("", "relative").status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -128,23 +128,16 @@ inline std::vector<ConvBlock> varied_blocks() {
   };
 }
 
-// Sets STREAMRT_NO_CONV_FUSION for its lifetime.
-class NoConvFusion {
- public:
-  NoConvFusion() { ::setenv("STREAMRT_NO_CONV_FUSION", "1", 1); }
-  ~NoConvFusion() { ::unsetenv("STREAMRT_NO_CONV_FUSION"); }
-  NoConvFusion(const NoConvFusion&) = delete;
-  NoConvFusion& operator=(const NoConvFusion&) = delete;
-};
-
+// `fuse`: BuilderPasses::conv_fusion; `conv_tactics` (with `tactics`): BuilderPasses::conv_tactics.
 inline Result<std::vector<uint8_t>> build_graph_plan(const ir::Graph& g, DeviceType device, bool fuse,
-                                                     DataType precision = DataType::kFloat32, bool tactics = true) {
+                                                     DataType precision = DataType::kFloat32, bool tactics = true,
+                                                     bool conv_tactics = false) {
   BuilderConfig c;
   c.device = device;
   c.float_precision = precision;
   c.tactics = tactics;
-  if (fuse) return builder::build_plan_from_graph(g, c);
-  NoConvFusion off;
+  c.passes.conv_fusion = fuse;
+  c.passes.conv_tactics = conv_tactics;
   return builder::build_plan_from_graph(g, c);
 }
 

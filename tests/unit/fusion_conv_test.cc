@@ -250,15 +250,23 @@ TEST(ConvFusionNegative, TypesMustBeFloatAndAgree) {
   EXPECT_EQ(builder::fuse_conv(k), 0u);
 }
 
-TEST(ConvFusionNegative, EnvironmentSwitchTurnsThePassOff) {
+// BuilderPasses::conv_fusion off: run_fusions leaves the Add and the Relu to element-wise fusion.
+TEST(ConvFusionNegative, DiagnosticSwitchTurnsThePassOff) {
+  BuilderPasses off;
+  off.conv_fusion = false;
   ir::Graph g = testing::conv_block_graph({.tail = ConvTail::kAddRelu});
-  {
-    testing::NoConvFusion off;
-    EXPECT_EQ(builder::fuse_conv(g), 0u);
-  }
-  ::setenv("STREAMRT_NO_CONV_FUSION", "0", 1);  // "0" means on
-  EXPECT_EQ(builder::fuse_conv(g), 1u);
-  ::unsetenv("STREAMRT_NO_CONV_FUSION");
+  builder::run_fusions(g, off);
+  const ir::Node* c = only_node(g, "Conv");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->inputs.size(), 3u);  // X, W, B: no residual
+  EXPECT_FALSE(c->has_attr(ops::kConvResidualAttr));
+  EXPECT_FALSE(c->has_attr(ops::kConvActivationAttr));
+  EXPECT_GT(g.nodes.size(), 1u);  // the Add and Relu (fused element-wise or not) stay
+  ir::Graph h = testing::conv_block_graph({.tail = ConvTail::kAddRelu});
+  builder::run_fusions(h);
+  ASSERT_EQ(h.nodes.size(), 1u);
+  EXPECT_TRUE(h.nodes[0].has_attr(ops::kConvResidualAttr));
+  EXPECT_TRUE(h.nodes[0].has_attr(ops::kConvActivationAttr));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -291,9 +299,8 @@ TEST_P(ConvFusionFixtures, FusedPlanMatchesTheUnfusedOne) {
   auto x = onnx_import::load_tensor_pb(dir + "/test_data_set_0/input_0.pb", &name);
   ASSERT_TRUE(x.ok()) << x.status().to_string();
   auto build = [&](bool fuse) {
-    std::optional<testing::NoConvFusion> off;
-    if (!fuse) off.emplace();
     BuilderConfig c;
+    c.passes.conv_fusion = fuse;
     c.shapes[name] = x->dims();
     return build_plan_from_onnx(dir + "/model.onnx", c);
   };

@@ -206,13 +206,21 @@ TEST(MatMulBiasFusionNegative, LeavesOtherPatternsAlone) {
   }
 }
 
+// BuilderPasses::matmul_bias_fusion off: run_fusions leaves the Add (and the other passes run).
 TEST(MatMulBiasFusionNegative, DiagnosticSwitchDisablesThePass) {
-  ::setenv("STREAMRT_NO_MATMUL_BIAS_FUSION", "1", 1);
+  auto steps = [](const ir::Graph& g) {  // op / number of inputs
+    std::vector<std::string> out;
+    for (const ir::Node& n : g.nodes) out.push_back(n.op_type + "/" + std::to_string(n.inputs.size()));
+    return out;
+  };
+  BuilderPasses off;
+  off.matmul_bias_fusion = false;
   ir::Graph g = linear_graph(LinearSpec{});
-  EXPECT_EQ(fuse_matmul_bias(g), 0u);
-  ::setenv("STREAMRT_NO_MATMUL_BIAS_FUSION", "0", 1);
-  EXPECT_EQ(fuse_matmul_bias(g), 1u);
-  ::unsetenv("STREAMRT_NO_MATMUL_BIAS_FUSION");
+  run_fusions(g, off);
+  EXPECT_EQ(steps(g), (std::vector<std::string>{"MatMul/2", "Add/2"}));
+  ir::Graph h = linear_graph(LinearSpec{});
+  run_fusions(h);
+  EXPECT_EQ(steps(h), (std::vector<std::string>{"MatMul/3"}));
 }
 
 // ---------------------------------------------------------------------------------------

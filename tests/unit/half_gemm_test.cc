@@ -1,7 +1,8 @@
 // The CPU's half-type GEMM pieces (ops/half_gemm.h): widening is exact for every bit pattern, and
 // the few-rows kernel matches a double-precision reference for both layouts of B, odd sizes, the
 // column-block edges and strided operands. ctest runs this file twice: as is (AVX2 + F16C where
-// the CPU has them) and with STREAMRT_NO_SIMD=1 (the portable loops).
+// the CPU has them) and with STREAMRT_NO_SIMD=1 (the portable loops: the library reads no
+// environment, the test binary applies the variable with set_cpu_simd; tests/test_environment.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "core/environment.h"
 #include "ops/half_gemm.h"
 
 namespace streamrt::ops {
@@ -35,6 +37,14 @@ void expect_widen_exact() {
 TEST(HalfGemm, WidenIsExactForEveryBitPattern) {
   expect_widen_exact<Half>();
   expect_widen_exact<BFloat16>();
+}
+
+// set_cpu_simd(false) takes the portable loops, which are exact too (in either run of this file).
+TEST(HalfGemm, WidenIsExactWithoutSimd) {
+  set_cpu_simd(false);
+  expect_widen_exact<Half>();
+  expect_widen_exact<BFloat16>();
+  set_cpu_simd(!env_switch(std::getenv, "STREAMRT_NO_SIMD"));  // as the binary started
 }
 
 template <typename T>

@@ -66,13 +66,13 @@ std::vector<float> lifetime_reference(const std::vector<float>& x) {
   return y;
 }
 
-plan::PlanData lower(ir::Graph& g) {
+plan::PlanData lower(ir::Graph& g, const BuilderConfig& config = {}) {
   std::unordered_map<ir::ValueId, InputProfile> profiles;
   for (ir::ValueId in : g.inputs) {
     const Dims& d = g.value(in).dims;
     profiles[in] = {d, d, d};
   }
-  auto plan = lower_to_plan(g, profiles, BuilderConfig{}, nullptr);
+  auto plan = lower_to_plan(g, profiles, config, nullptr);
   EXPECT_TRUE(plan.ok()) << plan.status().to_string();
   return plan.ok() ? std::move(plan).value() : plan::PlanData{};
 }
@@ -112,10 +112,10 @@ TEST(MemoryPlanViews, ReshapeChainSharesItsInputsBytesUntilTheLastReader) {
 }
 
 TEST(MemoryPlanViews, DiagnosticSwitchKeepsTheCopies) {
-  ::setenv("STREAMRT_NO_VIEW_ALIASING", "1", 1);
+  BuilderConfig c;
+  c.passes.view_aliasing = false;
   ir::Graph g = lifetime_graph();
-  plan::PlanData p = lower(g);
-  ::unsetenv("STREAMRT_NO_VIEW_ALIASING");
+  plan::PlanData p = lower(g, c);
   EXPECT_FALSE(overlap(value_named(p, "r"), value_named(p, "a")));
   const std::vector<float> x = streamrt::testing::ramp(kRows * kCols);
   streamrt::testing::expect_near(run_on_cpu(p, x), lifetime_reference(x), 1e-4f);

@@ -4,6 +4,8 @@
 // several tuners of one device combined.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "builder/tactics.h"
 #include "conv_test_util.h"
 
@@ -288,21 +290,27 @@ TEST(CombinedTuners, ATunerThatCannotOpenIsLeftOut) {
   EXPECT_EQ(none.status().code(), StatusCode::kDeviceError);
 }
 
-// choose_tactics with a combined tuner tunes the Conv of a real plan at its opt shapes.
+// choose_tactics with a combined tuner tunes the Conv of a real plan at its opt shapes, when conv
+// tactics are on (BuilderPasses::conv_tactics); off, the default, Conv steps are not offered.
 TEST(CombinedTuners, ChooseTacticsOffersConvStepsWithTheirShapes) {
   const ir::Graph g = testing::conv_block_graph({.bias = false, .tail = testing::ConvTail::kAddRelu});
   auto bytes = testing::build_graph_plan(g, DeviceType::kCpu, true);
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
-  plan::PlanData p = testing::read_back(*bytes);
-  std::vector<std::string> log;
-  OpTuner gemm("MatMul", &log), conv("Conv", &log);
-  auto both = builder::combine_tactic_tuners(DeviceType::kCuda, {&gemm, &conv});
-  BuilderConfig c;
-  c.device = DeviceType::kCuda;
-  BuildReport rep;
-  ASSERT_TRUE(builder::choose_tactics(p, c, &rep, both.get()).ok());
-  EXPECT_EQ(rep.steps_tuned, 1u);
-  EXPECT_TRUE(testing::find_step(p, "Conv")->has_attr("__by_Conv"));
+  for (bool conv_tactics : {true, false}) {
+    SCOPED_TRACE(conv_tactics ? "conv tactics on" : "conv tactics off");
+    plan::PlanData p = testing::read_back(*bytes);
+    std::vector<std::string> log;
+    OpTuner gemm("MatMul", &log), conv("Conv", &log);
+    auto both = builder::combine_tactic_tuners(DeviceType::kCuda, {&gemm, &conv});
+    BuilderConfig c;
+    c.device = DeviceType::kCuda;
+    c.passes.conv_tactics = conv_tactics;
+    BuildReport rep;
+    ASSERT_TRUE(builder::choose_tactics(p, c, &rep, both.get()).ok());
+    EXPECT_EQ(rep.steps_tuned, conv_tactics ? 1u : 0u);
+    EXPECT_EQ(testing::find_step(p, "Conv")->has_attr("__by_Conv"), conv_tactics);
+    EXPECT_EQ(std::count(log.begin(), log.end(), "Conv saw Conv"), conv_tactics ? 1 : 0);
+  }
 }
 
 }  // namespace

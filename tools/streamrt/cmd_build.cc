@@ -35,6 +35,7 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
   app.add_option("--max-tensor-elements", o.max_tensor_elements,
                  "refuse models with a tensor of more elements than this at the shapes built for")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  add_pass_options(app, o.passes);
 }
 
 Result<DeviceType> resolve_device(const std::string& name) {
@@ -60,6 +61,7 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   c.max_nodes = o.max_nodes;
   c.max_tensor_elements = o.max_tensor_elements;
   c.allow_tf32 = o.tf32;
+  SRT_ASSIGN_OR_RETURN(c.passes, make_builder_passes(o.passes));
   for (const auto& s : o.shapes) SRT_RETURN_IF_ERROR(parse_shape_specs(s, &c.shapes));
   for (const auto& p : o.profiles) SRT_RETURN_IF_ERROR(parse_profile_spec(p, &c.profiles));
   return c;

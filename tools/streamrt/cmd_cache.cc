@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "commands.h"
@@ -20,7 +21,11 @@ Result<uint64_t> parse_max_size(const std::string& s) {
   return spec->bytes;
 }
 
-Result<std::string> cache_dir(const std::string& dir) { return dir.empty() ? default_cache_dir() : Result<std::string>(dir); }
+// The default directory follows XDG_CACHE_HOME, else HOME (the library takes their values).
+Result<std::string> cache_dir(const std::string& dir) {
+  if (!dir.empty()) return dir;
+  return default_cache_dir(std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+}
 
 Result<std::unique_ptr<DiskEngineCache>> open_cache(const std::string& dir_option, const std::string& max_size) {
   SRT_ASSIGN_OR_RETURN(uint64_t max_bytes, parse_max_size(max_size));

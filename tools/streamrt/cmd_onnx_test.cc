@@ -27,8 +27,7 @@ struct Child {
   std::chrono::steady_clock::time_point start;
 };
 
-Child spawn(const std::string& dir, size_t index, DeviceType device, const CompareTolerance& tol,
-            DataType precision, bool against_cpu) {
+Child spawn(const std::string& dir, size_t index, const CaseSetup& setup, const CompareTolerance& tol) {
   int fds[2];
   Child c;
   c.index = index;
@@ -39,7 +38,7 @@ Child spawn(const std::string& dir, size_t index, DeviceType device, const Compa
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    CaseResult r = run_case(dir, device, tol, precision, against_cpu);
+    CaseResult r = run_case(dir, setup, tol);
     std::string line = std::to_string(static_cast<int>(r.outcome)) + "\t" + r.message;
     for (char& ch : line)
       if (ch == '\n') ch = ' ';
@@ -96,6 +95,8 @@ Command add_onnx_test_command(CLI::App& app) {
     int jobs = 0, timeout_s = 120;
     double rtol = 1e-3, atol = 1e-5;
     bool quiet = false, fp16 = false, bf16 = false, against_cpu = false, no_skip = false;
+    PassOptions passes;
+    DiagnosticOptions diagnostics;
   };
   auto s = std::make_shared<State>();
   app.add_option("paths", s->paths, "case folders or trees of them")->required();
@@ -115,6 +116,8 @@ Command add_onnx_test_command(CLI::App& app) {
                  "file of 'case reason' lines: a case that skips for another reason than an op streamrt lacks "
                  "must be listed; a listed case that passes fails")
       ->excludes(no_skip);
+  add_pass_options(app, s->passes);
+  add_diagnostic_options(app, s->diagnostics);
   return [s]() {
     SkipPolicy policy{s->no_skip, !s->expected_skips.empty(), {}};
     if (policy.use_list) {
@@ -126,6 +129,16 @@ Command add_onnx_test_command(CLI::App& app) {
     // child cannot use CUDA once its parent has. "auto" is resolved in a child of its own.
     Result<DeviceType> device = s->device == "auto" ? probe_device_in_child() : parse_device_type(s->device);
     if (!device.ok()) return report_error(device.status());
+    CaseSetup setup;
+    setup.device = *device;
+    setup.precision = s->fp16 ? DataType::kFloat16 : s->bf16 ? DataType::kBFloat16 : DataType::kFloat32;
+    setup.against_cpu = s->against_cpu;
+    auto passes = make_builder_passes(s->passes);
+    if (!passes.ok()) return report_error(passes.status());
+    setup.passes = *passes;
+    auto runtime = make_runtime_options(s->diagnostics, std::nullopt);  // each case sets its device
+    if (!runtime.ok()) return report_error(runtime.status());
+    setup.runtime = *runtime;
     std::vector<std::string> cases;
     for (const auto& p : s->paths) {
       auto found = find_cases(p);
@@ -148,8 +161,7 @@ Command add_onnx_test_command(CLI::App& app) {
     };
     while (next < cases.size() || !running.empty()) {
       while (next < cases.size() && running.size() < jobs) {
-        const DataType precision = s->fp16 ? DataType::kFloat16 : s->bf16 ? DataType::kBFloat16 : DataType::kFloat32;
-        Child c = spawn(cases[next], next, *device, tol, precision, s->against_cpu);
+        Child c = spawn(cases[next], next, setup, tol);
         if (c.pid < 0) report(next, {CaseOutcome::kFail, "could not start a process for the case"});
         else running.push_back(c);
         ++next;

@@ -111,6 +111,7 @@ Command add_run_command(CLI::App& app) {
     bool cuda_graph = false;
     std::string budget;
     BuildOptions opts;
+    DiagnosticOptions diagnostics;
     std::vector<std::string> backend_options;  // programs (.pte) only
   };
   auto s = std::make_shared<State>();
@@ -123,6 +124,7 @@ Command add_run_command(CLI::App& app) {
   app.add_option("--budget", s->budget,
                  "weight-streaming budget (device bytes for streamable weights): 8GiB | 512MiB | <bytes> | 50% | auto");
   add_build_options(app, s->opts);
+  add_diagnostic_options(app, s->diagnostics);
   app.add_option("--backend-option", s->backend_options, "program (.pte): a load-time backend option, Backend:key=value");
   return [s]() -> int {
     if (is_program_path(s->model))
@@ -142,9 +144,9 @@ Command add_run_command(CLI::App& app) {
     }
     auto config = make_builder_config(s->opts);
     if (!config.ok()) return report_error(config.status());
-    RuntimeOptions ro;
-    ro.device = config->device;
-    auto rt = Runtime::create(ro);
+    auto ro = make_runtime_options(s->diagnostics, config->device);
+    if (!ro.ok()) return report_error(ro.status());
+    auto rt = Runtime::create(*ro);
     if (!rt.ok()) return report_error(rt.status());
     Result<std::shared_ptr<Engine>> engine = not_found("no engine");
     if (ends_with(s->model, ".onnx")) {

@@ -10,6 +10,7 @@
 
 #include "streamrt/builder.h"
 #include "streamrt/cache.h"
+#include "streamrt/runtime.h"
 #include "streamrt/status.h"
 
 namespace streamrt::cli {
@@ -38,7 +39,36 @@ bool is_program_path(const std::string& path);
 Command add_refit_command(CLI::App& app);
 Command add_cache_command(CLI::App& app);
 
-// Options shared by `build`, `run model.onnx` and `onnx-test`.
+// The builder's diagnostic switches (BuilderPasses) as flags of `build`, `run model.onnx`,
+// `compile` and `onnx-test` (diagnostics.cc). The STREAMRT_NO_*_FUSION, STREAMRT_NO_VIEW_ALIASING,
+// STREAMRT_CONV_TACTICS and STREAMRT_NO_STEP_TIMING variables still apply (core/environment.h);
+// a flag adds to them.
+struct PassOptions {
+  std::vector<std::string> no_fusion;  // conv | matmul-bias | rotary | attention | all
+  bool no_view_aliasing = false, conv_tactics = false, no_step_timing = false;
+};
+void add_pass_options(CLI::App& app, PassOptions& o);
+// kInvalidArgument naming the flag for an unknown fusion.
+Result<BuilderPasses> make_builder_passes(const PassOptions& o);
+
+// The run-time diagnostics (RuntimeOptions, CUDA only) as flags of `run` and `onnx-test`, over
+// STREAMRT_PROFILE, STREAMRT_STEP_TIMES, STREAMRT_STREAM_TRACE and STREAMRT_ATTENTION_KERNEL (a
+// flag given wins over its variable).
+struct DiagnosticOptions {
+  bool profile = false;
+  std::string step_times, stream_trace, attention_kernel;
+};
+void add_diagnostic_options(CLI::App& app, DiagnosticOptions& o);
+// RuntimeOptions for `device` with the diagnostics; kInvalidArgument naming the flag or variable
+// for an unknown attention kernel.
+Result<RuntimeOptions> make_runtime_options(const DiagnosticOptions& o, std::optional<DeviceType> device);
+
+// Process-wide settings, before any command runs: the log level (--log-level, else STREAMRT_LOG)
+// and STREAMRT_NO_SIMD (the CPU's portable half-type GEMM loops). kInvalidArgument naming the flag
+// or variable for an unknown level.
+Status apply_process_options(const std::string& log_level);
+
+// Options shared by `build`, `run model.onnx` and `compile`.
 struct BuildOptions {
   std::vector<std::string> shapes, profiles;
   std::string device = "auto";
@@ -48,6 +78,7 @@ struct BuildOptions {
   bool no_tactics = false, tf32 = false;
   uint64_t max_nodes = BuilderConfig{}.max_nodes;
   int64_t max_tensor_elements = BuilderConfig{}.max_tensor_elements;
+  PassOptions passes;
 };
 // "auto" -> CUDA when a GPU answers, else the CPU; "cpu" | "cuda" as named.
 Result<DeviceType> resolve_device(const std::string& name);

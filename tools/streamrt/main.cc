@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   CLI::App app{"streamrt: ONNX -> optimized engine (plan) -> run, with weight streaming"};
   app.set_version_flag("--version", std::string("streamrt ") + STREAMRT_VERSION);
   app.require_subcommand(1);
+  std::string log_level;
+  app.add_option("--log-level", log_level,
+                 "error | warning (the default) | info | verbose; before the command (also STREAMRT_LOG=LEVEL)");
   std::map<CLI::App*, Command> commands;
   auto add = [&](Command (*fn)(CLI::App&), const char* name, const char* help) {
     CLI::App* sub = app.add_subcommand(name, help);
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   } catch (...) {
     return report_error(streamrt::exception_status("streamrt: reading the command line"));
   }
+  if (streamrt::Status st = apply_process_options(log_level); !st.ok()) return report_error(st);
   for (auto& [sub, cmd] : commands) {
     if (!sub->parsed()) continue;
     // The library returns a Status for every failure; whatever still escapes a command (the

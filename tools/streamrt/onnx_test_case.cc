@@ -132,14 +132,13 @@ std::string compare_random(const Tensor& got, const Tensor& want, bool& binary) 
   return "";
 }
 
-// Builds the model with `config` and runs every data set; returns each set's outputs on the host.
+// Builds the model with `config` and runs every data set on a runtime with `ro` (its device set here); returns each set's outputs on the host.
 Result<std::vector<std::vector<Tensor>>> run_on_device(const std::string& model, const BuilderConfig& config,
-                                                       std::vector<DataSet>& sets,
+                                                       RuntimeOptions ro, std::vector<DataSet>& sets,
                                                        const std::vector<std::string>& in_names,
                                                        const std::vector<std::string>& out_names) {
   const DeviceType device = config.device;
   SRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, build_plan_from_onnx(model, config));
-  RuntimeOptions ro;
   ro.device = device;
   SRT_ASSIGN_OR_RETURN(auto rt, Runtime::create(ro));
   SRT_ASSIGN_OR_RETURN(auto engine, rt->load_engine_bytes(std::move(bytes)));
@@ -200,8 +199,8 @@ std::vector<std::string> find_cases(const std::string& path) {
   return out;
 }
 
-CaseResult run_case(const std::string& dir, DeviceType device, const CompareTolerance& tol, DataType precision,
-                    bool against_cpu) {
+CaseResult run_case(const std::string& dir, const CaseSetup& setup, const CompareTolerance& tol) {
+  const bool against_cpu = setup.against_cpu;
   const std::string model = (fs::path(dir) / "model.onnx").string();
   onnx_import::ImportOptions iopt;
   iopt.check_supported = false;
@@ -222,8 +221,9 @@ CaseResult run_case(const std::string& dir, DeviceType device, const CompareTole
 
   // A profile covering every data set's input shapes.
   BuilderConfig config;
-  config.device = device;
-  config.float_precision = precision;
+  config.device = setup.device;
+  config.float_precision = setup.precision;
+  config.passes = setup.passes;
   for (size_t i = 0; i < in_names.size(); ++i) {
     ShapeProfile p;
     for (const auto& ds : *sets) {
@@ -239,13 +239,13 @@ CaseResult run_case(const std::string& dir, DeviceType device, const CompareTole
     p.opt = p.max;
     config.profiles[in_names[i]] = p;
   }
-  auto got = run_on_device(model, config, *sets, in_names, out_names);
+  auto got = run_on_device(model, config, setup.runtime, *sets, in_names, out_names);
   if (!got.ok()) return fail(got.status());
   std::vector<std::vector<Tensor>> want;
   if (against_cpu) {  // the reference is the CPU backend with the same build options
     BuilderConfig cpu_config = config;
     cpu_config.device = DeviceType::kCpu;
-    auto ref = run_on_device(model, cpu_config, *sets, in_names, out_names);
+    auto ref = run_on_device(model, cpu_config, setup.runtime, *sets, in_names, out_names);
     if (!ref.ok()) return fail(ref.status().with_context("CPU reference"));
     want = std::move(ref).value();
   } else {

@@ -3,6 +3,7 @@
 // CPU kernels on host copies that are made only when a step needs them.
 #include "backends/cuda/cuda_context.h"
 
+#include "backends/cuda/cuda_run_options.h"
 #include "backends/cuda/cuda_step_times.h"
 #include "core/logging.h"
 
@@ -11,7 +12,10 @@ namespace streamrt::cuda {
 using plan::ValueEntry;
 
 CudaContext::CudaContext(std::shared_ptr<const Engine> engine, const CudaEngineState& ces)
-    : ContextBase(std::move(engine)), ces_(ces), streamer_(*es_, ces) {
+    : ContextBase(std::move(engine)),
+      ces_(ces),
+      streamer_(*es_, ces),
+      profiler_(es_->options.profile, es_->options.step_times_path) {
   const size_t nv = plan().values.size();
   dev_.resize(nv);
   host_.resize(nv);
@@ -244,6 +248,7 @@ Status CudaContext::run_device_step(size_t index) {
 
 Status CudaContext::run_steps() {
   log_verbose("engine '" + plan().name + "': run" + (capturing_ ? " (capturing)" : ""));
+  const RunOptionsScope options(es_->options);  // for the kernels that read them (attention.cu)
   bind();
   SRT_RETURN_IF_ERROR(streamer_.begin_run(res_.stream, capturing_));
   for (size_t i = 0; i < plan().steps.size(); ++i) {

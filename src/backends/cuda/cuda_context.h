@@ -56,7 +56,7 @@ class CudaContext final : public ContextBase {
   std::vector<std::pair<void*, uint64_t>> overflow_;    // activations larger than their arena slot
   mutable std::vector<Tensor> input_copies_;            // host copies of shape-tensor inputs
   CudaStreamer streamer_;                               // streamed weights (engines that stream)
-  StepProfiler profiler_;                               // STREAMRT_PROFILE=1
+  StepProfiler profiler_;                               // RuntimeOptions::profile, step times
 };
 
 }  // namespace streamrt::cuda

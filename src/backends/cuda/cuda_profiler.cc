@@ -2,17 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-
-#include "core/env.h"
 
 namespace streamrt::cuda {
-
-StepProfiler::StepProfiler() {
-  table_ = env_flag("STREAMRT_PROFILE");
-  const char* times = std::getenv("STREAMRT_STEP_TIMES");
-  if (times && *times) step_times_path_ = times;
-}
 
 std::vector<double> StepProfiler::step_means() const {
   std::vector<double> out(per_step_.size(), 0.0);

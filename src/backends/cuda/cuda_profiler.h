@@ -1,9 +1,9 @@
-// Per-step GPU time by op type (STREAMRT_PROFILE=1): CUDA events around every device step of
-// every eager run, summed per op type and printed as a table when the context goes away — the
+// Per-step GPU time by op type (RuntimeOptions::profile): CUDA events around every device step
+// of every eager run, summed per op type and printed as a table when the context goes away — the
 // `trtexec --dumpProfile` of streamrt. Off by default; it never synchronizes the stream.
-// STREAMRT_STEP_TIMES=FILE also keeps each step's mean time, which the context appends to FILE as
-// JSON lines when it goes away (with the residency planner's estimate next to it: the data for
-// checking the planner's device model against the GPU). set_step_timing() (the API's
+// RuntimeOptions::step_times_path also keeps each step's mean time, which the context appends to
+// that file as JSON lines when it goes away (with the residency planner's estimate next to it: the
+// data for checking the planner's device model against the GPU). set_step_timing() (the API's
 // ExecutionContext::set_step_timing) keeps the last run's time per step.
 #pragma once
 
@@ -17,7 +17,8 @@ namespace streamrt::cuda {
 
 class StepProfiler {
  public:
-  StepProfiler();  // enabled by the environment
+  // `table`: RuntimeOptions::profile; `step_times_path`: RuntimeOptions::step_times_path.
+  StepProfiler(bool table, std::string step_times_path) : table_(table), step_times_path_(std::move(step_times_path)) {}
   ~StepProfiler();
   bool enabled() const { return table_ || timing_ || !step_times_path_.empty(); }
   void set_step_timing(bool enable) { timing_ = enable; }
@@ -28,7 +29,7 @@ class StepProfiler {
   // Adds the last run's times (its stream must have completed).
   void collect();
   void set_name(const std::string& name) { name_ = name; }
-  // STREAMRT_STEP_TIMES's file ("" when unset) and the mean ms per step index over the counted
+  // RuntimeOptions::step_times_path ("" when off) and the mean ms per step index over the counted
   // runs (0 for steps never timed).
   const std::string& step_times_path() const { return step_times_path_; }
   std::vector<double> step_means() const;
@@ -39,7 +40,7 @@ class StepProfiler {
     std::string op;
     size_t step;
   };
-  bool table_ = false;   // STREAMRT_PROFILE
+  bool table_ = false;   // RuntimeOptions::profile
   bool timing_ = false;  // set_step_timing
   std::vector<double> last_;
   std::string name_;

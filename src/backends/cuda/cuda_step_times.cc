@@ -1,5 +1,5 @@
-// STREAMRT_STEP_TIMES=FILE: when a context goes away, its measured per-step GPU times (mean over
-// the eager runs after the first) are appended to FILE as JSON lines, next to the residency
+// RuntimeOptions::step_times_path: when a context goes away, its measured per-step GPU times (mean
+// over the eager runs after the first) are appended to that file as JSON lines, next to the residency
 // planner's estimates for the same step and the streamable weights it reads. One header line per
 // context, then one line per step:
 //   {"engine":"...","budget":B,"streamed_bytes":S,"resident_bytes":R,"steps":N,"bandwidth":BW}
@@ -32,7 +32,7 @@ void write_step_times(const EngineState& es, const CudaEngineState& ces, const S
   const plan::PlanData& p = es.plan.data;
   std::FILE* f = std::fopen(path.c_str(), "a");
   if (!f) {
-    log_warning("STREAMRT_STEP_TIMES: cannot open '" + path + "' for appending");
+    log_warning("step times: cannot open '" + path + "' for appending");
     return;
   }
   const DeviceProfile device = cuda_profile();

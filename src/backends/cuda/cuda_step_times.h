@@ -1,5 +1,5 @@
-// STREAMRT_STEP_TIMES=FILE: a context's measured per-step GPU times next to the residency
-// planner's estimates, appended to FILE as JSON lines when the context goes away (see the .cc).
+// RuntimeOptions::step_times_path: a context's measured per-step GPU times next to the residency
+// planner's estimates, appended to the file as JSON lines when the context goes away (see the .cc).
 #pragma once
 
 #include <vector>
@@ -9,7 +9,7 @@
 
 namespace streamrt::cuda {
 
-// Does nothing unless STREAMRT_STEP_TIMES is set (profiler.step_times_path() not empty).
+// Does nothing unless the path is set (profiler.step_times_path() not empty).
 void write_step_times(const EngineState& es, const CudaEngineState& ces, const StepProfiler& profiler,
                       const std::vector<Dims>& output_dims);
 

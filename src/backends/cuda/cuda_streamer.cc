@@ -172,13 +172,13 @@ Result<StreamingStats> CudaStreamer::stats() const {
   return st;
 }
 
-// STREAMRT_STREAM_TRACE=FILE: the profiled run's timeline, one JSON line appended per run: for
+// RuntimeOptions::stream_trace_path: the profiled run's timeline, one JSON line appended per run: for
 // each streamed step (in order) its plan step, bytes, and ms from the run's start when its copy
 // began and ended and when compute began and stopped waiting for it.
 void CudaStreamer::write_trace() const {
-  const char* path = std::getenv("STREAMRT_STREAM_TRACE");
-  if (!path || !*path) return;
-  std::FILE* f = std::fopen(path, "a");
+  const std::string& path = es_.options.stream_trace_path;
+  if (path.empty()) return;
+  std::FILE* f = std::fopen(path.c_str(), "a");
   if (!f) return;
   const plan::PlanData& p = es_.plan.data;
   std::fprintf(f, "{\"budget\":%llu,\"run_ms\":%.4f,\"slots\":%d,\"slot_bytes\":%llu,\"streamed\":[",

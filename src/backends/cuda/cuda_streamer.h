@@ -34,7 +34,7 @@ class CudaStreamer {
  private:
   Status issue(size_t j, bool capturing);
   Status ensure_profile_events(size_t n);
-  void write_trace() const;  // STREAMRT_STREAM_TRACE
+  void write_trace() const;  // RuntimeOptions::stream_trace_path
 
   const EngineState& es_;
   const CudaEngineState& ces_;

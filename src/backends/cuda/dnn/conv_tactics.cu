@@ -7,9 +7,10 @@
 // tried in cuDNN's heuristic order, so rank 0 is the heuristic's first choice. The fastest is
 // recorded in the step's "__conv_algo"; kernels/conv.cu uses it at run time.
 //
-// Off unless STREAMRT_CONV_TACTICS=1: on an H200 (2026-11-21) the timed choices made ResNet-50
-// batch 32 fp16 slower end to end (CUDA graph 2.64 ms against 2.21 ms with cuDNN's heuristic),
-// although each won its own timing. Timing one convolution over and over keeps its operands in
+// Off unless BuilderConfig::passes.conv_tactics (streamrt build --conv-tactics): the builder
+// offers Conv steps to this tuner only then (builder/tactics.cc). On an H200 (2026-11-21) the
+// timed choices made ResNet-50 batch 32 fp16 slower end to end (CUDA graph 2.64 ms against
+// 2.21 ms with cuDNN's heuristic), although each won its own timing. Timing one convolution over and over keeps its operands in
 // L2, which a network run does not; flushing L2 between timed runs is the next step.
 #include <algorithm>
 #include <array>
@@ -18,7 +19,6 @@
 
 #include "backends/cuda/dnn/conv_problem.h"
 #include "backends/cuda/kernels/cuda_types.cuh"
-#include "core/env.h"
 #include "core/logging.h"
 
 namespace streamrt::cuda {
@@ -207,10 +207,7 @@ Result<std::optional<double>> ConvSession::time_ms(const ConvDescriptors& d, con
   return run_ms(d, k, iters);
 }
 
-bool conv_tactics_enabled() { return env_flag("STREAMRT_CONV_TACTICS"); }
-
 Result<bool> ConvSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in) {
-  if (!conv_tactics_enabled()) return false;
   SRT_ASSIGN_OR_RETURN(std::optional<CudnnConv> c, step_conv(step, in));
   if (!c) return false;
   SRT_RETURN_IF_ERROR(ensure_ready());

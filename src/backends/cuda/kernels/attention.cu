@@ -17,12 +17,13 @@
 //    other strides and unaligned K / V are staged element by element.
 //  - attention_simple (float32, and any other D / Dv): a warp per query row, lanes split keys
 //    (32 at a time) for the scores and the Dv columns for the output (256 columns per pass).
-//    STREAMRT_ATTENTION_KERNEL=simple forces it for every call.
+//    RuntimeOptions::attention_kernel = kSimple (streamrt run --attention-kernel simple) forces it
+//    for every call.
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
+#include "backends/cuda/cuda_run_options.h"
 #include "backends/cuda/kernels/cuda_types.cuh"
 #include "ops/attention.h"
 
@@ -461,15 +462,10 @@ __global__ void __launch_bounds__(kMmaThreads) attention_mma(const Params p, int
 
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
-// STREAMRT_ATTENTION_KERNEL=simple sends every call to the warp-per-row kernel: a switch for
-// telling the two kernels apart on a GPU without rebuilding.
-bool simple_only() {
-  static const bool simple = [] {
-    const char* env = std::getenv("STREAMRT_ATTENTION_KERNEL");
-    return env && std::string(env) == "simple";
-  }();
-  return simple;
-}
+// RuntimeOptions::attention_kernel = kSimple sends every call to the warp-per-row kernel: a switch
+// for telling the two kernels apart on a GPU without rebuilding (cuda_run_options.h says how the
+// running context's options get here).
+bool simple_only() { return current_run_options().attention_kernel == AttentionKernel::kSimple; }
 
 Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g, const ops::AttentionAttrs& a) {
   Params p{};
