@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "streamrt/builder.h"
+#include "streamrt/sequence.h"
 #include "streamrt/status.h"
 #include "streamrt/types.h"
 
@@ -56,6 +57,10 @@ struct TensorDesc {
   DataType dtype = DataType::kUndefined;
   Dims dims;            // -1 for dynamic
   Dims min, opt, max;   // profile (inputs); for outputs `max` is the planned max shape
+  // A sequence / optional value (streamrt/sequence.h): then dtype is kUInt8 and dims [-1] (its
+  // encoding's bytes), elem_dtype the element type of its tensors.
+  ValueKind kind = ValueKind::kTensor;
+  DataType elem_dtype = DataType::kUndefined;
 };
 
 class ExecutionContext;
@@ -179,6 +184,13 @@ class ExecutionContext {
   // Binds memory to an input or output: host memory on the CPU, device memory on CUDA.
   // `capacity` (bytes) is checked against the tensor's size at run time.
   Status set_tensor_address(const std::string& name, void* data, size_t capacity = SIZE_MAX);
+  // Binds a sequence / optional input (TensorDesc::kind not kTensor; streamrt/sequence.h): the
+  // context copies `value` into memory of its own on the device. kInvalidArgument when the kind
+  // or element type differs from the input's, or a tensor's bytes do not match its dims.
+  Status set_sequence_input(const std::string& name, const SequenceValue& value);
+  // A sequence / optional output of the last run, copied to the host. An output of this kind
+  // needs no set_tensor_address (the context holds it); kInvalidState before a run.
+  Result<SequenceValue> sequence_output(const std::string& name) const;
   // Current dims: inputs after set_input_shape; outputs after a run, or before one when the
   // shape rules can tell from the input dims (and, on the CPU, bound shape-tensor inputs).
   Result<Dims> tensor_shape(const std::string& name) const;

@@ -30,6 +30,19 @@ enum class DataType : uint8_t {
 // The highest value in use (is_valid_dtype's bound); move it when appending.
 inline constexpr DataType kLastDataType = DataType::kUInt64;
 
+// What a model value holds: a tensor, or one of ONNX's sequence / optional types (a list of
+// tensors of one element type; an optional tensor or sequence that may hold nothing). Numbering
+// is part of the plan format: never renumber, only append.
+enum class ValueKind : uint8_t {
+  kTensor = 0,
+  kSequence = 1,          // seq(tensor(T))
+  kOptionalTensor = 2,    // optional(tensor(T))
+  kOptionalSequence = 3,  // optional(seq(tensor(T)))
+};
+inline constexpr ValueKind kLastValueKind = ValueKind::kOptionalSequence;
+// "tensor", "sequence", "optional tensor", "optional sequence".
+const char* value_kind_name(ValueKind k);
+
 // Bytes per element (0 for kUndefined).
 size_t dtype_size(DataType t);
 // "float32", "float16", ... ; "undefined" for kUndefined.

@@ -30,6 +30,8 @@ Result<DeviceType> parse_device_type(const std::string& s) {
 
 namespace {
 
+constexpr int64_t kSequenceInputOptBytes = 4096;
+
 // Applies fixed shapes and profiles to the graph inputs and returns the max dims per input.
 Result<std::unordered_map<ir::ValueId, builder::InputProfile>> apply_shapes(
     ir::Graph& g, const BuilderConfig& config) {
@@ -75,6 +77,14 @@ Result<std::unordered_map<ir::ValueId, builder::InputProfile>> apply_shapes(
       // Dims that the profile fixes become static; the rest stay dynamic.
       for (size_t i = 0; i < v.dims.size(); ++i)
         v.dims[i] = p.min[i] == p.max[i] ? p.min[i] : kDynamicDim;
+    } else if (!v.seq.is_tensor()) {
+      // A sequence / optional input: its encoding's bytes, any length up to the element bound
+      // (ExecutionContext::set_sequence_input sets it). Its consumers run on the host and size
+      // what they make at run time, so the bound reserves no memory.
+      prof.min = {0};
+      prof.opt = {kSequenceInputOptBytes};
+      prof.max = {std::max<int64_t>(config.max_tensor_elements, kSequenceInputOptBytes)};
+      v.dims = {kDynamicDim};
     } else {
       if (!dims_static(v.dims))
         return invalid_argument("input '" + v.name + "' has dynamic dims " + dims_to_string(v.dims) +
@@ -120,6 +130,12 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
   testing::throw_point("passes");
   SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
   SRT_RETURN_IF_ERROR(builder::inline_constant_ifs(g).status());
+  SRT_ASSIGN_OR_RETURN(size_t sequence_reads, builder::fold_sequences(g));
+  if (sequence_reads > 0) {  // the rewritten readers' shapes, and what they make constant
+    auto refolded = builder::fold_constants(g);
+    if (!refolded.ok()) return refolded.status().with_context(source + " after folding sequences");
+    rep.nodes_folded += *refolded;
+  }
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
   rep.nodes_fused = builder::run_fusions(g, config.passes);

@@ -43,6 +43,7 @@ void splice_branch(ir::Graph& g, const ir::Node& node, const ir::Graph& branch, 
       if (map[o] == ir::kNoValue) {
         const ir::Value& v = branch.value(o);
         map[o] = g.add_value(fresh_name(g, node.name + "/" + v.name), v.dtype, v.dims, v.has_shape);
+        g.value(map[o]).seq = v.seq;
       }
       o = map[o];
     }

@@ -93,6 +93,7 @@ Result<plan::PlanData> lower_to_plan(ir::Graph& g,
     e.name = v.name;
     e.dtype = v.dtype;
     e.dims = v.dims;
+    e.seq = v.seq;
     e.max_dims = max_shapes->infos[id].dims;
     max_known.push_back(max_shapes->infos[id].has_shape);
     if (graph_inputs.count(id)) e.kind = ValueEntry::Kind::kInput;
@@ -135,9 +136,11 @@ Result<plan::PlanData> lower_to_plan(ir::Graph& g,
   for (int32_t v = 0; v < static_cast<int32_t>(plan.values.size()); ++v) {
     ValueEntry& e = plan.values[v];
     if (e.kind != ValueEntry::Kind::kActivation) continue;
-    // A tensor whose size depends on data gets no arena slot: the runtime allocates it.
+    // A tensor whose size depends on data gets no arena slot: the runtime allocates it. One of
+    // unknown rank (an element taken from a sequence whose tensors' rank is not known) is recorded
+    // with dims [] like a scalar, so it gets a scalar's slot; a larger one is allocated at run time.
     uint64_t bytes = 0;
-    if (max_known[v] && dims_static(e.max_dims)) {
+    if ((max_known[v] || e.max_dims.empty()) && dims_static(e.max_dims)) {
       // Shape inference bounded the elements by max_tensor_elements; the bytes must fit too.
       auto n = checked_numel(e.max_dims, INT64_MAX / 16);
       if (!n.ok()) return invalid_model("activation '" + e.name + "': " + n.status().message());

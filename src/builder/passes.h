@@ -16,6 +16,12 @@ Result<size_t> fold_constants(ir::Graph& g);
 // builder/inline_if.cc.
 Result<size_t> inline_constant_ifs(ir::Graph& g);
 
+// Rewrites sequences the builder can trace (constant positions, splits of a known count) into
+// tensor ops: SequenceAt -> Identity, ConcatFromSequence -> Concat (Unsqueeze + Concat for
+// new_axis = 1), SequenceLength -> constant, SplitToSequence -> Split (+ Squeeze). Returns the
+// number of readers rewritten; the caller re-infers shapes and removes the dead sequence ops.
+// builder/fold_sequences.cc.
+Result<size_t> fold_sequences(ir::Graph& g);
 // Removes Identity and inference-mode Dropout nodes by rewiring their consumers.
 size_t remove_identities(ir::Graph& g);
 

@@ -274,7 +274,10 @@ bool tf32_op(const ir::Node& step) {
 // runtime's shape passes see it.
 Result<ir::InferResult> infer_at_opt(const plan::PlanData& plan) {
   ir::Graph g;
-  for (const auto& v : plan.values) g.add_value(v.name, v.dtype, v.dims, true);
+  for (const auto& v : plan.values) {
+    g.add_value(v.name, v.dtype, v.dims, true);
+    g.values.back().seq = v.seq;
+  }
   for (size_t v = 0; v < plan.values.size(); ++v) {
     const plan::ValueEntry& e = plan.values[v];
     if (e.kind == plan::ValueEntry::Kind::kWeight && !plan.weights_stripped &&

@@ -128,3 +128,17 @@ Result<Dims> parse_dims(const std::string& s) {
 }
 
 }  // namespace streamrt
+
+namespace streamrt {
+
+const char* value_kind_name(ValueKind k) {
+  switch (k) {
+    case ValueKind::kTensor: return "tensor";
+    case ValueKind::kSequence: return "sequence";
+    case ValueKind::kOptionalTensor: return "optional tensor";
+    case ValueKind::kOptionalSequence: return "optional sequence";
+  }
+  return "unknown kind";
+}
+
+}  // namespace streamrt

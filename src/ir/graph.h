@@ -75,11 +75,25 @@ struct Node {
   Status error(StatusCode code, const std::string& msg) const;
 };
 
+// The type of a non-tensor value (ONNX sequence / optional). Such a value travels through the
+// engine as one uint8 tensor of dims [bytes] in the sequence encoding (ops/sequence_value.h):
+// its Value / TensorInfo dtype is kUInt8 and its dims [bytes] ([-1] until its contents are known);
+// SeqType says what it holds: the kind, and its tensors' element type and dims as far as known.
+struct SeqType {
+  ValueKind kind = ValueKind::kTensor;
+  DataType elem_dtype = DataType::kUndefined;
+  Dims elem_dims;               // may contain kDynamicDim
+  bool elem_has_shape = false;  // rank of the elements known (all of one rank)
+  bool is_tensor() const { return kind == ValueKind::kTensor; }
+  bool operator==(const SeqType&) const = default;
+};
+
 struct Value {
   std::string name;
   DataType dtype = DataType::kUndefined;
   Dims dims;              // may contain kDynamicDim
   bool has_shape = false;  // false until known (rank unknown)
+  SeqType seq;            // kind kTensor for tensors (all but sequence / optional values)
 };
 
 class Graph {

@@ -26,6 +26,18 @@ Status check_elements(const ops::TensorInfo& info, int64_t limit, const What& wh
                        " elements (the builder's max_tensor_elements)");
 }
 
+// A value the model declares a sequence / optional stays one when a rule that passes values
+// through (If, Loop, Identity of known contents) describes it as plain bytes; and one whose
+// contents are not known has data-dependent length, whatever the profile's inputs were (so
+// memory plans give it no arena slot: the runtime sizes it when made).
+void keep_sequence_type(ops::TensorInfo& info, const Value& declared, bool known) {
+  if (info.seq.is_tensor() && !declared.seq.is_tensor()) info.seq = declared.seq;
+  if (info.seq.is_tensor() || known) return;
+  info.dtype = DataType::kUInt8;
+  info.dims = {kDynamicDim};
+  info.has_shape = true;
+}
+
 }  // namespace
 
 Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions& options) {
@@ -36,7 +48,7 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
   r.partials.resize(nv);
   for (size_t i = 0; i < nv; ++i) {
     const Value& v = graph.values[i];
-    r.infos[i] = ops::TensorInfo{v.dtype, v.dims, v.has_shape, nullptr};
+    r.infos[i] = ops::TensorInfo{v.dtype, v.dims, v.has_shape, nullptr, nullptr, v.seq};
   }
   for (const auto& [id, dims] : options.input_dims) {
     r.infos[id].dims = dims;
@@ -74,6 +86,7 @@ Result<InferResult> infer_shapes_readonly(const Graph& graph, const InferOptions
       ValueId id = node.outputs[k];
       if (id == kNoValue) continue;
       r.infos[id] = ctx.outputs()[k];
+      keep_sequence_type(r.infos[id], graph.value(id), ctx.output_values()[k].has_value());
       SRT_RETURN_IF_ERROR(check_elements(r.infos[id], options.max_tensor_elements, [&] {
         return node.describe() + ": output '" + graph.value(id).name + "'";
       }));
@@ -116,6 +129,7 @@ Result<InferResult> infer_shapes(Graph& graph, const InferOptions& options) {
     v.dtype = r.infos[i].dtype;
     v.dims = r.infos[i].dims;
     v.has_shape = r.infos[i].has_shape;
+    v.seq = r.infos[i].seq;
   }
   return r;
 }

@@ -104,4 +104,25 @@ bool same_graph(const Graph& a, const Graph& b, bool (*same_attr)(const Attribut
   return true;
 }
 
+Status check_seq_type(const SeqType& t, DataType dtype, const Dims& dims, const std::string& where) {
+  const int kind = static_cast<int>(t.kind);
+  if (kind > static_cast<int>(kLastValueKind)) return invalid_model(where + ": invalid value kind " + std::to_string(kind));
+  if (t.is_tensor()) {
+    if (t.elem_dtype != DataType::kUndefined || !t.elem_dims.empty() || t.elem_has_shape)
+      return invalid_model(where + ": a tensor with sequence element fields");
+    return ok_status();
+  }
+  if (t.elem_dtype == DataType::kUndefined || !is_valid_dtype(static_cast<int>(t.elem_dtype)))
+    return invalid_model(where + ": a " + value_kind_name(t.kind) + " of invalid element type " +
+                         std::to_string(static_cast<int>(t.elem_dtype)));
+  if (dtype != DataType::kUInt8 || dims.size() != 1)
+    return invalid_model(where + ": a " + value_kind_name(t.kind) + " must be held as uint8 bytes of rank 1, not " +
+                         dtype_name(dtype) + " " + dims_to_string(dims));
+  if (t.elem_dims.size() > 64 || (!t.elem_has_shape && !t.elem_dims.empty()))
+    return invalid_model(where + ": invalid element dims");
+  for (int64_t d : t.elem_dims)
+    if (d < kDynamicDim) return invalid_model(where + ": negative element dim " + std::to_string(d));
+  return ok_status();
+}
+
 }  // namespace streamrt::ir

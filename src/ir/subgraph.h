@@ -29,6 +29,14 @@ inline constexpr int kMaxSubgraphDepth = 16;
 // defined, num_captures within the inputs, nested bodies likewise. kInvalidModel naming `where`.
 Status check_subgraph(const Graph& g, int depth, const std::string& where);
 
+// A value's sequence / optional type from untrusted input (a plan): a known kind; for tensors no
+// element fields; otherwise a defined element type, element dims >= -1 (at most 64, none when
+// elem_has_shape is false), and the value itself uint8 of rank 1. kInvalidModel naming `where`.
+Status check_seq_type(const SeqType& t, DataType dtype, const Dims& dims, const std::string& where);
+inline Status check_seq_type(const Value& v, const std::string& where) {
+  return check_seq_type(v.seq, v.dtype, v.dims, where);
+}
+
 // True when some node of `g` has a GRAPH attribute.
 bool has_subgraphs(const Graph& g);
 

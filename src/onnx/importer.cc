@@ -69,33 +69,80 @@ struct Importer {
     return ok_status();
   }
 
+  // A tensor type's element type and dims (`has_shape` false when the proto gives no shape).
+  static Status read_tensor_type(const onnx::TypeProto::Tensor& tt, const std::string& name, bool need_type,
+                                 DataType* dtype, Dims* dims, bool* has_shape) {
+    if (tt.elem_type() != 0) {
+      SRT_ASSIGN_OR_RETURN(*dtype, dtype_from_onnx(tt.elem_type(), "graph tensor '" + name + "'"));
+    } else if (need_type) {
+      return invalid_model("graph value '" + name + "' has no element type");
+    }
+    *has_shape = tt.has_shape();
+    dims->clear();
+    for (const auto& d : tt.shape().dim()) {
+      if (d.has_dim_value() && d.dim_value() < 0)
+        return invalid_model("graph tensor '" + name + "' has a negative dimension");
+      dims->push_back(d.has_dim_value() ? d.dim_value() : kDynamicDim);
+    }
+    return ok_status();
+  }
+
+  // A sequence / optional type (ir::SeqType): seq(tensor), optional(tensor), optional(seq(tensor)).
+  static Status read_seq_type(const onnx::TypeProto& tp, const std::string& name, ir::SeqType* out) {
+    const onnx::TypeProto* elem = nullptr;
+    if (tp.has_sequence_type()) {
+      out->kind = ValueKind::kSequence;
+      elem = &tp.sequence_type().elem_type();
+    } else if (tp.has_optional_type()) {
+      const onnx::TypeProto& inner = tp.optional_type().elem_type();
+      out->kind = inner.has_sequence_type() ? ValueKind::kOptionalSequence : ValueKind::kOptionalTensor;
+      elem = inner.has_sequence_type() ? &inner.sequence_type().elem_type() : &inner;
+    } else {
+      return unsupported("graph value '" + name + "' is a map or sparse tensor; streamrt takes tensors, sequences and optionals");
+    }
+    if (!elem->has_tensor_type())
+      return unsupported("graph value '" + name + "' is a " + value_kind_name(out->kind) +
+                         " of something other than tensors (nested sequences and maps are not supported)");
+    return read_tensor_type(elem->tensor_type(), name, true, &out->elem_dtype, &out->elem_dims, &out->elem_has_shape);
+  }
+
   Status read_value_info(const onnx::ValueInfoProto& vi, ir::ValueId id, bool required) {
     ir::Value& v = g.value(id);
-    if (parent && vi.has_type() && !vi.type().has_tensor_type())
-      return unsupported("subgraph '" + g.name + "' value '" + vi.name() +
-                         "' is a sequence, optional or map; streamrt runs If / Loop / Scan over tensors only");
+    if (vi.has_type() && !vi.type().has_tensor_type() && vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET) {
+      // Held as the bytes of its encoding (ops/sequence_value.h): uint8 of data-dependent length.
+      SRT_RETURN_IF_ERROR(read_seq_type(vi.type(), vi.name(), &v.seq));
+      v.dtype = DataType::kUInt8;
+      v.dims = {kDynamicDim};
+      v.has_shape = true;
+      return ok_status();
+    }
     if (!vi.has_type() || !vi.type().has_tensor_type()) {
       if (required) return unsupported("graph input '" + vi.name() + "' is not a tensor");
       return ok_status();
     }
     const auto& tt = vi.type().tensor_type();
-    if (tt.elem_type() != 0) {
-      SRT_ASSIGN_OR_RETURN(v.dtype, dtype_from_onnx(tt.elem_type(), "graph tensor '" + vi.name() + "'"));
-    } else if (required) {
-      return invalid_model("graph input '" + vi.name() + "' has no element type");
-    }
-    if (tt.has_shape()) {
+    SRT_RETURN_IF_ERROR(read_tensor_type(tt, vi.name(), required, &v.dtype, &v.dims, &v.has_shape));
+    if (!tt.has_shape()) {
       v.dims.clear();
-      for (const auto& d : tt.shape().dim()) {
-        if (d.has_dim_value() && d.dim_value() < 0)
-          return invalid_model("graph tensor '" + vi.name() + "' has a negative dimension");
-        v.dims.push_back(d.has_dim_value() ? d.dim_value() : kDynamicDim);
-      }
-      v.has_shape = true;
-    } else if (required) {
-      return unsupported("graph input '" + vi.name() + "' has no shape (rank unknown)");
+      if (required) return unsupported("graph input '" + vi.name() + "' has no shape (rank unknown)");
     }
     return ok_status();
+  }
+
+  // Optional's `type` (a TypeProto) as INTS [kind, dtype, has_shape, rank, dims...] (ops/optional.cc).
+  static Result<ir::Attribute> type_attr(const onnx::TypeProto& tp, const ir::Node& n) {
+    ir::SeqType t;
+    if (tp.has_tensor_type()) {
+      SRT_RETURN_IF_ERROR(read_tensor_type(tp.tensor_type(), n.name, true, &t.elem_dtype, &t.elem_dims, &t.elem_has_shape));
+    } else if (tp.has_sequence_type()) {
+      SRT_RETURN_IF_ERROR(read_seq_type(tp, n.name, &t));
+    } else {
+      return n.error(StatusCode::kUnsupported, "attribute 'type' is neither a tensor nor a sequence type");
+    }
+    std::vector<int64_t> v = {static_cast<int64_t>(t.kind), static_cast<int64_t>(t.elem_dtype), t.elem_has_shape ? 1 : 0,
+                              static_cast<int64_t>(t.elem_dims.size())};
+    v.insert(v.end(), t.elem_dims.begin(), t.elem_dims.end());
+    return ir::Attribute::make_ints(std::move(v));
   }
 
   Result<ir::Attribute> convert_attr(const onnx::AttributeProto& a, const ir::Node& n) {
@@ -118,6 +165,7 @@ struct Importer {
         return ir::Attribute::make_tensor(std::move(t).value());
       }
       case A::GRAPH: return import_subgraph(a, n);
+      case A::TYPE_PROTO: return type_attr(a.tp(), n);
       default:
         return n.error(StatusCode::kUnsupported,
                        "attribute '" + a.name() + "' has unsupported type " + A::AttributeType_Name(a.type()));

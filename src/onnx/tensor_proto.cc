@@ -9,6 +9,7 @@
 #include "core/file_io.h"
 #include "core/float16.h"
 #include "onnx/onnx_pb.h"
+#include "onnx/onnx-data.pb.h"
 
 namespace streamrt::onnx_import {
 
@@ -218,6 +219,53 @@ Result<Tensor> load_tensor_pb(const std::string& path, std::string* name) {
   if (name) *name = proto.name();
   std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
   return tensor_from_proto(proto, dir);
+}
+
+namespace {
+
+Result<HostTensor> host_tensor(const onnx::TensorProto& proto, const std::string& dir) {
+  SRT_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(proto, dir));
+  const auto* p = static_cast<const uint8_t*>(t.data());
+  return HostTensor{t.dtype(), t.dims(), std::vector<uint8_t>(p, p + t.nbytes())};
+}
+
+Status add_tensors(const onnx::SequenceProto& seq, const std::string& dir, const std::string& path, SequenceValue* out) {
+  if (seq.elem_type() != onnx::SequenceProto::TENSOR && seq.tensor_values_size() == 0 && seq.elem_type() != 0)
+    return unsupported("'" + path + "': a sequence of something other than tensors");
+  for (const auto& tp : seq.tensor_values()) {
+    SRT_ASSIGN_OR_RETURN(HostTensor h, host_tensor(tp, dir));
+    out->tensors.push_back(std::move(h));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<SequenceValue> load_sequence_pb(const std::string& path, ValueKind kind, DataType elem_dtype) {
+  SRT_ASSIGN_OR_RETURN(std::string bytes, read_whole_file(path, INT_MAX));
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  SequenceValue v;
+  v.kind = kind;
+  v.elem_dtype = elem_dtype;
+  if (kind == ValueKind::kSequence) {
+    onnx::SequenceProto seq;
+    if (!seq.ParseFromString(bytes)) return invalid_argument("'" + path + "' is not a SequenceProto");
+    SRT_RETURN_IF_ERROR(add_tensors(seq, dir, path, &v));
+    return v;
+  }
+  onnx::OptionalProto opt;
+  if (!opt.ParseFromString(bytes)) return invalid_argument("'" + path + "' is not an OptionalProto");
+  if (kind == ValueKind::kOptionalTensor) {
+    v.has_value = opt.has_tensor_value();
+    if (v.has_value) {
+      SRT_ASSIGN_OR_RETURN(HostTensor h, host_tensor(opt.tensor_value(), dir));
+      v.tensors.push_back(std::move(h));
+    }
+    return v;
+  }
+  v.has_value = opt.has_sequence_value();
+  if (v.has_value) SRT_RETURN_IF_ERROR(add_tensors(opt.sequence_value(), dir, path, &v));
+  return v;
 }
 
 Status save_tensor_pb(const Tensor& t, const std::string& name, const std::string& path) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "streamrt/sequence.h"
 
 namespace onnx {
 class TensorProto;
@@ -24,6 +25,10 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::stri
 // Reads a serialized TensorProto file (the ONNX backend-test input_N.pb / output_N.pb).
 // Also returns the tensor's name.
 Result<Tensor> load_tensor_pb(const std::string& path, std::string* name = nullptr);
+// Reads a serialized SequenceProto (kind kSequence) or OptionalProto (the optional kinds) file of
+// tensors, such as a backend test's input_N.pb for a sequence / optional input; `elem_dtype` is
+// the declared element type (an empty sequence or optional carries none of its own).
+Result<SequenceValue> load_sequence_pb(const std::string& path, ValueKind kind, DataType elem_dtype);
 // Writes a tensor as a serialized TensorProto.
 Status save_tensor_pb(const Tensor& t, const std::string& name, const std::string& path);
 

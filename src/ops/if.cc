@@ -1,5 +1,5 @@
 // If (opset 1, 11, 13, 16, 19, 21): runs then_branch or else_branch on cond's one bool element.
-// Tensor outputs only (opset 16's sequence / optional outputs are refused by the importer).
+// Outputs may be sequences / optionals (opset 13 / 16; ops/sequence_value.h).
 // Branch bodies read outer values as explicit captured inputs (ir/subgraph.h): node inputs
 // [cond, captures...], each branch's inputs [captures...]. An If whose cond the builder knows is
 // replaced by its branch (builder/inline_if.cc); the rest run on the host (ops/subgraph_exec.h).
@@ -54,8 +54,7 @@ Status infer(InferContext& ctx) {
     if (!known && then_out[k].dtype != else_out[k].dtype)
       return ctx.error("output " + std::to_string(k) + " is " + dtype_name(then_out[k].dtype) + " in then_branch, " +
                        dtype_name(else_out[k].dtype) + " in else_branch");
-    if (out.has_shape) ctx.set_output(k, out.dtype, out.dims);
-    else ctx.set_output_unranked(k, out.dtype);
+    ctx.set_output_info(k, std::move(out));
   }
   return ok_status();
 }

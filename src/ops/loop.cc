@@ -1,5 +1,5 @@
-// Loop (opset 1, 11, 13, 16, 19, 21), tensor states only (sequence / optional states, opset 13+,
-// are refused by the importer). Node inputs [M, cond, v_initial x N, captures...], body inputs
+// Loop (opset 1, 11, 13, 16, 19, 21); states may be sequences / optionals (opset 13+,
+// ops/sequence_value.h), scan outputs are tensors. Node inputs [M, cond, v_initial x N, captures...], body inputs
 // [iteration_num, cond, v x N, captures...], body outputs [cond, v x N, scan x K], node outputs
 // [v_final x N, scan_outputs x K] (each scan output the K-th body output of every iteration,
 // stacked along a new axis 0). As the spec says: with cond omitted the body's cond output is
@@ -150,17 +150,24 @@ Status infer(InferContext& ctx) {
         return ctx.error("loop-carried value " + std::to_string(s) + " is " + dtype_name(ins[2 + s].dtype) +
                          " but the body makes " + dtype_name(outs[1 + s].dtype));
       TensorInfo merged = merge_infos(ins[2 + s], outs[1 + s]);
-      changed = changed || merged.has_shape != ins[2 + s].has_shape || merged.dims != ins[2 + s].dims;
+      // A state's type is the body's output type (an optional sequence state may become a sequence).
+      merged.seq.kind = outs[1 + s].seq.kind;
+      changed = changed || merged.has_shape != ins[2 + s].has_shape || merged.dims != ins[2 + s].dims ||
+                merged.seq != ins[2 + s].seq;
       ins[2 + s] = merged;
     }
     if (!changed) break;
     if (round == 3)
-      for (size_t s = 0; s < p.n; ++s) ins[2 + s] = TensorInfo{ins[2 + s].dtype, {}, false, nullptr};
+      for (size_t s = 0; s < p.n; ++s) {
+        if (ins[2 + s].seq.is_tensor()) {
+          ins[2 + s] = TensorInfo{ins[2 + s].dtype, {}, false, nullptr};
+        } else {  // a sequence / optional state: its byte length is unknown anyway, its tensors' dims now too
+          ins[2 + s].seq.elem_has_shape = false;
+          ins[2 + s].seq.elem_dims.clear();
+        }
+      }
   }
-  for (size_t s = 0; s < p.n; ++s) {
-    if (ins[2 + s].has_shape) ctx.set_output(s, ins[2 + s].dtype, ins[2 + s].dims);
-    else ctx.set_output_unranked(s, ins[2 + s].dtype);
-  }
+  for (size_t s = 0; s < p.n; ++s) ctx.set_output_info(s, ins[2 + s]);
   // A for loop over a known M runs exactly M times; otherwise the count is known at run time.
   int64_t count = kDynamicDim;
   if (!ctx.has_input(1) && ctx.input_value(0)) {

@@ -41,6 +41,9 @@ struct TensorInfo {
   bool has_shape = false;        // rank known
   const Tensor* value = nullptr;  // contents, when known at inference time (constants, shapes)
   const PartialInts* partial = nullptr;  // some elements, when `value` is unknown
+  // Non-tensor values (sequence / optional, ir::SeqType): dtype kUInt8, dims [bytes] or [-1], and
+  // this says what the value holds. Sequence ops set it with InferContext::set_output_info.
+  ir::SeqType seq;
 };
 
 class InferContext {
@@ -74,11 +77,18 @@ class InferContext {
   // Output with input `in`'s shape (or lack of it) and the given dtype.
   void set_output_like(size_t i, DataType dtype, size_t in) {
     if (i < outputs_.size() && in < inputs_.size())
-      outputs_[i] = TensorInfo{dtype, inputs_[in].dims, inputs_[in].has_shape, nullptr};
+      outputs_[i] = TensorInfo{dtype, inputs_[in].dims, inputs_[in].has_shape, nullptr, nullptr, inputs_[in].seq};
   }
   // Output of unknown rank (e.g. Reshape whose shape input is unknown and of unknown length).
   void set_output_unranked(size_t i, DataType dtype) {
     if (i < outputs_.size()) outputs_[i] = TensorInfo{dtype, {}, false, nullptr};
+  }
+  // Output i described in full (sequence / optional outputs: TensorInfo::seq); value and
+  // partial are ignored (set_output_value gives contents).
+  void set_output_info(size_t i, TensorInfo info) {
+    info.value = nullptr;
+    info.partial = nullptr;
+    if (i < outputs_.size()) outputs_[i] = std::move(info);
   }
   // Declares the output's contents known now (e.g. Shape on a static input).
   void set_output_value(size_t i, Tensor t) {

@@ -81,6 +81,8 @@ Result<std::vector<TensorInfo>> infer_body(const ir::Node& node, const ir::Graph
     v.dtype = inputs[i].dtype;
     v.dims = inputs[i].dims;
     v.has_shape = inputs[i].has_shape;
+    // What the body declares a sequence / optional stays one when the caller knows only bytes.
+    if (!inputs[i].seq.is_tensor() || v.seq.is_tensor()) v.seq = inputs[i].seq;
     if (inputs[i].value) opts.known_values[body.inputs[i]] = *inputs[i].value;
   }
   auto r = ir::infer_shapes_readonly(g, opts);
@@ -144,8 +146,24 @@ Status run_kernel(KernelContext& ctx, RunFn run) {
   return ok_status();
 }
 
+namespace {
+// Dims -1 where a and b differ, nullopt when their ranks do (or either is unknown).
+std::optional<Dims> merge_dims(const Dims& a, bool a_known, const Dims& b, bool b_known) {
+  if (!a_known || !b_known || a.size() != b.size()) return std::nullopt;
+  Dims r = a;
+  for (size_t d = 0; d < r.size(); ++d)
+    if (a[d] != b[d]) r[d] = kDynamicDim;
+  return r;
+}
+}  // namespace
+
 TensorInfo merge_infos(const TensorInfo& a, const TensorInfo& b) {
-  TensorInfo r{a.dtype, a.dims, a.has_shape && b.has_shape, nullptr, nullptr};
+  TensorInfo r{a.dtype, a.dims, a.has_shape && b.has_shape, nullptr, nullptr, a.seq};
+  if (!a.seq.is_tensor() && !b.seq.is_tensor()) {  // a sequence / optional: merge what its tensors are
+    auto d = merge_dims(a.seq.elem_dims, a.seq.elem_has_shape, b.seq.elem_dims, b.seq.elem_has_shape);
+    r.seq.elem_has_shape = d.has_value();
+    r.seq.elem_dims = d ? *d : Dims{};
+  }
   if (!r.has_shape || a.dims.size() != b.dims.size()) {
     r.has_shape = false;
     r.dims.clear();

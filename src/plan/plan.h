@@ -108,6 +108,7 @@ struct ValueEntry {
   uint64_t arena_offset = 0;  // kActivation only
   uint64_t arena_size = 0;    // bytes reserved (kActivation only)
   int32_t weight_index = -1;  // kWeight only: index into PlanData::weights
+  ir::SeqType seq;            // sequence / optional values (dtype kUInt8, rank 1); kTensor else
 };
 
 struct IoTensor {

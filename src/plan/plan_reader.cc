@@ -146,6 +146,16 @@ std::vector<T> vec(const flatbuffers::Vector<T>* v) {
 
 DataType dtype_of(fb::DType t) { return static_cast<DataType>(t); }
 
+// A value's sequence / optional type as stored; plan_verify checks it (ir::check_seq_type).
+ir::SeqType seq_of(const fb::Value* v) {
+  ir::SeqType t;
+  t.kind = static_cast<ValueKind>(v->seq_kind());
+  t.elem_dtype = dtype_of(v->elem_dtype());
+  t.elem_dims = vec(v->elem_dims());
+  t.elem_has_shape = v->elem_has_shape();
+  return t;
+}
+
 Result<Tensor> decode_tensor(const fb::TensorData* t, const std::string& where) {
   if (!t) return invalid_plan(where + " has kind tensor but holds no tensor");
   int raw = static_cast<int>(t->dtype());
@@ -232,6 +242,9 @@ Result<std::shared_ptr<const ir::Graph>> decode_subgraph(const fb::SubGraph* sg,
       return invalid_plan(where + " value " + num(i) + " has invalid dtype " + num(raw));
     g->add_value(str(v->name()), dtype_of(v->dtype()), vec(v->dims()),
                  sg->has_shape()->Get(static_cast<flatbuffers::uoffset_t>(i)));
+    g->values.back().seq = seq_of(v);
+    if (Status st = ir::check_seq_type(g->values.back(), where + " value " + num(i)); !st.ok())
+      return invalid_plan(st.message());
   }
   g->inputs = vec(sg->inputs());
   g->outputs = vec(sg->outputs());
@@ -290,6 +303,7 @@ Result<PlanData> decode_plan(const fb::Plan* p) {
       e.arena_offset = v->arena_offset();
       e.arena_size = v->arena_size();
       e.weight_index = v->weight_index();
+      e.seq = seq_of(v);
       plan.values.push_back(std::move(e));
     }
   }

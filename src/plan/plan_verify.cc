@@ -87,6 +87,7 @@ Status check_values(const PlanData& p) {
     SRT_RETURN_IF_ERROR(check_dtype(v.dtype, where));
     SRT_RETURN_IF_ERROR(check_dims(v.dims, v.dtype, where, "dims"));
     SRT_RETURN_IF_ERROR(check_dims(v.max_dims, v.dtype, where, "max_dims"));
+    if (Status st = ir::check_seq_type(v.seq, v.dtype, v.dims, where); !st.ok()) return invalid_plan(st.message());
     if (!v.max_dims.empty() && v.max_dims.size() != v.dims.size())
       return invalid_plan(where + " has max_dims " + raw_dims(v.max_dims) + " of another rank than dims " +
                           raw_dims(v.dims));
@@ -390,7 +391,10 @@ Status check_arena_layout(const PlanData& p) {
 ir::Graph step_graph(const PlanData& plan) {
   ir::Graph g;
   g.name = plan.name;
-  for (const auto& v : plan.values) g.add_value(v.name, v.dtype, v.dims, true);
+  for (const auto& v : plan.values) {
+    g.add_value(v.name, v.dtype, v.dims, true);
+    g.values.back().seq = v.seq;
+  }
   if (!plan.weights_stripped && plan.weight_data.size() == plan.weights.size())
     for (size_t v = 0; v < plan.values.size(); ++v)
       if (plan.values[v].kind == ValueEntry::Kind::kWeight)

@@ -118,6 +118,12 @@ Off<fb::Node> build_node(Builder& b, const ir::Node& n) {
   return fb::CreateNode(b, name, op_type, domain, n.opset, inputs, outputs, attr_vec);
 }
 
+// A sequence / optional value's element dims; nothing for tensors (their plans stay as before).
+flatbuffers::Offset<flatbuffers::Vector<int64_t>> seq_dims(Builder& b, const ir::SeqType& t) {
+  if (t.is_tensor()) return 0;
+  return dims_vec(b, t.elem_dims);
+}
+
 // Constants in id order, so that the bytes do not depend on the hash map's order.
 Off<fb::SubGraph> build_subgraph(Builder& b, const ir::Graph& g) {
   std::vector<Off<fb::Value>> values;
@@ -125,7 +131,10 @@ Off<fb::SubGraph> build_subgraph(Builder& b, const ir::Graph& g) {
   for (const ir::Value& v : g.values) {
     auto name = b.CreateString(v.name);
     auto dims = dims_vec(b, v.dims);
-    values.push_back(fb::CreateValue(b, name, to_fb(v.dtype), dims));
+    auto elem_dims = seq_dims(b, v.seq);
+    values.push_back(fb::CreateValue(b, name, to_fb(v.dtype), dims, 0, fb::ValueKind::Activation, 0, 0, -1,
+                                     static_cast<uint8_t>(v.seq.kind), to_fb(v.seq.elem_dtype), elem_dims,
+                                     v.seq.elem_has_shape));
     has_shape.push_back(v.has_shape);
   }
   std::vector<Off<fb::Node>> nodes;
@@ -161,9 +170,11 @@ Off<fb::Value> build_value(Builder& b, const ValueEntry& v) {
   auto name = b.CreateString(v.name);
   auto dims = dims_vec(b, v.dims);
   auto max_dims = dims_vec(b, v.max_dims);
+  auto elem_dims = seq_dims(b, v.seq);
   return fb::CreateValue(b, name, to_fb(v.dtype), dims, max_dims,
                          static_cast<fb::ValueKind>(v.kind), v.arena_offset, v.arena_size,
-                         v.weight_index);
+                         v.weight_index, static_cast<uint8_t>(v.seq.kind), to_fb(v.seq.elem_dtype), elem_dims,
+                         v.seq.elem_has_shape);
 }
 
 Off<fb::Weight> build_weight(Builder& b, const WeightEntry& w) {

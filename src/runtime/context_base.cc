@@ -1,6 +1,7 @@
 #include "runtime/context_base.h"
 
 #include "ir/shape_inference.h"
+#include "ops/sequence_value.h"
 
 namespace streamrt {
 
@@ -11,6 +12,8 @@ ContextBase::ContextBase(std::shared_ptr<const Engine> engine)
   bound_.assign(nv, nullptr);
   capacity_.assign(nv, SIZE_MAX);
   output_dims_.resize(nv);
+  seq_in_.resize(nv);
+  seq_out_.resize(nv);
   for (const auto& io : plan().inputs)
     if (dims_static(io.dims)) input_dims_[io.value] = io.dims;
 }
@@ -82,6 +85,37 @@ Result<Dims> ContextBase::tensor_shape(const std::string& name) const {
   return info.dims;
 }
 
+Status ContextBase::set_sequence_input(const std::string& name, const SequenceValue& value) {
+  SRT_ASSIGN_OR_RETURN(int32_t v, io_value(name));
+  if (!input_desc(v)) return invalid_argument("'" + name + "' is an output; only inputs take a value");
+  const ir::SeqType& t = plan().values[v].seq;
+  if (t.is_tensor()) return invalid_argument("input '" + name + "' is a tensor; bind it with set_tensor_address");
+  if (value.kind != t.kind || value.elem_dtype != t.elem_dtype)
+    return invalid_argument("input '" + name + "' is a " + value_kind_name(t.kind) + " of " + dtype_name(t.elem_dtype) +
+                            ", the value a " + value_kind_name(value.kind) + " of " + dtype_name(value.elem_dtype));
+  SRT_ASSIGN_OR_RETURN(ops::SeqValue sv, ops::from_public(value, "input '" + name + "'"));
+  SRT_ASSIGN_OR_RETURN(Tensor blob, ops::encode_seq(sv));
+  SRT_RETURN_IF_ERROR(set_input_shape(name, blob.dims()));
+  SRT_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::allocate(engine_->device(), blob.nbytes()));
+  SRT_RETURN_IF_ERROR(buf.copy_from_host(blob.data(), blob.nbytes()));
+  seq_in_[v] = std::move(buf);
+  return set_tensor_address(name, seq_in_[v].data(), blob.nbytes());
+}
+
+Result<SequenceValue> ContextBase::sequence_output(const std::string& name) const {
+  SRT_ASSIGN_OR_RETURN(int32_t v, io_value(name));
+  if (input_desc(v)) return invalid_argument("'" + name + "' is an input");
+  if (plan().values[v].seq.is_tensor()) return invalid_argument("output '" + name + "' is a tensor, not a sequence");
+  if (!have_outputs_) return invalid_state("output '" + name + "' is known after a run");
+  const Dims& d = output_dims_[v];
+  if (d.size() != 1) return internal_error("output '" + name + "' has dims " + dims_to_string(d));
+  const void* src = bound_[v] ? bound_[v] : seq_out_[v].data();
+  SRT_ASSIGN_OR_RETURN(Tensor host, Tensor::allocate(DataType::kUInt8, d));
+  if (d[0] > 0) SRT_RETURN_IF_ERROR(find_device_backend(engine_->device())->copy_to_host(host.mutable_data(), src, host.nbytes()));
+  SRT_ASSIGN_OR_RETURN(ops::SeqValue sv, ops::decode_seq(host, "output '" + name + "'"));
+  return ops::to_public(sv);
+}
+
 Tensor ContextBase::input_on_host(int32_t v) const {
   const plan::IoTensor* io = input_desc(v);
   return Tensor::view(io->dtype, input_dims_[v], bound_[v], nullptr);
@@ -100,7 +134,8 @@ Status ContextBase::check_bindings() const {
                               " bytes, its buffer holds " + std::to_string(capacity_[v]));
   }
   for (const auto& io : plan().outputs)
-    if (!bound_[io.value]) return invalid_state("output '" + io.name + "' has no address; call set_tensor_address");
+    if (!bound_[io.value] && plan().values[io.value].seq.is_tensor())  // sequences: held by the context
+      return invalid_state("output '" + io.name + "' has no address; call set_tensor_address");
   return ok_status();
 }
 
@@ -122,6 +157,14 @@ Result<std::vector<ops::TensorRef>> ContextBase::prepare_outputs(size_t index, s
 }
 
 Status ContextBase::output_buffer(int32_t v, uint64_t bytes, void** out) const {
+  if (!bound_[v] && !plan().values[v].seq.is_tensor()) {  // a sequence / optional output the context holds
+    DeviceBuffer& buf = seq_out_[v];
+    if (buf.size() < bytes || !buf.data()) {
+      SRT_ASSIGN_OR_RETURN(buf, DeviceBuffer::allocate(engine_->device(), std::max<uint64_t>(bytes, 1)));
+    }
+    *out = buf.data();
+    return ok_status();
+  }
   if (bytes > capacity_[v])
     return invalid_argument("output '" + plan().values[v].name + "' needs " + std::to_string(bytes) +
                             " bytes, its buffer holds " + std::to_string(capacity_[v]));

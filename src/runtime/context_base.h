@@ -15,6 +15,8 @@ class ContextBase : public ContextImpl {
   Status set_input_shape(const std::string& name, const Dims& dims) override;
   Status set_tensor_address(const std::string& name, void* data, size_t capacity) override;
   Result<Dims> tensor_shape(const std::string& name) const override;
+  Status set_sequence_input(const std::string& name, const SequenceValue& value) override;
+  Result<SequenceValue> sequence_output(const std::string& name) const override;
 
  protected:
   const plan::PlanData& plan() const { return es_->plan.data; }
@@ -30,7 +32,8 @@ class ContextBase : public ContextImpl {
   using PlaceFn = std::function<Status(int32_t value, uint64_t bytes, void** out)>;
   Result<std::vector<ops::TensorRef>> prepare_outputs(size_t index, std::vector<ops::TensorInfo> inputs,
                                                       const PlaceFn& place) const;
-  // Points output value `v` (bytes long) at the user's buffer, checking its capacity.
+  // Points output value `v` (bytes long) at the user's buffer, checking its capacity; a sequence /
+  // optional output without one gets a buffer the context holds (seq_out_).
   Status output_buffer(int32_t v, uint64_t bytes, void** out) const;
   // Host view of a bound input's contents, for shape-only passes (shape tensors); an empty
   // Tensor when the device cannot provide it cheaply.
@@ -43,6 +46,9 @@ class ContextBase : public ContextImpl {
   std::vector<size_t> capacity_;        // per plan value (inputs / outputs)
   std::vector<Dims> output_dims_;       // per plan value (outputs), valid when have_outputs_
   bool have_outputs_ = false;
+  // Sequence / optional inputs and outputs the context holds (streamrt/sequence.h), per plan value.
+  std::vector<DeviceBuffer> seq_in_;
+  mutable std::vector<DeviceBuffer> seq_out_;
 };
 
 }  // namespace streamrt

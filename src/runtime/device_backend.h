@@ -19,6 +19,8 @@ class ContextImpl {
   virtual Status set_input_shape(const std::string& name, const Dims& dims) = 0;
   virtual Status set_tensor_address(const std::string& name, void* data, size_t capacity) = 0;
   virtual Result<Dims> tensor_shape(const std::string& name) const = 0;
+  virtual Status set_sequence_input(const std::string& name, const SequenceValue& value) = 0;
+  virtual Result<SequenceValue> sequence_output(const std::string& name) const = 0;
   // Enqueues the work on `stream` (device stream, or null) and returns; execute() = enqueue + wait.
   virtual Status enqueue(void* stream) = 0;
   virtual Status synchronize(void* stream) = 0;

@@ -26,6 +26,18 @@ Result<Dims> ExecutionContext::tensor_shape(const std::string& name) const {
     return impl_->tensor_shape(name);
   });
 }
+Status ExecutionContext::set_sequence_input(const std::string& name, const SequenceValue& value) {
+  return guard([&] { return "ExecutionContext::set_sequence_input '" + name + "'"; }, [&]() -> Status {
+    return impl_->set_sequence_input(name, value);
+  });
+}
+
+Result<SequenceValue> ExecutionContext::sequence_output(const std::string& name) const {
+  return guard([&] { return "ExecutionContext::sequence_output '" + name + "'"; }, [&]() -> Result<SequenceValue> {
+    return impl_->sequence_output(name);
+  });
+}
+
 Status ExecutionContext::enqueue(void* stream) {
   return guard("ExecutionContext::enqueue", [&]() -> Status {
     return impl_->enqueue(stream);

@@ -222,7 +222,8 @@ uint64_t Engine::weights_size() const {
 std::vector<TensorDesc> Engine::io_tensors() const {
   std::vector<TensorDesc> out;
   auto add = [&](const plan::IoTensor& io, bool is_input) {
-    out.push_back({io.name, is_input, io.dtype, io.dims, io.min, io.opt, io.max});
+    const ir::SeqType& seq = state_->plan.data.values[static_cast<size_t>(io.value)].seq;
+    out.push_back({io.name, is_input, io.dtype, io.dims, io.min, io.opt, io.max, seq.kind, seq.elem_dtype});
   };
   for (const auto& io : state_->plan.data.inputs) add(io, true);
   for (const auto& io : state_->plan.data.outputs) add(io, false);

@@ -65,37 +65,9 @@ size_t count_steps(const std::vector<uint8_t>& bytes, const std::string& op) {
   return n;
 }
 
-// Loads the plan (read back through the verifier) and runs it; outputs in the plan's order, each
-// sized after the run (data-dependent dims included).
-Result<std::vector<Tensor>> run_engine(const std::shared_ptr<Engine>& engine, const std::map<std::string, Tensor>& inputs) {
-  SRT_ASSIGN_OR_RETURN(auto ctx, engine->create_execution_context());
-  std::vector<std::pair<std::string, std::vector<uint8_t>>> outs;
-  for (const TensorDesc& io : engine->io_tensors()) {
-    if (io.is_input) {
-      const Tensor& t = inputs.at(io.name);
-      SRT_RETURN_IF_ERROR(ctx->set_input_shape(io.name, t.dims()));
-      SRT_RETURN_IF_ERROR(ctx->set_tensor_address(io.name, const_cast<void*>(t.data()), t.nbytes()));
-    } else {
-      outs.emplace_back(io.name, std::vector<uint8_t>(4096));
-      SRT_RETURN_IF_ERROR(ctx->set_tensor_address(io.name, outs.back().second.data(), 4096));
-    }
-  }
-  SRT_RETURN_IF_ERROR(ctx->execute());
-  std::vector<Tensor> result;
-  for (const TensorDesc& io : engine->io_tensors()) {
-    if (io.is_input) continue;
-    SRT_ASSIGN_OR_RETURN(Dims d, ctx->tensor_shape(io.name));
-    const auto& buf = outs[result.size()].second;
-    SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::from_bytes(io.dtype, d, buf.data(), dims_numel(d) * dtype_size(io.dtype)));
-    result.push_back(std::move(t));
-  }
-  return result;
-}
-
+using testing::run_engine;
 Result<std::vector<Tensor>> run(const std::vector<uint8_t>& bytes, const std::map<std::string, Tensor>& inputs) {
-  SRT_ASSIGN_OR_RETURN(auto rt, Runtime::create({DeviceType::kCpu}));
-  SRT_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, rt->load_engine_bytes(bytes));
-  return run_engine(engine, inputs);
+  return testing::run_cpu_plan(bytes, inputs);
 }
 
 // y = If(c) then x + x (3 elements) else Concat(x, x * x) (6 elements): y's size depends on c.

@@ -16,24 +16,34 @@ namespace fs = std::filesystem;
 namespace streamrt::cli {
 namespace {
 
+// One data set; where the model's value is a sequence / optional, seq_* holds it (and the
+// tensor at that position is empty).
 struct DataSet {
   std::vector<Tensor> inputs, outputs;
+  std::vector<SequenceValue> seq_inputs, seq_outputs;
 };
 
-// input_0.pb, input_1.pb ... in numeric order.
-Result<std::vector<Tensor>> load_numbered(const fs::path& dir, const std::string& prefix) {
-  std::vector<Tensor> out;
+// input_0.pb, input_1.pb ... in numeric order; `types` says which are sequences / optionals.
+Status load_numbered(const fs::path& dir, const std::string& prefix, const std::vector<ir::SeqType>& types,
+                     std::vector<Tensor>& tensors, std::vector<SequenceValue>& seqs) {
   for (int i = 0;; ++i) {
     fs::path p = dir / (prefix + std::to_string(i) + ".pb");
     std::error_code ec;
     if (!fs::exists(p, ec)) break;
+    seqs.emplace_back();
+    if (static_cast<size_t>(i) < types.size() && !types[i].is_tensor()) {
+      SRT_ASSIGN_OR_RETURN(seqs.back(), onnx_import::load_sequence_pb(p.string(), types[i].kind, types[i].elem_dtype));
+      tensors.emplace_back();
+      continue;
+    }
     SRT_ASSIGN_OR_RETURN(Tensor t, onnx_import::load_tensor_pb(p.string()));
-    out.push_back(std::move(t));
+    tensors.push_back(std::move(t));
   }
-  return out;
+  return ok_status();
 }
 
-Result<std::vector<DataSet>> load_data_sets(const fs::path& dir) {
+Result<std::vector<DataSet>> load_data_sets(const fs::path& dir, const std::vector<ir::SeqType>& in_types,
+                                            const std::vector<ir::SeqType>& out_types) {
   std::vector<fs::path> sets;
   std::error_code ec;
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
@@ -44,8 +54,8 @@ Result<std::vector<DataSet>> load_data_sets(const fs::path& dir) {
   std::vector<DataSet> out;
   for (const auto& s : sets) {
     DataSet ds;
-    SRT_ASSIGN_OR_RETURN(ds.inputs, load_numbered(s, "input_"));
-    SRT_ASSIGN_OR_RETURN(ds.outputs, load_numbered(s, "output_"));
+    SRT_RETURN_IF_ERROR(load_numbered(s, "input_", in_types, ds.inputs, ds.seq_inputs));
+    SRT_RETURN_IF_ERROR(load_numbered(s, "output_", out_types, ds.outputs, ds.seq_outputs));
     out.push_back(std::move(ds));
   }
   if (out.empty()) return not_found("no test_data_set_* in " + dir.string());
@@ -132,11 +142,12 @@ std::string compare_random(const Tensor& got, const Tensor& want, bool& binary) 
   return "";
 }
 
-// Builds the model with `config` and runs every data set on a runtime with `ro` (its device set here); returns each set's outputs on the host.
-Result<std::vector<std::vector<Tensor>>> run_on_device(const std::string& model, const BuilderConfig& config,
-                                                       RuntimeOptions ro, std::vector<DataSet>& sets,
-                                                       const std::vector<std::string>& in_names,
-                                                       const std::vector<std::string>& out_names) {
+// Builds the model with `config` and runs every data set on a runtime with `ro` (its device set here);
+// returns each set's outputs on the host (in DataSet::outputs, and seq_outputs where an output is a
+// sequence / optional).
+Result<std::vector<DataSet>> run_on_device(const std::string& model, const BuilderConfig& config, RuntimeOptions ro,
+                                           std::vector<DataSet>& sets, const std::vector<std::string>& in_names,
+                                           const std::vector<std::string>& out_names) {
   const DeviceType device = config.device;
   SRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, build_plan_from_onnx(model, config));
   ro.device = device;
@@ -145,10 +156,14 @@ Result<std::vector<std::vector<Tensor>>> run_on_device(const std::string& model,
   SRT_ASSIGN_OR_RETURN(auto ctx, engine->create_execution_context());
   std::map<std::string, TensorDesc> descs;
   for (const auto& d : engine->io_tensors()) descs[d.name] = d;
-  std::vector<std::vector<Tensor>> results;
+  std::vector<DataSet> results;
   for (DataSet& ds : sets) {
     std::vector<DeviceBuffer> in_bufs;
     for (size_t i = 0; i < in_names.size(); ++i) {
+      if (descs[in_names[i]].kind != ValueKind::kTensor) {
+        SRT_RETURN_IF_ERROR(ctx->set_sequence_input(in_names[i], ds.seq_inputs[i]));
+        continue;
+      }
       Tensor& t = ds.inputs[i];
       SRT_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::allocate(device, t.nbytes()));
       SRT_RETURN_IF_ERROR(buf.copy_from_host(t.data(), t.nbytes()));
@@ -156,28 +171,50 @@ Result<std::vector<std::vector<Tensor>>> run_on_device(const std::string& model,
       SRT_RETURN_IF_ERROR(ctx->set_tensor_address(in_names[i], buf.data(), t.nbytes()));
       in_bufs.push_back(std::move(buf));
     }
-    std::vector<DeviceBuffer> out_bufs;
-    for (const auto& name : out_names) {
-      const TensorDesc& d = descs[name];
-      auto dims = ctx->tensor_shape(name);  // exact when computable before running
+    std::vector<DeviceBuffer> out_bufs(out_names.size());
+    for (size_t o = 0; o < out_names.size(); ++o) {
+      const TensorDesc& d = descs[out_names[o]];
+      if (d.kind != ValueKind::kTensor) continue;  // the context holds it
+      auto dims = ctx->tensor_shape(out_names[o]);  // exact when computable before running
       if (!dims.ok() && d.max.empty()) return dims.status();
       SRT_ASSIGN_OR_RETURN(int64_t numel, checked_numel(dims.ok() ? *dims : d.max));
       const size_t bytes = static_cast<size_t>(numel) * dtype_size(d.dtype);
-      SRT_ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::allocate(device, bytes));
-      SRT_RETURN_IF_ERROR(ctx->set_tensor_address(name, buf.data(), bytes));
-      out_bufs.push_back(std::move(buf));
+      SRT_ASSIGN_OR_RETURN(out_bufs[o], DeviceBuffer::allocate(device, bytes));
+      SRT_RETURN_IF_ERROR(ctx->set_tensor_address(out_names[o], out_bufs[o].data(), bytes));
     }
     SRT_RETURN_IF_ERROR(ctx->execute());
-    std::vector<Tensor> outs;
+    DataSet outs;
     for (size_t o = 0; o < out_names.size(); ++o) {
+      outs.seq_outputs.emplace_back();
+      if (descs[out_names[o]].kind != ValueKind::kTensor) {
+        SRT_ASSIGN_OR_RETURN(outs.seq_outputs.back(), ctx->sequence_output(out_names[o]));
+        outs.outputs.emplace_back();
+        continue;
+      }
       SRT_ASSIGN_OR_RETURN(Dims dims, ctx->tensor_shape(out_names[o]));
       SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(descs[out_names[o]].dtype, dims));
       SRT_RETURN_IF_ERROR(out_bufs[o].copy_to_host(t.mutable_data(), t.nbytes()));
-      outs.push_back(std::move(t));
+      outs.outputs.push_back(std::move(t));
     }
     results.push_back(std::move(outs));
   }
   return results;
+}
+
+// compare() for sequence / optional values, tensor by tensor.
+std::string compare_seq(const SequenceValue& got, const SequenceValue& want, const CompareTolerance& tol) {
+  if (got.has_value != want.has_value)
+    return std::string(got.has_value ? "holds a value" : "is empty") + ", expected " + (want.has_value ? "a value" : "none");
+  if (got.tensors.size() != want.tensors.size())
+    return std::to_string(got.tensors.size()) + " tensors, expected " + std::to_string(want.tensors.size());
+  for (size_t i = 0; i < got.tensors.size(); ++i) {
+    const HostTensor& g = got.tensors[i];
+    const HostTensor& w = want.tensors[i];
+    Tensor gt = Tensor::view(g.dtype, g.dims, g.data.data(), nullptr);
+    Tensor wt = Tensor::view(w.dtype, w.dims, w.data.data(), nullptr);
+    if (std::string diff = compare(gt, wt, tol); !diff.empty()) return "tensor " + std::to_string(i) + ": " + diff;
+  }
+  return "";
 }
 
 CaseResult fail(const Status& st) {
@@ -206,17 +243,24 @@ CaseResult run_case(const std::string& dir, const CaseSetup& setup, const Compar
   iopt.check_supported = false;
   auto graph = onnx_import::import_onnx_file(model, iopt);
   if (!graph.ok()) return fail(graph.status());
-  auto sets = load_data_sets(dir);
-  if (!sets.ok()) return fail(sets.status());
   std::vector<std::string> in_names, out_names;
-  for (auto id : graph->inputs) in_names.push_back(graph->value(id).name);
-  for (auto id : graph->outputs) out_names.push_back(graph->value(id).name);
+  std::vector<ir::SeqType> in_types, out_types;
+  for (auto id : graph->inputs) {
+    in_names.push_back(graph->value(id).name);
+    in_types.push_back(graph->value(id).seq);
+  }
+  for (auto id : graph->outputs) {
+    out_names.push_back(graph->value(id).name);
+    out_types.push_back(graph->value(id).seq);
+  }
+  auto sets = load_data_sets(dir, in_types, out_types);
+  if (!sets.ok()) return fail(sets.status());
   // The test data hold bfloat16 tensors as uint16 (numpy has no bfloat16).
   for (DataSet& ds : *sets) {
     for (size_t i = 0; i < ds.inputs.size() && i < graph->inputs.size(); ++i)
-      ds.inputs[i] = uint16_bits_as(ds.inputs[i], graph->value(graph->inputs[i]).dtype);
+      if (!ds.inputs[i].empty()) ds.inputs[i] = uint16_bits_as(ds.inputs[i], graph->value(graph->inputs[i]).dtype);
     for (size_t o = 0; o < ds.outputs.size() && o < graph->outputs.size(); ++o)
-      ds.outputs[o] = uint16_bits_as(ds.outputs[o], graph->value(graph->outputs[o]).dtype);
+      if (!ds.outputs[o].empty()) ds.outputs[o] = uint16_bits_as(ds.outputs[o], graph->value(graph->outputs[o]).dtype);
   }
 
   // A profile covering every data set's input shapes.
@@ -228,6 +272,7 @@ CaseResult run_case(const std::string& dir, const CaseSetup& setup, const Compar
     ShapeProfile p;
     for (const auto& ds : *sets) {
       if (i >= ds.inputs.size()) return {CaseOutcome::kFail, "data set lacks input " + std::to_string(i)};
+      if (!in_types[i].is_tensor()) break;  // a sequence / optional: the builder's own bound
       const Dims& d = ds.inputs[i].dims();
       if (p.min.empty() && p.max.empty()) p.min = p.max = d;
       if (d.size() != p.min.size()) return {CaseOutcome::kFail, "data sets disagree on the rank of input " + in_names[i]};
@@ -237,11 +282,11 @@ CaseResult run_case(const std::string& dir, const CaseSetup& setup, const Compar
       }
     }
     p.opt = p.max;
-    config.profiles[in_names[i]] = p;
+    if (in_types[i].is_tensor()) config.profiles[in_names[i]] = p;
   }
   auto got = run_on_device(model, config, setup.runtime, *sets, in_names, out_names);
   if (!got.ok()) return fail(got.status());
-  std::vector<std::vector<Tensor>> want;
+  std::vector<DataSet> want;
   if (against_cpu) {  // the reference is the CPU backend with the same build options
     BuilderConfig cpu_config = config;
     cpu_config.device = DeviceType::kCpu;
@@ -249,7 +294,7 @@ CaseResult run_case(const std::string& dir, const CaseSetup& setup, const Compar
     if (!ref.ok()) return fail(ref.status().with_context("CPU reference"));
     want = std::move(ref).value();
   } else {
-    for (const auto& ds : *sets) want.push_back(ds.outputs);
+    want = *sets;
   }
   // Random draws are compared value by value only with the CPU's, and only when seeded (the
   // determinism contract, ops/random_util.h); against numpy's draws, what any draw satisfies.
@@ -257,12 +302,16 @@ CaseResult run_case(const std::string& dir, const CaseSetup& setup, const Compar
   const bool loose = random.any && !(against_cpu && random.all_seeded);
   bool all_binary = true;
   for (size_t s = 0; s < sets->size(); ++s) {
-    if (want[s].size() != out_names.size())
-      return {CaseOutcome::kFail, "data set has " + std::to_string(want[s].size()) + " outputs, model has " +
+    if (want[s].outputs.size() != out_names.size())
+      return {CaseOutcome::kFail, "data set has " + std::to_string(want[s].outputs.size()) + " outputs, model has " +
                                       std::to_string(out_names.size())};
     for (size_t o = 0; o < out_names.size(); ++o) {
       bool binary = false;
-      std::string diff = loose ? compare_random((*got)[s][o], want[s][o], binary) : compare((*got)[s][o], want[s][o], tol);
+      const Tensor& g = (*got)[s].outputs[o];
+      const Tensor& w = want[s].outputs[o];
+      std::string diff = !out_types[o].is_tensor() ? compare_seq((*got)[s].seq_outputs[o], want[s].seq_outputs[o], tol)
+                         : loose                   ? compare_random(g, w, binary)
+                                                   : compare(g, w, tol);
       all_binary = all_binary && binary;
       if (!diff.empty())
         return {CaseOutcome::kFail, "data set " + std::to_string(s) + " output '" + out_names[o] + "': " + diff};

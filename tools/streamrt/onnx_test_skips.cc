@@ -15,7 +15,7 @@ bool device_absent(const std::string& msg) {
 }
 
 // Whether the case's model has a node whose op streamrt neither registers nor expands (the importer
-// may stop at an earlier problem, such as a subgraph attribute or a sequence input, before it lists
+// may stop at an earlier problem, such as a map-typed input, before it lists
 // the ops).
 bool uses_unlisted_op(const std::string& case_dir) {
   auto nodes = onnx_import::read_node_ops(case_dir + "/model.onnx");
