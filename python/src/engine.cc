@@ -297,6 +297,7 @@ void register_engine(py::module_& m) {
             auto c = std::make_shared<ContextHandle>();
             c->ctx = unwrap(h->get().create_execution_context());
             c->engine = h;
+            std::erase_if(h->contexts, [](const std::weak_ptr<ContextHandle>& w) { return w.expired(); });
             h->contexts.push_back(c);
             return c;
           },
