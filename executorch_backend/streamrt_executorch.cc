@@ -53,11 +53,15 @@ uint64_t group_key(const etr::BackendInitContext& context) {
   return a ^ (h + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
 }
 
+}  // namespace
+
 void set_string(etr::BackendOption& o, const std::string& v) {
   std::array<char, etr::kMaxOptionValueLength> a{};
   std::snprintf(a.data(), a.size(), "%s", v.c_str());
   o.value = a;
 }
+
+namespace {
 
 // Runs `fn` under streamrt's exception guard; a failure is logged and becomes ExecuTorch's code.
 template <typename F>
@@ -248,3 +252,25 @@ const bool registered = [] {
 }  // namespace
 
 }  // namespace streamrt::et
+
+extern "C" int streamrt_executorch_set_option(const char* key, const char* value) {
+  namespace etr = ::executorch::runtime;
+  if (!key || !value) return static_cast<int>(etr::Error::InvalidArgument);
+  etr::BackendOption o{};
+  std::snprintf(o.key, sizeof(o.key), "%s", key);
+  streamrt::et::set_string(o, value);
+  return static_cast<int>(etr::set_option(streamrt::et::kBackendName, etr::Span<etr::BackendOption>(&o, 1)));
+}
+
+extern "C" int streamrt_executorch_get_option(const char* key, char* out, size_t size) {
+  namespace etr = ::executorch::runtime;
+  if (!key || !out || size == 0) return static_cast<int>(etr::Error::InvalidArgument);
+  etr::BackendOption o{};
+  std::snprintf(o.key, sizeof(o.key), "%s", key);
+  const etr::Error e = etr::get_option(streamrt::et::kBackendName, etr::Span<etr::BackendOption>(&o, 1));
+  if (e != etr::Error::Ok) return static_cast<int>(e);
+  if (const int* i = std::get_if<int>(&o.value)) std::snprintf(out, size, "%d", *i);
+  else if (const auto* a = std::get_if<std::array<char, etr::kMaxOptionValueLength>>(&o.value)) std::snprintf(out, size, "%s", a->data());
+  else return static_cast<int>(etr::Error::InvalidType);
+  return 0;
+}

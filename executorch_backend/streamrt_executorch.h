@@ -50,6 +50,8 @@ using delegate::StreamRtCore;
 
 inline constexpr char kBackendName[] = "StreamRTBackend";
 
+// Stores `v` as an option's string value (truncated to ExecuTorch's 255 characters).
+void set_string(etr::BackendOption& o, const std::string& v);
 // streamrt's status code as ExecuTorch's Error (the message goes to the log).
 etr::Error to_et_error(const Status& st);
 
@@ -91,3 +93,10 @@ class ExecuTorchBackend final : public etr::BackendInterface {
 ExecuTorchBackend& registered_backend();
 
 }  // namespace streamrt::et
+
+// For loaders that cannot reach ExecuTorch's C++ set_option / get_option (the Python runtime
+// binds neither): ctypes calls these. `value` is a budget string; get writes a NUL-terminated
+// string (num_engines as decimal) into `out` of `size` bytes. Both return ExecuTorch's Error code
+// (0 = Ok).
+extern "C" int streamrt_executorch_set_option(const char* key, const char* value);
+extern "C" int streamrt_executorch_get_option(const char* key, char* out, size_t size);
