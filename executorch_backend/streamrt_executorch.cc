@@ -1,0 +1,276 @@
+// StreamRTBackend's adapter for ExecuTorch's runtime: ExecuTorch types <-> the core (see
+// streamrt_executorch.h). Budget keys, compile specs and their validation are the program
+// runtime adapter's (delegate/streamrt_backend.h), reached through streamrt's own option types.
+#include "streamrt_executorch.h"
+
+#include <executorch/runtime/platform/log.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string_view>
+
+#include "core/guard.h"
+#include "delegate/streamrt_backend.h"
+#include "et_tensors.h"
+
+namespace streamrt::et {
+namespace {
+
+using etr::Error;
+
+std::string_view bounded(const char* s, size_t max) { return {s, strnlen(s, max)}; }
+
+std::vector<BackendOption> to_streamrt(etr::Span<const etr::BackendOption> options) {
+  std::vector<BackendOption> out;
+  for (const etr::BackendOption& o : options) {
+    BackendOption b{std::string(bounded(o.key, etr::kMaxOptionKeyLength)), false};
+    if (const bool* v = std::get_if<bool>(&o.value)) b.value = *v;
+    else if (const int* i = std::get_if<int>(&o.value)) b.value = static_cast<int64_t>(*i);
+    else if (const auto* a = std::get_if<std::array<char, etr::kMaxOptionValueLength>>(&o.value))
+      b.value = std::string(bounded(a->data(), a->size()));
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::vector<CompileSpec> to_streamrt(etr::ArrayRef<etr::CompileSpec> specs) {
+  std::vector<CompileSpec> out;
+  for (const etr::CompileSpec& s : specs) {
+    const auto* p = static_cast<const uint8_t*>(s.value.buffer);
+    out.push_back({s.key ? std::string(s.key) : std::string(), std::vector<uint8_t>(p, p + (p ? s.value.nbytes : 0))});
+  }
+  return out;
+}
+
+// The engines of one loaded method: its allocator lives as long as the method does.
+uint64_t group_key(const etr::BackendInitContext& context) {
+  const uint64_t a = reinterpret_cast<uintptr_t>(const_cast<etr::BackendInitContext&>(context).get_runtime_allocator());
+  const char* m = context.get_method_name();
+  const uint64_t h = std::hash<std::string_view>{}(m ? m : "");
+  return a ^ (h + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
+}
+
+}  // namespace
+
+void set_string(etr::BackendOption& o, const std::string& v) {
+  std::array<char, etr::kMaxOptionValueLength> a{};
+  std::snprintf(a.data(), a.size(), "%s", v.c_str());
+  o.value = a;
+}
+
+namespace {
+
+// Runs `fn` under streamrt's exception guard; a failure is logged and becomes ExecuTorch's code.
+template <typename F>
+Error checked(const char* what, F&& fn) {
+  const Status st = guard(what, std::forward<F>(fn));
+  if (st.ok()) return Error::Ok;
+  ET_LOG(Error, "%s: %s", what, st.to_string().c_str());
+  return to_et_error(st);
+}
+
+}  // namespace
+
+Error to_et_error(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kOk: return Error::Ok;
+    case StatusCode::kInvalidArgument: return Error::InvalidArgument;
+    case StatusCode::kInvalidModel:
+    case StatusCode::kInvalidPlan:
+    case StatusCode::kInvalidProgram: return Error::InvalidProgram;
+    case StatusCode::kIncompatible: return Error::DelegateInvalidCompatibility;
+    case StatusCode::kUnsupported: return Error::NotSupported;
+    case StatusCode::kNotFound: return Error::NotFound;
+    case StatusCode::kInvalidState: return Error::InvalidState;
+    case StatusCode::kOutOfMemory: return Error::DelegateMemoryAllocationFailed;
+    case StatusCode::kIoError: return Error::AccessFailed;
+    default: return Error::Internal;
+  }
+}
+
+ExecuTorchBackend::ExecuTorchBackend() : core_(std::make_unique<StreamRtCore>()) {}
+ExecuTorchBackend::~ExecuTorchBackend() = default;
+
+Status ExecuTorchBackend::init_engine(etr::BackendInitContext& context, etr::FreeableBuffer* processed,
+                                      etr::ArrayRef<etr::CompileSpec> compile_specs, EngineHandle** out) const {
+  const std::string name = kBackendName;
+  SRT_ASSIGN_OR_RETURN(BudgetLevel load_time,
+                       delegate::budget_level_from_options(to_streamrt(context.runtime_specs()),
+                                                           name + " load-time options"));
+  const std::vector<CompileSpec> specs = to_streamrt(compile_specs);
+  SRT_ASSIGN_OR_RETURN(delegate::BakedSpecs baked, delegate::parse_compile_specs(specs));
+  const etr::Result<const void*> data = processed ? processed->data_safe() : etr::Result<const void*>(Error::NotFound);
+  if (!data.ok() || !*data) return invalid_program(name + ": the delegate has no processed blob (engine record)");
+  delegate::InitRequest req;
+  req.record = {static_cast<const uint8_t*>(*data), processed->size()};
+  req.release_record = [processed] { processed->Free(); };
+  req.load_time = std::move(load_time);
+  req.compile_time = std::move(baked.budget);
+  req.engine_index = baked.engine_index;
+  req.engine_count = baked.engine_count;
+  req.group = group_key(context);
+  SRT_ASSIGN_OR_RETURN(*out, core_->init(std::move(req)));
+  std::lock_guard<std::mutex> lock(mu_);
+  loaded_.push_back(*out);
+  return ok_status();
+}
+
+etr::Result<etr::DelegateHandle*> ExecuTorchBackend::init(etr::BackendInitContext& context,
+                                                         etr::FreeableBuffer* processed,
+                                                         etr::ArrayRef<etr::CompileSpec> compile_specs) const {
+  EngineHandle* h = nullptr;
+  const Error e = checked("StreamRTBackend init", [&] { return init_engine(context, processed, compile_specs, &h); });
+  if (e != Error::Ok) return e;
+  return static_cast<etr::DelegateHandle*>(h);
+}
+
+Status ExecuTorchBackend::run(EngineHandle* h, etr::Span<etr::EValue*> args) const {
+  const EngineRecord& rec = core_->record(h);
+  const size_t n_in = rec.inputs.size(), n_out = rec.outputs.size();
+  const std::string where = "engine '" + rec.engine_name + "'";
+  if (args.size() != n_in + n_out)
+    return invalid_argument(where + " takes " + std::to_string(n_in) + " inputs and " + std::to_string(n_out) +
+                            " outputs, the delegate call passes " + std::to_string(args.size()) + " values");
+  std::vector<Tensor> inputs, outputs(n_out);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& binding = i < n_in ? rec.inputs[i] : rec.outputs[i - n_in];
+    if (!args[i] || !args[i]->isTensor())
+      return invalid_argument(where + " binding '" + binding + "' is not a tensor in the delegate call");
+    if (i >= n_in) continue;
+    SRT_ASSIGN_OR_RETURN(Tensor t, input_tensor(args[i]->toTensor(), where + " input '" + binding + "'"));
+    inputs.push_back(std::move(t));
+  }
+  SRT_RETURN_IF_ERROR(core_->execute(h, inputs, outputs));
+  for (size_t j = 0; j < n_out; ++j)
+    SRT_RETURN_IF_ERROR(write_output(outputs[j], args[n_in + j]->toTensor(), where + " output '" + rec.outputs[j] + "'"));
+  return ok_status();
+}
+
+Error ExecuTorchBackend::execute(etr::BackendExecutionContext&, etr::DelegateHandle* handle,
+                                 etr::Span<etr::EValue*> args) const {
+  return checked("StreamRTBackend execute", [&] { return run(static_cast<EngineHandle*>(handle), args); });
+}
+
+void ExecuTorchBackend::destroy(etr::DelegateHandle* handle) const {
+  auto* h = static_cast<EngineHandle*>(handle);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find(loaded_.begin(), loaded_.end(), h);
+    if (!h || it == loaded_.end()) {  // never ours, or destroyed before: freeing it again would be a double free
+      ET_LOG(Error, "StreamRTBackend destroy: unknown or already destroyed handle %p ignored", handle);
+      return;
+    }
+    loaded_.erase(it);
+    ++destroyed_;
+  }
+  core_->destroy(h);
+}
+
+Status ExecuTorchBackend::set_budget(const etr::Span<etr::BackendOption>& options) {
+  const std::string name = kBackendName;
+  SRT_ASSIGN_OR_RETURN(BudgetLevel level, delegate::budget_level_from_options(to_streamrt(etr::Span<const etr::BackendOption>(options.data(), options.size())), name + " set_option"));
+  // Held throughout, so that no engine is destroyed while its group changes.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (loaded_.empty()) return invalid_state(name + " set_option: no StreamRT engine is loaded");
+  return core_->set_budget(loaded_, level);
+}
+
+Error ExecuTorchBackend::set_option(etr::BackendOptionContext&, const etr::Span<etr::BackendOption>& options) {
+  return checked("StreamRTBackend set_option", [&] { return set_budget(options); });
+}
+
+Status ExecuTorchBackend::report(etr::Span<etr::BackendOption>& options) const {
+  std::vector<delegate::EngineBudgetStatus> engines;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    engines = core_->budgets(loaded_);
+  }
+  for (etr::BackendOption& o : options) {
+    const std::string_view key = bounded(o.key, etr::kMaxOptionKeyLength);
+    if (key == "num_engines") {
+      o.value = static_cast<int>(engines.size());
+      continue;
+    }
+    const bool budget = key.starts_with(delegate::kBudgetKey);
+    const std::string_view base = budget ? delegate::kBudgetKey : "streamable_weights_size";
+    auto value = [&](const delegate::EngineBudgetStatus& e) { return budget ? e.budget : e.streamable_size; };
+    if (key == base) {
+      uint64_t total = 0;
+      for (const auto& e : engines) total += value(e);
+      set_string(o, std::to_string(total));
+      continue;
+    }
+    size_t i = 0;
+    const char* first = key.data() + base.size() + 1;
+    const bool indexed = key.size() > base.size() + 1 && key.starts_with(base) && key[base.size()] == '.';
+    auto [end, ec] = indexed ? std::from_chars(first, key.data() + key.size(), i) : std::from_chars_result{first, std::errc::invalid_argument};
+    if (!indexed || ec != std::errc() || end != key.data() + key.size() || i >= engines.size())
+      return not_found(std::string(kBackendName) + " get_option: no option '" + std::string(key) + "' (" +
+                       std::to_string(engines.size()) + " engines loaded)");
+    set_string(o, std::to_string(value(engines[i])));
+  }
+  return ok_status();
+}
+
+Error ExecuTorchBackend::get_option(etr::BackendOptionContext&, etr::Span<etr::BackendOption>& options) {
+  return checked("StreamRTBackend get_option", [&] { return report(options); });
+}
+
+size_t ExecuTorchBackend::loaded_engines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return loaded_.size();
+}
+
+uint64_t ExecuTorchBackend::destroyed_engines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return destroyed_;
+}
+
+Status ExecuTorchBackend::reset_core(CoreOptions options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!loaded_.empty())
+    return invalid_state(std::string(kBackendName) + ": " + std::to_string(loaded_.size()) + " engines are loaded");
+  core_ = std::make_unique<StreamRtCore>(std::move(options));
+  return ok_status();
+}
+
+ExecuTorchBackend& registered_backend() {
+  static ExecuTorchBackend backend;
+  return backend;
+}
+
+namespace {
+// Registered when the library is loaded (linked, or dlopen'ed with RTLD_GLOBAL).
+const bool registered = [] {
+  const Error e = etr::register_backend({kBackendName, &registered_backend()});
+  if (e != Error::Ok) ET_LOG(Error, "StreamRTBackend: registering with ExecuTorch failed (error 0x%x)", static_cast<int>(e));
+  return e == Error::Ok;
+}();
+}  // namespace
+
+}  // namespace streamrt::et
+
+extern "C" int streamrt_executorch_set_option(const char* key, const char* value) {
+  namespace etr = ::executorch::runtime;
+  if (!key || !value) return static_cast<int>(etr::Error::InvalidArgument);
+  etr::BackendOption o{};
+  std::snprintf(o.key, sizeof(o.key), "%s", key);
+  streamrt::et::set_string(o, value);
+  return static_cast<int>(etr::set_option(streamrt::et::kBackendName, etr::Span<etr::BackendOption>(&o, 1)));
+}
+
+extern "C" int streamrt_executorch_get_option(const char* key, char* out, size_t size) {
+  namespace etr = ::executorch::runtime;
+  if (!key || !out || size == 0) return static_cast<int>(etr::Error::InvalidArgument);
+  etr::BackendOption o{};
+  std::snprintf(o.key, sizeof(o.key), "%s", key);
+  const etr::Error e = etr::get_option(streamrt::et::kBackendName, etr::Span<etr::BackendOption>(&o, 1));
+  if (e != etr::Error::Ok) return static_cast<int>(e);
+  if (const int* i = std::get_if<int>(&o.value)) std::snprintf(out, size, "%d", *i);
+  else if (const auto* a = std::get_if<std::array<char, etr::kMaxOptionValueLength>>(&o.value)) std::snprintf(out, size, "%s", a->data());
+  else return static_cast<int>(etr::Error::InvalidType);
+  return 0;
+}

@@ -1,0 +1,102 @@
+// StreamRTBackend inside ExecuTorch's own runtime (PyPI executorch==1.5.1): the second thin
+// adapter over the backend core (src/delegate/streamrt_core.h), beside the one for streamrt's
+// program runtime (src/delegate/streamrt_backend.cc). libstreamrt_executorch.so registers it as
+// "StreamRTBackend" in ExecuTorch's backend registry when it is loaded (C++: linked; Python:
+// ctypes.CDLL(path, RTLD_GLOBAL) after `import torch`), so both executorch::extension::Module
+// and the Python executorch.runtime find it.
+//
+// Processed blob: an engine record (src/delegate/engine_record.h). Compile specs: engine_index,
+// engine_count (decimal strings), weight_streaming_budget / weight_streaming_budget_per_engine
+// (the budget baked at export). Load-time options (Module::load(LoadBackendOptionsMap), read
+// through BackendInitContext::runtime_specs): weight_streaming_budget (the program's total, split
+// across its engines) or weight_streaming_budget_per_engine, as a budget string ("8GiB", "50%",
+// "auto", bytes) or a non-negative int; budgets above 2^31 travel as strings (ExecuTorch's int
+// options are 32-bit). Precedence: load-time option, then the baked value, then automatic
+// (computed once per program and split). An unknown option key is InvalidArgument.
+//
+// The engines of one program instance are grouped by (method allocator, method name): ExecuTorch
+// gives every loaded method its own allocator for as long as the method lives.
+//
+// After load, ExecuTorch's set_option / get_option are process-wide (no handle reaches the
+// backend), so they act on every StreamRT engine loaded in the process, in load order:
+//   set_option  weight_streaming_budget | weight_streaming_budget_per_engine: the new level
+//               replaces the load-time one for every loaded program (contexts are recreated
+//               between executions; a failed change keeps the old budgets). InvalidState when
+//               no engine is loaded.
+//   get_option  weight_streaming_budget (total in force), weight_streaming_budget.<i> (engine i),
+//               streamable_weights_size[.<i>] — decimal strings of bytes — and num_engines (int).
+// Every failure is logged (ET_LOG) with streamrt's message; ExecuTorch's Error carries the code:
+// a malformed record InvalidProgram, another record version or device DelegateInvalidCompatibility,
+// a malformed option InvalidArgument.
+#pragma once
+
+#include <executorch/runtime/backend/interface.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "delegate/streamrt_core.h"
+
+namespace streamrt::et {
+
+namespace etr = ::executorch::runtime;
+using delegate::BudgetLevel;
+using delegate::CoreOptions;
+using delegate::EngineHandle;
+using delegate::EngineRecord;
+using delegate::StreamRtCore;
+
+inline constexpr char kBackendName[] = "StreamRTBackend";
+
+// Stores `v` as an option's string value (truncated to ExecuTorch's 255 characters).
+void set_string(etr::BackendOption& o, const std::string& v);
+// streamrt's status code as ExecuTorch's Error (the message goes to the log).
+etr::Error to_et_error(const Status& st);
+
+class ExecuTorchBackend final : public etr::BackendInterface {
+ public:
+  ExecuTorchBackend();
+  ~ExecuTorchBackend() override;
+
+  bool is_available() const override { return true; }  // each engine checks its device at init
+  etr::Result<etr::DelegateHandle*> init(etr::BackendInitContext& context, etr::FreeableBuffer* processed,
+                                         etr::ArrayRef<etr::CompileSpec> compile_specs) const override;
+  etr::Error execute(etr::BackendExecutionContext& context, etr::DelegateHandle* handle,
+                     etr::Span<etr::EValue*> args) const override;
+  void destroy(etr::DelegateHandle* handle) const override;
+  etr::Error set_option(etr::BackendOptionContext& context, const etr::Span<etr::BackendOption>& options) override;
+  etr::Error get_option(etr::BackendOptionContext& context, etr::Span<etr::BackendOption>& options) override;
+
+  // Engines loaded now, and destroy calls that released one since the library was loaded.
+  size_t loaded_engines() const;
+  uint64_t destroyed_engines() const;
+  // Tests: a fresh core with `options` (e.g. an injected automatic budget). kInvalidState while
+  // an engine is loaded.
+  Status reset_core(CoreOptions options);
+
+ private:
+  Status init_engine(etr::BackendInitContext& context, etr::FreeableBuffer* processed,
+                     etr::ArrayRef<etr::CompileSpec> compile_specs, EngineHandle** out) const;
+  Status run(EngineHandle* h, etr::Span<etr::EValue*> args) const;
+  Status set_budget(const etr::Span<etr::BackendOption>& options);
+  Status report(etr::Span<etr::BackendOption>& options) const;
+
+  mutable std::mutex mu_;  // guards loaded_ and destroyed_; core_ is replaced only with none loaded
+  std::unique_ptr<StreamRtCore> core_;
+  mutable std::vector<EngineHandle*> loaded_;  // in load order
+  mutable uint64_t destroyed_ = 0;
+};
+
+// The instance registered in ExecuTorch's registry when the library was loaded.
+ExecuTorchBackend& registered_backend();
+
+}  // namespace streamrt::et
+
+// For loaders that cannot reach ExecuTorch's C++ set_option / get_option (the Python runtime
+// binds neither): ctypes calls these. `value` is a budget string; get writes a NUL-terminated
+// string (num_engines as decimal) into `out` of `size` bytes. Both return ExecuTorch's Error code
+// (0 = Ok).
+extern "C" int streamrt_executorch_set_option(const char* key, const char* value);
+extern "C" int streamrt_executorch_get_option(const char* key, char* out, size_t size);
