@@ -19,8 +19,8 @@
 # Then, with nothing else running, each PyTorch process in turn times its points (eager checks streamrt's
 #   outputs), and report.py writes the tables.
 # Environment (all optional):
-#   BENCH_DEADLINE_S (510)   the whole run, report included; BENCH_COMPILE_S (270): compiling stops then
-#   BENCH_TORCH_RESERVE_S (100)  kept after streamrt's runs for the PyTorch timings
+#   BENCH_DEADLINE_S (520)   the whole run, report included; BENCH_COMPILE_S (270): compiling stops then
+#   BENCH_TORCH_RESERVE_S (90)  kept after streamrt's runs for the PyTorch timings
 #   BENCH_ITERS / BENCH_WARMUP (20 / 5)   timed / untimed runs per point and peer
 #   BENCH_MODELS ("llama qwen"), BENCH_BATCHES (1,8), BENCH_POINTS (prefill:1,prefill:512,prefill:2048,
 #   decode:512,decode:2048), BENCH_IMPLS (eager,compile,ro), BENCH_PROFILE_POINT (b1:prefill:512)
@@ -54,10 +54,10 @@ WARMUP=${BENCH_WARMUP:-5}
 IMPLS=${BENCH_IMPLS:-eager,compile,ro}
 CHECK_MAX=$(( ${BENCH_CHECK_MAX_MB:-1300} * 1000000 ))
 START=$(date +%s)
-DEADLINE=$(( START + ${BENCH_DEADLINE_S:-510} ))
+DEADLINE=$(( START + ${BENCH_DEADLINE_S:-520} ))
 REPORT_AT=$(( DEADLINE - 20 ))                              # everything but the report ends here
 COMPILE_UNTIL=$(( START + ${BENCH_COMPILE_S:-270} ))
-STREAMRT_UNTIL=$(( REPORT_AT - ${BENCH_TORCH_RESERVE_S:-100} ))
+STREAMRT_UNTIL=$(( REPORT_AT - ${BENCH_TORCH_RESERVE_S:-90} ))
 WORK=$CACHE/work.$$                                          # markers, lock, streamrt outputs of this run
 rm -rf "$WORK" && mkdir -p "$WORK/out" || exit 1
 trap 'rm -rf "$WORK"' EXIT
@@ -102,7 +102,7 @@ bg() {
 cat "$LOGS/env.txt"
 cat > "$LOGS/config.json" <<EOF
 {"device": "$DEVICE", "tiny": $([ "$TINY" = 1 ] && echo true || echo false), "models": "$MODELS", "batches": "$BATCHES",
- "points": "$POINTS", "impls": "$IMPLS", "iters": $ITERS, "warmup": $WARMUP, "deadline_s": ${BENCH_DEADLINE_S:-510},
+ "points": "$POINTS", "impls": "$IMPLS", "iters": $ITERS, "warmup": $WARMUP, "deadline_s": ${BENCH_DEADLINE_S:-520},
  "compile_s": ${BENCH_COMPILE_S:-270}, "profile_point": "$PROFILE_POINT", "check_max_mb": ${BENCH_CHECK_MAX_MB:-1300}}
 EOF
 [ -x "$SRT" ] || say "warning: $SRT is not executable: every streamrt point will fail"

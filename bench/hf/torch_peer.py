@@ -177,7 +177,9 @@ class Peer:
             log(f"{impl} {key}: {e}")
         except Exception as e:  # noqa: BLE001 - a compile failure is a result
             log(traceback.format_exc())
-            self.ready[(impl, key)] = f"failed: {short_error(e)}"
+            # the alarm's exception may come out wrapped (e.g. BackendCompilerFailed)
+            late = time.time() >= until
+            self.ready[(impl, key)] = "n/a: torch.compile: time budget spent" if late else f"failed: {short_error(e)}"
 
     def time_point(self, impl, kind, inputs):
         w, n = self.a.warmup, self.a.iters
