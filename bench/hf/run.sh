@@ -69,6 +69,7 @@ elif [ -d "$ROOT/.gpu" ]; then pushd "$ROOT" > /dev/null && source scripts/gpu-e
 else BIN=$ROOT/build/bin; fi
 SRT=$BIN/streamrt
 
+FLOCK=$(command -v flock)  # util-linux; without it streamrt's runs do not wait for the PyTorch warm runs
 say() { echo "[$(( $(date +%s) - START ))s] $*"; }
 # step NAME UNTIL CAP [gpu] CMD...: CMD with a timeout of min(CAP, UNTIL - now) into logs/NAME.log, and
 # "status timeout_s wall_ms" into logs/NAME.rc (bench/report.py's Step reads them); logs/NAME.skip when no time is left.
@@ -78,7 +79,7 @@ step() {
   (( left < t )) && t=$left
   if (( t < 3 )); then echo "n/a: time budget spent" > "$LOGS/$name.skip"; say "$name: skipped (time budget)"; return 1; fi
   # "gpu CMD": CMD holds $WORK/gpu.lock (waiting for it at most the same timeout)
-  local lock=(); [ "$1" = gpu ] && { lock=(flock -w "$t" "$WORK/gpu.lock"); shift; }
+  local lock=(); [ "$1" = gpu ] && { [ -n "$FLOCK" ] && lock=("$FLOCK" -w "$t" "$WORK/gpu.lock"); shift; }
   local t0; t0=$(date +%s%N)
   "${lock[@]}" timeout -k 5 "$t" "$@" > "$LOGS/$name.log" 2>&1
   local rc=$?
@@ -105,6 +106,7 @@ cat > "$LOGS/config.json" <<EOF
  "points": "$POINTS", "impls": "$IMPLS", "iters": $ITERS, "warmup": $WARMUP, "deadline_s": ${BENCH_DEADLINE_S:-520},
  "compile_s": ${BENCH_COMPILE_S:-270}, "profile_point": "$PROFILE_POINT", "check_max_mb": ${BENCH_CHECK_MAX_MB:-1300}}
 EOF
+[ -n "$FLOCK" ] || say "warning: no flock: streamrt's runs may overlap the PyTorch warm runs on the GPU" | tee -a "$LOGS/env.txt"
 [ -x "$SRT" ] || say "warning: $SRT is not executable: every streamrt point will fail"
 
 # ------------------------------------------------------------------ phase 1: inputs, exports, compiles
