@@ -121,6 +121,12 @@ Status ExecuTorchBackend::init_engine(etr::BackendInitContext& context, etr::Fre
                        delegate::budget_level_from_options(options, name + " load-time options"));
   const std::vector<CompileSpec> specs = to_streamrt(compile_specs);
   SRT_ASSIGN_OR_RETURN(delegate::BakedSpecs baked, delegate::parse_compile_specs(specs));
+  // A malformed baked budget is a malformed program (ExecuTorch's InvalidProgram, as the
+  // Torch-TensorRT delegate has it), not a bad argument of the loader.
+  const Status baked_budget =
+      delegate::parse_budget_level(baked.budget, delegate::BudgetRequest::Source::kCompileTime, name + " compile specs")
+          .status();
+  if (!baked_budget.ok()) return invalid_program(baked_budget.message());
   const etr::Result<const void*> data = processed ? processed->data_safe() : etr::Result<const void*>(Error::NotFound);
   if (!data.ok() || !*data) return invalid_program(name + ": the delegate has no processed blob (engine record)");
   delegate::InitRequest req;
