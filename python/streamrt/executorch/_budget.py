@@ -9,7 +9,7 @@ which is one) naming the argument and the value.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple, Union
+from typing import List, Tuple, Union
 
 from . import _library
 
@@ -43,6 +43,3 @@ def budget_options(total: Budget, per_engine: Budget) -> List[Tuple[str, str]]:
         raise ValueError(f"give {TOTAL} (the program's total, split across its engines) or {PER_ENGINE}, not both")
     return [(k, budget_text(k, v)) for k, v in ((TOTAL, total), (PER_ENGINE, per_engine)) if v is not None]
 
-
-def single(options: List[Tuple[str, str]]) -> Optional[Tuple[str, str]]:
-    return options[0] if options else None
