@@ -12,7 +12,9 @@
 #include <functional>
 #include <string_view>
 
+#include "core/byte_size.h"
 #include "core/guard.h"
+#include "delegate/engine_record.h"
 #include "delegate/streamrt_backend.h"
 #include "et_tensors.h"
 
@@ -36,9 +38,18 @@ std::vector<BackendOption> to_streamrt(etr::Span<const etr::BackendOption> optio
   return out;
 }
 
+// Compile specs streamrt.executorch writes for its preprocess (the record carries what they
+// decided): not the runtime's, and not worth the unknown-spec warning.
+bool ahead_of_time_only(const char* key) {
+  for (const char* k : {"device", "precision", "weight_streaming", "min_streamable_bytes", "opset_version"})
+    if (key && std::strcmp(key, k) == 0) return true;
+  return false;
+}
+
 std::vector<CompileSpec> to_streamrt(etr::ArrayRef<etr::CompileSpec> specs) {
   std::vector<CompileSpec> out;
   for (const etr::CompileSpec& s : specs) {
+    if (ahead_of_time_only(s.key)) continue;
     const auto* p = static_cast<const uint8_t*>(s.value.buffer);
     out.push_back({s.key ? std::string(s.key) : std::string(), std::vector<uint8_t>(p, p + (p ? s.value.nbytes : 0))});
   }
@@ -61,18 +72,24 @@ void set_string(etr::BackendOption& o, const std::string& v) {
   o.value = a;
 }
 
-namespace {
+// The calling thread's load scope (begin_load .. end_load): its id and load-time options.
+struct ThreadScope {
+  uint64_t id = 0;
+  std::vector<BackendOption> options;
+};
+static thread_local ThreadScope t_scope;
+static thread_local std::string t_last_error;  // streamrt_executorch_last_error()
 
-// Runs `fn` under streamrt's exception guard; a failure is logged and becomes ExecuTorch's code.
+// Runs `fn` under streamrt's exception guard; a failure is logged (and kept for
+// streamrt_executorch_last_error) and becomes ExecuTorch's code.
 template <typename F>
 Error checked(const char* what, F&& fn) {
   const Status st = guard(what, std::forward<F>(fn));
   if (st.ok()) return Error::Ok;
-  ET_LOG(Error, "%s: %s", what, st.to_string().c_str());
+  t_last_error = std::string(what) + ": " + st.to_string();
+  ET_LOG(Error, "%s", t_last_error.c_str());
   return to_et_error(st);
 }
-
-}  // namespace
 
 Error to_et_error(const Status& st) {
   switch (st.code()) {
@@ -97,11 +114,19 @@ ExecuTorchBackend::~ExecuTorchBackend() = default;
 Status ExecuTorchBackend::init_engine(etr::BackendInitContext& context, etr::FreeableBuffer* processed,
                                       etr::ArrayRef<etr::CompileSpec> compile_specs, EngineHandle** out) const {
   const std::string name = kBackendName;
+  // ExecuTorch's own load-time options, else those of the thread's load scope.
+  std::vector<BackendOption> options = to_streamrt(context.runtime_specs());
+  if (options.empty() && t_scope.id) options = t_scope.options;
   SRT_ASSIGN_OR_RETURN(BudgetLevel load_time,
-                       delegate::budget_level_from_options(to_streamrt(context.runtime_specs()),
-                                                           name + " load-time options"));
+                       delegate::budget_level_from_options(options, name + " load-time options"));
   const std::vector<CompileSpec> specs = to_streamrt(compile_specs);
   SRT_ASSIGN_OR_RETURN(delegate::BakedSpecs baked, delegate::parse_compile_specs(specs));
+  // A malformed baked budget is a malformed program (ExecuTorch's InvalidProgram, as the
+  // Torch-TensorRT delegate has it), not a bad argument of the loader.
+  const Status baked_budget =
+      delegate::parse_budget_level(baked.budget, delegate::BudgetRequest::Source::kCompileTime, name + " compile specs")
+          .status();
+  if (!baked_budget.ok()) return invalid_program(baked_budget.message());
   const etr::Result<const void*> data = processed ? processed->data_safe() : etr::Result<const void*>(Error::NotFound);
   if (!data.ok() || !*data) return invalid_program(name + ": the delegate has no processed blob (engine record)");
   delegate::InitRequest req;
@@ -115,6 +140,7 @@ Status ExecuTorchBackend::init_engine(etr::BackendInitContext& context, etr::Fre
   SRT_ASSIGN_OR_RETURN(*out, core_->init(std::move(req)));
   std::lock_guard<std::mutex> lock(mu_);
   loaded_.push_back(*out);
+  if (t_scope.id) scope_of_[*out] = t_scope.id;
   return ok_status();
 }
 
@@ -164,29 +190,53 @@ void ExecuTorchBackend::destroy(etr::DelegateHandle* handle) const {
       return;
     }
     loaded_.erase(it);
+    scope_of_.erase(h);
     ++destroyed_;
   }
   core_->destroy(h);
 }
 
-Status ExecuTorchBackend::set_budget(const etr::Span<etr::BackendOption>& options) {
+uint64_t ExecuTorchBackend::begin_load(std::vector<BackendOption> options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  t_scope = {next_scope_++, std::move(options)};
+  return t_scope.id;
+}
+
+void ExecuTorchBackend::end_load(uint64_t scope) {
+  if (t_scope.id == scope) t_scope = {};
+}
+
+std::vector<EngineHandle*> ExecuTorchBackend::in_scope(uint64_t scope) const {
+  if (scope == 0) return loaded_;
+  std::vector<EngineHandle*> out;
+  for (EngineHandle* h : loaded_)
+    if (auto it = scope_of_.find(h); it != scope_of_.end() && it->second == scope) out.push_back(h);
+  return out;
+}
+
+Status ExecuTorchBackend::set_budget(uint64_t scope, std::span<const BackendOption> options) {
   const std::string name = kBackendName;
-  SRT_ASSIGN_OR_RETURN(BudgetLevel level, delegate::budget_level_from_options(to_streamrt(etr::Span<const etr::BackendOption>(options.data(), options.size())), name + " set_option"));
+  SRT_ASSIGN_OR_RETURN(BudgetLevel level, delegate::budget_level_from_options(options, name + " set_option"));
   // Held throughout, so that no engine is destroyed while its group changes.
   std::lock_guard<std::mutex> lock(mu_);
-  if (loaded_.empty()) return invalid_state(name + " set_option: no StreamRT engine is loaded");
-  return core_->set_budget(loaded_, level);
+  const std::vector<EngineHandle*> handles = in_scope(scope);
+  if (handles.empty())
+    return invalid_state(name + " set_option: no StreamRT engine is loaded" +
+                         (scope ? " in load scope " + std::to_string(scope) : std::string()));
+  return core_->set_budget(handles, level);
 }
 
 Error ExecuTorchBackend::set_option(etr::BackendOptionContext&, const etr::Span<etr::BackendOption>& options) {
-  return checked("StreamRTBackend set_option", [&] { return set_budget(options); });
+  return checked("StreamRTBackend set_option", [&] {
+    return set_budget(0, to_streamrt(etr::Span<const etr::BackendOption>(options.data(), options.size())));
+  });
 }
 
-Status ExecuTorchBackend::report(etr::Span<etr::BackendOption>& options) const {
+Status ExecuTorchBackend::report(uint64_t scope, etr::Span<etr::BackendOption>& options) const {
   std::vector<delegate::EngineBudgetStatus> engines;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    engines = core_->budgets(loaded_);
+    engines = core_->budgets(in_scope(scope));
   }
   for (etr::BackendOption& o : options) {
     const std::string_view key = bounded(o.key, etr::kMaxOptionKeyLength);
@@ -216,7 +266,7 @@ Status ExecuTorchBackend::report(etr::Span<etr::BackendOption>& options) const {
 }
 
 Error ExecuTorchBackend::get_option(etr::BackendOptionContext&, etr::Span<etr::BackendOption>& options) {
-  return checked("StreamRTBackend get_option", [&] { return report(options); });
+  return checked("StreamRTBackend get_option", [&] { return report(0, options); });
 }
 
 size_t ExecuTorchBackend::loaded_engines() const {
@@ -237,6 +287,20 @@ Status ExecuTorchBackend::reset_core(CoreOptions options) {
   return ok_status();
 }
 
+Status engine_record_of_plan(std::span<const uint8_t> plan, std::vector<uint8_t>& out) {
+  SRT_ASSIGN_OR_RETURN(plan::LoadedPlan loaded, plan::read_plan_bytes(plan.data(), plan.size(), nullptr));
+  const plan::PlanData& p = loaded.data;
+  EngineRecord rec;
+  rec.engine_name = p.name;
+  rec.streamrt_version = STREAMRT_VERSION;
+  rec.device = p.device;
+  for (const auto& i : p.inputs) rec.inputs.push_back(i.name);
+  for (const auto& o : p.outputs) rec.outputs.push_back(o.name);
+  for (const auto& w : p.weights) rec.streamable_size += w.streamable ? w.size : 0;
+  out = delegate::serialize_engine_record(rec, plan);
+  return ok_status();
+}
+
 ExecuTorchBackend& registered_backend() {
   static ExecuTorchBackend backend;
   return backend;
@@ -253,24 +317,103 @@ const bool registered = [] {
 
 }  // namespace streamrt::et
 
-extern "C" int streamrt_executorch_set_option(const char* key, const char* value) {
-  namespace etr = ::executorch::runtime;
-  if (!key || !value) return static_cast<int>(etr::Error::InvalidArgument);
+namespace {
+
+namespace etr = ::executorch::runtime;
+using streamrt::et::registered_backend;
+
+etr::BackendOption string_option(const char* key, const char* value) {
   etr::BackendOption o{};
   std::snprintf(o.key, sizeof(o.key), "%s", key);
-  streamrt::et::set_string(o, value);
-  return static_cast<int>(etr::set_option(streamrt::et::kBackendName, etr::Span<etr::BackendOption>(&o, 1)));
+  if (value) streamrt::et::set_string(o, value);
+  return o;
 }
 
-extern "C" int streamrt_executorch_get_option(const char* key, char* out, size_t size) {
-  namespace etr = ::executorch::runtime;
-  if (!key || !out || size == 0) return static_cast<int>(etr::Error::InvalidArgument);
-  etr::BackendOption o{};
-  std::snprintf(o.key, sizeof(o.key), "%s", key);
-  const etr::Error e = etr::get_option(streamrt::et::kBackendName, etr::Span<etr::BackendOption>(&o, 1));
-  if (e != etr::Error::Ok) return static_cast<int>(e);
+// get_option's value as a NUL-terminated string (an int as decimal).
+int write_value(const etr::BackendOption& o, char* out, size_t size) {
   if (const int* i = std::get_if<int>(&o.value)) std::snprintf(out, size, "%d", *i);
   else if (const auto* a = std::get_if<std::array<char, etr::kMaxOptionValueLength>>(&o.value)) std::snprintf(out, size, "%s", a->data());
   else return static_cast<int>(etr::Error::InvalidType);
   return 0;
+}
+
+int c_error(const char* what, const std::string& message) {
+  return static_cast<int>(streamrt::et::checked(what, [&] { return streamrt::invalid_argument(message); }));
+}
+
+}  // namespace
+
+extern "C" int streamrt_executorch_set_option(const char* key, const char* value) {
+  if (!key || !value) return static_cast<int>(etr::Error::InvalidArgument);
+  etr::BackendOption o = string_option(key, value);
+  return static_cast<int>(etr::set_option(streamrt::et::kBackendName, etr::Span<etr::BackendOption>(&o, 1)));
+}
+
+extern "C" int streamrt_executorch_get_option(const char* key, char* out, size_t size) {
+  if (!key || !out || size == 0) return static_cast<int>(etr::Error::InvalidArgument);
+  etr::BackendOption o = string_option(key, nullptr);
+  const etr::Error e = etr::get_option(streamrt::et::kBackendName, etr::Span<etr::BackendOption>(&o, 1));
+  return e != etr::Error::Ok ? static_cast<int>(e) : write_value(o, out, size);
+}
+
+extern "C" const char* streamrt_executorch_last_error(void) { return streamrt::et::t_last_error.c_str(); }
+
+extern "C" int streamrt_executorch_begin_load(const char* const* keys, const char* const* values, size_t count,
+                                             uint64_t* scope) {
+  if (!scope || (count && (!keys || !values))) return c_error("streamrt_executorch_begin_load", "null argument");
+  std::vector<streamrt::BackendOption> options;
+  for (size_t i = 0; i < count; ++i) {
+    if (!keys[i] || !values[i]) return c_error("streamrt_executorch_begin_load", "null key or value");
+    options.push_back({keys[i], std::string(values[i])});
+  }
+  // Malformed options fail here, naming key and value, rather than at the first init.
+  const etr::Error e = streamrt::et::checked("streamrt.executorch load options", [&] {
+    return streamrt::delegate::budget_level_from_options(options, "streamrt.executorch.load").status();
+  });
+  if (e != etr::Error::Ok) return static_cast<int>(e);
+  *scope = registered_backend().begin_load(std::move(options));
+  return 0;
+}
+
+extern "C" int streamrt_executorch_end_load(uint64_t scope) {
+  registered_backend().end_load(scope);
+  return 0;
+}
+
+extern "C" int streamrt_executorch_set_scope_option(uint64_t scope, const char* key, const char* value) {
+  if (!key || !value) return c_error("StreamRTBackend set_option", "null key or value");
+  const streamrt::BackendOption o{key, std::string(value)};
+  return static_cast<int>(streamrt::et::checked("StreamRTBackend set_option", [&] {
+    return registered_backend().set_budget(scope, {&o, 1});
+  }));
+}
+
+extern "C" int streamrt_executorch_get_scope_option(uint64_t scope, const char* key, char* out, size_t size) {
+  if (!key || !out || size == 0) return c_error("StreamRTBackend get_option", "null key or output");
+  etr::BackendOption o = string_option(key, nullptr);
+  etr::Span<etr::BackendOption> span(&o, 1);
+  const etr::Error e =
+      streamrt::et::checked("StreamRTBackend get_option", [&] { return registered_backend().report(scope, span); });
+  return e != etr::Error::Ok ? static_cast<int>(e) : write_value(o, out, size);
+}
+
+extern "C" int streamrt_executorch_check_budget(const char* value) {
+  if (!value) return c_error("weight_streaming_budget", "null value");
+  return static_cast<int>(streamrt::et::checked("weight_streaming_budget", [&]() -> streamrt::Status {
+    SRT_ASSIGN_OR_RETURN(streamrt::BudgetSpec spec, streamrt::parse_budget(value));
+    if (spec.kind == streamrt::BudgetSpec::Kind::kUnset) return streamrt::invalid_argument("an empty budget");
+    return streamrt::ok_status();
+  }));
+}
+
+extern "C" int streamrt_executorch_engine_record(const uint8_t* plan, size_t plan_size, uint8_t* out, size_t size,
+                                                size_t* needed) {
+  if (!plan || !needed) return c_error("streamrt_executorch_engine_record", "null argument");
+  return static_cast<int>(streamrt::et::checked("engine record", [&]() -> streamrt::Status {
+    std::vector<uint8_t> record;
+    SRT_RETURN_IF_ERROR(streamrt::et::engine_record_of_plan({plan, plan_size}, record));
+    *needed = record.size();
+    if (out && size >= record.size()) std::memcpy(out, record.data(), record.size());
+    return streamrt::ok_status();
+  }));
 }

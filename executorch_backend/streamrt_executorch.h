@@ -35,9 +35,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "delegate/streamrt_core.h"
+#include "streamrt/program.h"
 
 namespace streamrt::et {
 
@@ -69,6 +72,16 @@ class ExecuTorchBackend final : public etr::BackendInterface {
   etr::Error set_option(etr::BackendOptionContext& context, const etr::Span<etr::BackendOption>& options) override;
   etr::Error get_option(etr::BackendOptionContext& context, etr::Span<etr::BackendOption>& options) override;
 
+  // Load scopes (for loaders without load-time options: the Python runtime). Between
+  // begin_load and end_load, the engines ExecuTorch initializes on the calling thread take
+  // `options` as their load-time options when ExecuTorch passes none, and belong to the
+  // returned scope (> 0), which set_budget / report below can address alone.
+  uint64_t begin_load(std::vector<BackendOption> options);
+  void end_load(uint64_t scope);
+  // set_option / get_option for the engines of `scope` (0: every loaded engine).
+  Status set_budget(uint64_t scope, std::span<const BackendOption> options);
+  Status report(uint64_t scope, etr::Span<etr::BackendOption>& options) const;
+
   // Engines loaded now, and destroy calls that released one since the library was loaded.
   size_t loaded_engines() const;
   uint64_t destroyed_engines() const;
@@ -80,14 +93,18 @@ class ExecuTorchBackend final : public etr::BackendInterface {
   Status init_engine(etr::BackendInitContext& context, etr::FreeableBuffer* processed,
                      etr::ArrayRef<etr::CompileSpec> compile_specs, EngineHandle** out) const;
   Status run(EngineHandle* h, etr::Span<etr::EValue*> args) const;
-  Status set_budget(const etr::Span<etr::BackendOption>& options);
-  Status report(etr::Span<etr::BackendOption>& options) const;
+  std::vector<EngineHandle*> in_scope(uint64_t scope) const;  // with mu_ held
 
   mutable std::mutex mu_;  // guards loaded_ and destroyed_; core_ is replaced only with none loaded
   std::unique_ptr<StreamRtCore> core_;
   mutable std::vector<EngineHandle*> loaded_;  // in load order
   mutable uint64_t destroyed_ = 0;
+  mutable std::unordered_map<EngineHandle*, uint64_t> scope_of_;  // engines loaded inside a scope
+  uint64_t next_scope_ = 1;
 };
+
+// Ahead of time: the engine record around `plan` (a plan file's bytes, verified here).
+Status engine_record_of_plan(std::span<const uint8_t> plan, std::vector<uint8_t>& out);
 
 // The instance registered in ExecuTorch's registry when the library was loaded.
 ExecuTorchBackend& registered_backend();
@@ -100,3 +117,22 @@ ExecuTorchBackend& registered_backend();
 // (0 = Ok).
 extern "C" int streamrt_executorch_set_option(const char* key, const char* value);
 extern "C" int streamrt_executorch_get_option(const char* key, char* out, size_t size);
+
+// For streamrt.executorch (Python). Each returns ExecuTorch's Error code (0 = Ok); after a
+// failure, streamrt_executorch_last_error() holds streamrt's message (per thread).
+extern "C" const char* streamrt_executorch_last_error(void);
+// The load-time options of a load scope (see ExecuTorchBackend::begin_load): `count` pairs of
+// key / value strings (budget keys only). Writes the scope id to `scope`.
+extern "C" int streamrt_executorch_begin_load(const char* const* keys, const char* const* values, size_t count,
+                                             uint64_t* scope);
+extern "C" int streamrt_executorch_end_load(uint64_t scope);
+// set_option / get_option for the engines of one load scope (0: every loaded engine).
+extern "C" int streamrt_executorch_set_scope_option(uint64_t scope, const char* key, const char* value);
+extern "C" int streamrt_executorch_get_scope_option(uint64_t scope, const char* key, char* out, size_t size);
+// Checks a budget string with streamrt's parser ("8GiB", "50%", "auto", bytes; "" is refused).
+extern "C" int streamrt_executorch_check_budget(const char* value);
+// Ahead of time: the engine record (StreamRTBackend's processed blob) around a plan file's
+// bytes, for a plan built with streamrt.build. Writes its size to `needed`, and the record to
+// `out` when `size` >= that (call with out = NULL first).
+extern "C" int streamrt_executorch_engine_record(const uint8_t* plan, size_t plan_size, uint8_t* out, size_t size,
+                                                size_t* needed);

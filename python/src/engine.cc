@@ -1,5 +1,6 @@
 // streamrt.Engine, TensorInfo, WeightInfo and the functions that make engines (_build_onnx, load).
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "core/byte_size.h"
@@ -62,7 +63,7 @@ std::shared_ptr<EngineHandle> build_onnx(const std::string& path, const std::opt
   {
     py::gil_scoped_release release;
     if (cache_dir) {
-      std::string dir = cache_dir->empty() ? unwrap(default_cache_dir()) : *cache_dir;
+      std::string dir = cache_dir->empty() ? unwrap(default_cache_dir(std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"))) : *cache_dir;
       auto cache = unwrap(DiskEngineCache::open(dir, max_bytes));
       info.emplace();
       plan = build_plan_cached(path, c, *cache, &*info, &report);

@@ -87,8 +87,8 @@ TEST_F(DirectInit, MalformedCompileSpecs) {
       {{{"engine_count", "0"}}, Error::InvalidProgram},
       {{{"engine_index", "1"}, {"engine_count", "1"}}, Error::InvalidProgram},
       {{{"engine_count", "99999999"}}, Error::InvalidProgram},
-      {{{"weight_streaming_budget", "8gb"}}, Error::InvalidArgument},
-      {{{"weight_streaming_budget", "1KiB"}, {"weight_streaming_budget_per_engine", "1KiB"}}, Error::InvalidArgument},
+      {{{"weight_streaming_budget", "8gb"}}, Error::InvalidProgram},  // a baked budget is part of the program
+      {{{"weight_streaming_budget", "1KiB"}, {"weight_streaming_budget_per_engine", "1KiB"}}, Error::InvalidProgram},
   };
   for (const auto& [specs, want] : cases) {
     std::vector<uint8_t> rec = good;
