@@ -142,6 +142,9 @@ Status ContextBase::check_bindings() const {
 Result<std::vector<ops::TensorRef>> ContextBase::prepare_outputs(size_t index, std::vector<ops::TensorInfo> inputs,
                                                                  const PlaceFn& place) const {
   const ir::Node& step = plan().steps[index];
+  // What a sequence / optional input holds comes from the plan (backends pass dtype and dims).
+  for (size_t k = 0; k < step.inputs.size() && k < inputs.size(); ++k)
+    if (step.inputs[k] >= 0 && inputs[k].seq.is_tensor()) inputs[k].seq = plan().values[step.inputs[k]].seq;
   ops::InferContext ictx(step, std::move(inputs), step.outputs.size());
   SRT_RETURN_IF_ERROR(es_->schemas[index]->infer(ictx));
   std::vector<ops::TensorRef> refs(step.outputs.size());

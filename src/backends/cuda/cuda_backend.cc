@@ -113,7 +113,12 @@ class CudaBackend final : public DeviceBackend {
     return free;
   }
   Status copy_to_device(void* dst, const void* src, size_t bytes) override {
-    if (bytes) SRT_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    if (!bytes) return ok_status();
+    SRT_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return once the bytes are staged, before the DMA lands;
+    // a context's non-blocking stream does not wait for the legacy stream, so wait here: the
+    // buffer is complete for every stream once this returns.
+    SRT_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
     return ok_status();
   }
   Status copy_to_host(void* dst, const void* src, size_t bytes) override {
