@@ -37,10 +37,27 @@ std::optional<SymDim> DimTracer::dim(ir::ValueId v, int64_t axis) {
   // element-wise ops) the dim stays its own symbol rather than overflowing the stack.
   if (depth_ >= kMaxDepth) return SymDim{v, axis};
   ++depth_;
-  SymDim d = trace(v, axis).value_or(SymDim{v, axis});
+  SymDim d = trace(v, axis).value_or(named_input_dim(v, axis));
   --depth_;
   memo_[key] = d;
   return d;
+}
+
+// A graph input's dim that the model names (dim_param) is the first graph input dim of that name:
+// input_ids [batch, seq] and a KV cache [batch, heads, past, dim] share their batch.
+SymDim DimTracer::named_input_dim(ir::ValueId v, int64_t axis) const {
+  auto it = g_.input_dim_params.find(v);
+  if (it == g_.input_dim_params.end() || axis >= static_cast<int64_t>(it->second.size()) ||
+      it->second[static_cast<size_t>(axis)].empty())
+    return SymDim{v, axis};
+  const std::string& name = it->second[static_cast<size_t>(axis)];
+  for (ir::ValueId in : g_.inputs) {  // in input order: one canonical dim per name
+    auto p = g_.input_dim_params.find(in);
+    if (p == g_.input_dim_params.end()) continue;
+    for (size_t a = 0; a < p->second.size(); ++a)
+      if (p->second[a] == name) return SymDim{in, static_cast<int64_t>(a)};
+  }
+  return SymDim{v, axis};
 }
 
 std::optional<SymDim> DimTracer::element(ir::ValueId v, int64_t k) {
@@ -75,7 +92,8 @@ std::optional<SymDim> DimTracer::element(ir::ValueId v, int64_t k) {
   if (op == "Unsqueeze" || op == "Squeeze" || op == "Cast" || op == "Identity" || op == "Reshape")
     return element(n.inputs[0], k);
   if (op == "Slice") return slice_element(n, k);
-  if (op == "Add") return add_element(n, k);
+  if (op == "Add" || op == "Mul") return arith_element(n, k);
+  if (op == "Where") return unset_dims_element(n, k);
   if (op == "Concat") {
     for (ir::ValueId in : n.inputs) {
       const ir::Value& piece = g_.value(in);
@@ -96,11 +114,16 @@ std::optional<SymDim> DimTracer::trace(ir::ValueId v, int64_t axis) {
   const int64_t r = rank_or_zero(g_, v);
   static const char* const kSameShape[] = {"Cast", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt",
                                            "Reciprocal", "Erf", "Abs", "Not", "Identity", "Softmax",
-                                           "RMSNormalization", "LayerNormalization", "Rotary"};
+                                           "RMSNormalization", "LayerNormalization", "Rotary", "Cos", "Sin",
+                                           "Floor", "Ceil", "Round", "Sign", "Gelu", "Softplus", "IsNaN",
+                                           "IsInf", "CastLike", "Trilu", "CumSum", "LogSoftmax"};
   for (const char* s : kSameShape)
     if (op == s) return dim(n.inputs[0], axis);
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Where")
-    return broadcast(n, r, axis);
+  static const char* const kBroadcast[] = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "Max", "Min", "Mod",
+                                           "And", "Or", "Xor", "Equal", "Less", "LessOrEqual", "Greater",
+                                           "GreaterOrEqual"};
+  for (const char* b : kBroadcast)
+    if (op == b) return broadcast(n, r, axis);
   if (op == "Transpose") {
     auto perm = n.attr_ints("perm", std::vector<int64_t>{});
     if (!perm.ok() || perm->empty()) return dim(n.inputs[0], r - 1 - axis);
@@ -134,7 +157,87 @@ std::optional<SymDim> DimTracer::trace(ir::ValueId v, int64_t axis) {
   }
   if (op == "Concat") return concat(n, axis);
   if (op == "Slice") return slice(n, r, axis);
+  if (op == "Unsqueeze" || op == "Squeeze") return squeeze_family(n, r, axis);
+  if (op == "Expand" && n.inputs.size() == 2) return expand(n, r, axis);
+  if (op == "Range" && n.inputs.size() == 3) return range(n);
   return std::nullopt;
+}
+
+// Unsqueeze: an inserted axis is 1, the others are the input's in order. Squeeze: the output's
+// axes are the input's that were not removed (with axes absent, every static 1; a -1 could be 1,
+// so the input must have none).
+std::optional<SymDim> DimTracer::squeeze_family(const ir::Node& n, int64_t r, int64_t axis) {
+  const bool unsqueeze = n.op_type == "Unsqueeze";
+  const size_t axes_input = n.opset >= 13 ? 1 : n.inputs.size();
+  if (!constant_or_absent(g_, n, axes_input)) return std::nullopt;
+  std::vector<int64_t> axes;
+  if (n.opset >= 13) {
+    if (const Tensor* t = axes_input < n.inputs.size() ? g_.constant(n.inputs[axes_input]) : nullptr) {
+      auto v = t->to_int64_vector();
+      if (!v.ok()) return std::nullopt;
+      axes = *v;
+    }
+  } else {
+    auto a = n.attr_ints("axes", std::vector<int64_t>{});
+    if (!a.ok()) return std::nullopt;
+    axes = *a;
+  }
+  const ir::Value& in = g_.value(n.inputs[0]);
+  if (!in.has_shape) return std::nullopt;
+  const int64_t ri = static_cast<int64_t>(in.dims.size());
+  const int64_t base = unsqueeze ? r : ri;  // the rank the axes count in
+  std::vector<bool> marked(static_cast<size_t>(base), false);
+  for (int64_t a : axes) {
+    const int64_t x = a < 0 ? a + base : a;
+    if (x < 0 || x >= base) return std::nullopt;
+    marked[static_cast<size_t>(x)] = true;
+  }
+  if (!unsqueeze && axes.empty())
+    for (int64_t i = 0; i < ri; ++i) {
+      if (in.dims[i] < 0) return std::nullopt;
+      marked[static_cast<size_t>(i)] = in.dims[i] == 1;
+    }
+  if (unsqueeze) {
+    if (marked[static_cast<size_t>(axis)]) return SymDim{ir::kNoValue, 1};
+    int64_t before = 0;
+    for (int64_t i = 0; i < axis; ++i) before += marked[static_cast<size_t>(i)];
+    return dim(n.inputs[0], axis - before);
+  }
+  for (int64_t i = 0, kept = 0; i < ri; ++i) {
+    if (marked[static_cast<size_t>(i)]) continue;
+    if (kept++ == axis) return dim(n.inputs[0], i);
+  }
+  return std::nullopt;
+}
+
+// Expand(x, shape) broadcasts x against the shape's elements (right-aligned).
+std::optional<SymDim> DimTracer::expand(const ir::Node& n, int64_t r, int64_t axis) {
+  const int64_t rx = rank_or_zero(g_, n.inputs[0]);
+  const ir::Value& shape = g_.value(n.inputs[1]);
+  if (!g_.value(n.inputs[0]).has_shape || !shape.has_shape || shape.dims.size() != 1 || shape.dims[0] < 0)
+    return std::nullopt;
+  std::vector<SymDim> ds;
+  if (const int64_t a = axis - (r - rx); a >= 0) {
+    auto d = dim(n.inputs[0], a);
+    if (!d) return std::nullopt;
+    ds.push_back(*d);
+  }
+  if (const int64_t k = axis - (r - shape.dims[0]); k >= 0) {
+    auto e = element(n.inputs[1], k);
+    if (!e || (e->is_static() && e->n < 0)) return std::nullopt;
+    ds.push_back(*e);
+  }
+  return broadcast_of(ds);
+}
+
+// Range(start, limit, 1) with start a constant 0 has limit elements.
+std::optional<SymDim> DimTracer::range(const ir::Node& n) {
+  auto start = element(n.inputs[0], 0);
+  auto delta = element(n.inputs[2], 0);
+  if (!start || !start->is(0) || !delta || !delta->is(1)) return std::nullopt;
+  auto limit = element(n.inputs[1], 0);
+  if (!limit || (limit->is_static() && limit->n < 0)) return std::nullopt;
+  return limit;
 }
 
 std::optional<SymDim> DimTracer::broadcast(const ir::Node& n, int64_t r, int64_t axis) {
@@ -145,8 +248,14 @@ std::optional<SymDim> DimTracer::broadcast(const ir::Node& n, int64_t r, int64_t
     if (a < 0) continue;  // the operand broadcasts along this axis
     auto d = dim(in, a);
     if (!d) return std::nullopt;
-    if (!(d->is_static() && d->n == 1)) ds.push_back(*d);
+    ds.push_back(*d);
   }
+  return broadcast_of(ds);
+}
+
+// The size of dims broadcast together (nullopt where they cannot be proven compatible).
+std::optional<SymDim> DimTracer::broadcast_of(std::vector<SymDim> ds) {
+  std::erase_if(ds, [](const SymDim& d) { return d.is(1); });
   if (ds.empty()) return SymDim{ir::kNoValue, 1};
   for (const SymDim& d : ds)  // a static size other than 1 is the result
     if (d.is_static()) return d;
@@ -257,8 +366,27 @@ std::optional<SymDim> DimTracer::slice_element(const ir::Node& n, int64_t k) {
   return element(n.inputs[0], s + k);
 }
 
-// Add of two int tensors, element k (a one-element operand broadcasts).
-std::optional<SymDim> DimTracer::add_element(const ir::Node& n, int64_t k) {
+// Where(Equal(x, -1), fill, x): the TorchScript exporter's guard on an Expand shape. A size is
+// never -1, so the element of x passes through wherever it is one.
+std::optional<SymDim> DimTracer::unset_dims_element(const ir::Node& n, int64_t k) {
+  if (n.inputs.size() != 3) return std::nullopt;
+  const ir::ValueId x = n.inputs[2];
+  const int eq = idx_.producer_if(n.inputs[0], "Equal");
+  if (eq < 0 || g_.nodes[eq].inputs.size() != 2) return std::nullopt;
+  const ir::Node& e = g_.nodes[eq];
+  const ir::ValueId other = e.inputs[0] == x ? e.inputs[1] : e.inputs[1] == x ? e.inputs[0] : ir::kNoValue;
+  const Tensor* minus_one = other != ir::kNoValue ? g_.constant(other) : nullptr;
+  auto ones = minus_one ? minus_one->to_int64_vector() : Result<std::vector<int64_t>>(invalid_argument(""));
+  if (!ones.ok() || ones->empty() || std::any_of(ones->begin(), ones->end(), [](int64_t v) { return v != -1; }))
+    return std::nullopt;
+  auto d = element(x, k);
+  if (!d || (d->is_static() && d->n < 0)) return std::nullopt;
+  return d;
+}
+
+// Add or Mul of two int tensors, element k (a one-element operand broadcasts); a product only of
+// static sizes (a SymDim has no factor).
+std::optional<SymDim> DimTracer::arith_element(const ir::Node& n, int64_t k) {
   if (n.inputs.size() != 2) return std::nullopt;
   std::optional<SymDim> parts[2];
   for (int i = 0; i < 2; ++i) {
@@ -268,7 +396,11 @@ std::optional<SymDim> DimTracer::add_element(const ir::Node& n, int64_t k) {
     parts[i] = element(n.inputs[i], one ? 0 : k);
     if (!parts[i] || parts[i]->cap != 0) return std::nullopt;
   }
-  return add(*parts[0], *parts[1]);
+  if (n.op_type == "Add") return add(*parts[0], *parts[1]);
+  if (parts[0]->is_static() && parts[1]->is_static()) return SymDim{ir::kNoValue, parts[0]->n * parts[1]->n};
+  if (parts[0]->is(1)) return parts[1];
+  if (parts[1]->is(1)) return parts[0];
+  return std::nullopt;
 }
 
 }  // namespace streamrt::builder

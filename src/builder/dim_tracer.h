@@ -39,12 +39,18 @@ class DimTracer {
 
  private:
   std::optional<SymDim> trace(ir::ValueId v, int64_t axis);
+  SymDim named_input_dim(ir::ValueId v, int64_t axis) const;
   std::optional<SymDim> broadcast(const ir::Node& n, int64_t r, int64_t axis);
+  static std::optional<SymDim> broadcast_of(std::vector<SymDim> ds);
+  std::optional<SymDim> squeeze_family(const ir::Node& n, int64_t r, int64_t axis);
+  std::optional<SymDim> expand(const ir::Node& n, int64_t r, int64_t axis);
+  std::optional<SymDim> range(const ir::Node& n);
   std::optional<SymDim> slice(const ir::Node& n, int64_t r, int64_t axis);
   std::optional<SymDim> concat(const ir::Node& n, int64_t axis);
   std::optional<SymDim> inferred_reshape_dim(const ir::Node& n, int64_t axis);
   std::optional<SymDim> slice_element(const ir::Node& n, int64_t k);
-  std::optional<SymDim> add_element(const ir::Node& n, int64_t k);
+  std::optional<SymDim> arith_element(const ir::Node& n, int64_t k);
+  std::optional<SymDim> unset_dims_element(const ir::Node& n, int64_t k);
 
   static constexpr int kMaxDepth = 256;
   const ir::Graph& g_;

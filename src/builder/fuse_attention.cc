@@ -272,7 +272,8 @@ bool fold_repeated_kv(const ir::Graph& g, const GraphIndex& idx, Match* m) {
   return true;
 }
 
-// Q, K, V of one float type and ranks >= 2, and the fused op computes the root's output shape.
+// Q, K, V of one float type and ranks >= 2, and the fused op computes the root's output shape
+// (or dims of it that shape inference leaves unknown).
 bool fits(const ir::Graph& g, const Match& m, const ir::Node& root) {
   const ir::Value &q = g.value(m.q), &k = g.value(m.k), &v = g.value(m.v);
   if (!q.has_shape || !k.has_shape || !v.has_shape || !is_float(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype)
@@ -282,7 +283,13 @@ bool fits(const ir::Graph& g, const Match& m, const ir::Node& root) {
   auto out = ops::attention_output_dims(root, q.dims, k.dims, v.dims, mask ? &mask->dims : nullptr, m.k_transposed,
                                        0, m.kv_group);
   const ir::Value& y = g.value(root.outputs[0]);
-  return out.ok() && y.has_shape && *out == y.dims && y.dtype == q.dtype;
+  if (!out.ok() || !y.has_shape || out->size() != y.dims.size() || y.dtype != q.dtype) return false;
+  // A dim shape inference could not tell on one side (a Reshape's -1 at a dynamic batch on Q,
+  // a mask built from the inputs on the root) may be known on the other: the matched chain
+  // computes the same output at run time, where the op checks the mask broadcasts to the scores.
+  for (size_t i = 0; i < out->size(); ++i)
+    if ((*out)[i] >= 0 && y.dims[i] >= 0 && (*out)[i] != y.dims[i]) return false;
+  return true;
 }
 
 // Exporters move heads in front of the sequence with Transpose [0, 2, 1, 3] before attention

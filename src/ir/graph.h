@@ -107,6 +107,10 @@ class Graph {
   // Subgraphs only: the last num_captures `inputs` are values of the enclosing graph that the
   // body reads by name; the importer makes them explicit inputs of the node (ir/subgraph.h).
   int32_t num_captures = 0;
+  // Graph inputs' dims as the model names them (ONNX dim_param; "" for a dim without one). One
+  // name is one size in every run of the model (ONNX IR), so the builder may treat dims of
+  // different inputs that share a name as equal (builder/dim_tracer.*).
+  std::unordered_map<ValueId, std::vector<std::string>> input_dim_params;
 
   ValueId add_value(const std::string& name, DataType dtype = DataType::kUndefined,
                     Dims dims = {}, bool has_shape = false);

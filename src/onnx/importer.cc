@@ -257,6 +257,15 @@ struct Importer {
       ir::ValueId id = value_for(in.name());
       SRT_RETURN_IF_ERROR(read_value_info(in, id, parent == nullptr));
       g.inputs.push_back(id);
+      if (in.type().has_tensor_type()) {
+        std::vector<std::string> params;
+        bool any = false;
+        for (const auto& d : in.type().tensor_type().shape().dim()) {
+          params.push_back(d.has_dim_param() ? d.dim_param() : "");
+          any = any || d.has_dim_param();
+        }
+        if (any) g.input_dim_params[id] = std::move(params);
+      }
     }
     for (const auto& out : gp.output()) {
       if (out.name().empty()) return invalid_model("a graph output has no name");

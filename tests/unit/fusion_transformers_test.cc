@@ -11,8 +11,10 @@
 #include <sstream>
 
 #include "onnx/onnx_pb.h"
+#include "onnx/tensor_proto.h"
 #include "plan/plan.h"
 #include "streamrt/builder.h"
+#include "streamrt/runtime.h"
 
 namespace streamrt {
 namespace {
@@ -23,20 +25,83 @@ std::string corpus(const std::string& name) {
   return std::string(STREAMRT_SOURCE_DIR) + "/tests/corpus/transformers/" + name;
 }
 
-// A fixed-shape build at the first test set's input dims.
-Result<std::vector<uint8_t>> build_at_test_shapes(const std::string& dir) {
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// The dims the model declares symbolic (dim_param or unset), per input.
+Result<std::map<std::string, std::vector<bool>>> symbolic_dims(const std::string& model) {
+  onnx::ModelProto m;
+  if (!m.ParseFromString(read_file(model))) return invalid_argument("cannot parse " + model);
+  std::map<std::string, std::vector<bool>> out;
+  for (const auto& in : m.graph().input())
+    for (const auto& d : in.type().tensor_type().shape().dim()) out[in.name()].push_back(!d.has_dim_value());
+  return out;
+}
+
+// A build at the first test set's input dims: fixed, or (dynamic) a profile from 1 to twice those
+// dims over every dim the model leaves symbolic, so fusions must hold at every size.
+Result<std::vector<uint8_t>> build_at_test_shapes(const std::string& dir, bool dynamic) {
   BuilderConfig config;
+  SRT_ASSIGN_OR_RETURN(auto symbolic, symbolic_dims(dir + "/model.onnx"));
   for (const auto& e : fs::directory_iterator(dir + "/test_data_set_0")) {
     if (e.path().filename().string().rfind("input_", 0) != 0) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
     onnx::TensorProto t;
-    if (!t.ParseFromString(bytes.str())) return invalid_argument("cannot parse " + e.path().string());
-    Dims d(t.dims().begin(), t.dims().end());
-    config.profiles[t.name()] = ShapeProfile{d, d, d};
+    if (!t.ParseFromString(read_file(e.path()))) return invalid_argument("cannot parse " + e.path().string());
+    Dims d(t.dims().begin(), t.dims().end()), lo = d, hi = d;
+    for (size_t i = 0; dynamic && i < d.size() && i < symbolic[t.name()].size(); ++i)
+      if (symbolic[t.name()][i]) lo[i] = 1, hi[i] = 2 * d[i];
+    config.profiles[t.name()] = ShapeProfile{lo, d, hi};
   }
   return build_plan_from_onnx(dir + "/model.onnx", config);
+}
+
+Result<Tensor> read_pb(const fs::path& path) {
+  onnx::TensorProto t;
+  if (!t.ParseFromString(read_file(path))) return invalid_argument("cannot parse " + path.string());
+  return onnx_import::tensor_from_proto(t, path.parent_path().string());
+}
+
+// Runs the plan on the CPU on test_data_set_0 and compares every float output with PyTorch's.
+void expect_reference_outputs(const std::string& dir, std::vector<uint8_t> bytes) {
+  auto engine = Runtime::create({DeviceType::kCpu}).value()->load_engine_bytes(std::move(bytes));
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  auto ctx = (*engine)->create_execution_context();
+  ASSERT_TRUE(ctx.ok());
+  const std::string set = dir + "/test_data_set_0/";
+  std::vector<Tensor> inputs;
+  for (int i = 0; fs::exists(set + "input_" + std::to_string(i) + ".pb"); ++i) {
+    onnx::TensorProto t;
+    ASSERT_TRUE(t.ParseFromString(read_file(set + "input_" + std::to_string(i) + ".pb")));
+    auto x = read_pb(set + "input_" + std::to_string(i) + ".pb");
+    ASSERT_TRUE(x.ok()) << x.status().to_string();
+    inputs.push_back(std::move(*x));
+    ASSERT_TRUE((*ctx)->set_input_shape(t.name(), inputs.back().dims()).ok()) << t.name();
+    ASSERT_TRUE((*ctx)->set_tensor_address(t.name(), const_cast<void*>(inputs.back().data()), inputs.back().nbytes()).ok());
+  }
+  std::vector<std::pair<TensorDesc, std::vector<uint8_t>>> outs;
+  for (const TensorDesc& d : (*engine)->io_tensors()) {
+    if (d.is_input) continue;
+    auto shape = (*ctx)->tensor_shape(d.name);
+    ASSERT_TRUE(shape.ok()) << d.name;
+    outs.emplace_back(d, std::vector<uint8_t>(static_cast<size_t>(dims_numel(*shape)) * dtype_size(d.dtype)));
+    ASSERT_TRUE((*ctx)->set_tensor_address(d.name, outs.back().second.data(), outs.back().second.size()).ok());
+  }
+  ASSERT_TRUE((*ctx)->execute().ok());
+  for (size_t o = 0; o < outs.size(); ++o) {
+    auto want = read_pb(set + "output_" + std::to_string(o) + ".pb");
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    if (want->dtype() != DataType::kFloat32 || outs[o].first.dtype != DataType::kFloat32) continue;
+    ASSERT_EQ(static_cast<size_t>(want->nbytes()), outs[o].second.size()) << outs[o].first.name;
+    const float* got = reinterpret_cast<const float*>(outs[o].second.data());
+    for (int64_t i = 0; i < want->numel(); ++i) {
+      const float w = want->data_as<float>()[i];
+      ASSERT_NEAR(got[i], w, 1e-4f + 1e-3f * std::abs(w)) << outs[o].first.name << " element " << i;
+    }
+  }
 }
 
 std::map<std::string, int> step_counts(const std::vector<uint8_t>& bytes) {
@@ -51,14 +116,18 @@ std::map<std::string, int> step_counts(const std::vector<uint8_t>& bytes) {
 struct Case {
   const char* name;
   int64_t kv_group;  // query heads per key/value head in its config
+  bool dynamic = false;  // built over a profile of every symbolic dim, not at the test shapes
 };
 
 class TransformersAttention : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TransformersAttention, OneAttentionStepPerLayerWithoutRepeatKvOrNanGuard) {
   const Case c = GetParam();
-  auto bytes = build_at_test_shapes(corpus(c.name));
+  auto bytes = build_at_test_shapes(corpus(c.name), c.dynamic);
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  // A dynamic-profile plan at the test shapes computes PyTorch's outputs (the fixed-shape builds
+  // are checked by the corpus conformance tests).
+  if (c.dynamic) expect_reference_outputs(corpus(c.name), *bytes);
   auto n = step_counts(*bytes);
   EXPECT_EQ(n["Attention"], 2) << "two layers, one Attention each";
   EXPECT_EQ(n["Softmax"], 0);
@@ -92,8 +161,13 @@ INSTANTIATE_TEST_SUITE_P(Corpus, TransformersAttention,
                          ::testing::Values(Case{"llama_dynamo", 2}, Case{"llama_torchscript", 2},
                                            Case{"qwen2_dynamo", 2}, Case{"mistral_dynamo", 2},
                                            Case{"phi3_dynamo", 2}, Case{"gemma_dynamo", 4},
-                                           Case{"llama_decode_dynamo", 2}, Case{"llama_decode_torchscript", 1}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                                           Case{"llama_decode_dynamo", 2}, Case{"llama_decode_torchscript", 1},
+                                           Case{"llama_dynamo", 2, true}, Case{"qwen2_dynamo", 2, true},
+                                           Case{"gemma_dynamo", 4, true}, Case{"llama_torchscript", 2, true},
+                                           Case{"llama_decode_dynamo", 2, true}),
+                         [](const auto& info) {
+                           return std::string(info.param.name) + (info.param.dynamic ? "_dynamic" : "");
+                         });
 
 }  // namespace
 }  // namespace streamrt
