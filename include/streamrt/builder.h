@@ -11,10 +11,6 @@
 
 namespace streamrt {
 
-enum class DeviceType : uint8_t { kCpu = 0, kCuda = 1 };
-const char* device_type_name(DeviceType d);
-Result<DeviceType> parse_device_type(const std::string& s);  // "cpu" | "cuda"
-
 // min / opt / max dims of one input for the optimization profile. The memory plan is
 // sized for max; at run time set_input_shape accepts any dims within [min, max].
 struct ShapeProfile {

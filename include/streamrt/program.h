@@ -27,8 +27,8 @@
 #include <variant>
 #include <vector>
 
-#include "core/tensor.h"  // the host tensor type EValues hold
 #include "streamrt/status.h"
+#include "streamrt/tensor.h"  // the host tensor type EValues hold
 
 namespace streamrt {
 

@@ -67,6 +67,10 @@ Status device_error(std::string msg);
 Status io_error(std::string msg);
 Status internal_error(std::string msg);
 
+// What value() / operator-> / operator* of a Result holding an error do in every build (not
+// only with assertions on): print the status to stderr and abort. Check ok() first.
+[[noreturn]] void result_value_of_error(const Status& status);
+
 // Either a value or a non-OK Status.
 template <typename T>
 class [[nodiscard]] Result {
@@ -79,9 +83,18 @@ class [[nodiscard]] Result {
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { assert(ok()); return *value_; }
-  const T& value() const& { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  T& value() & {
+    if (!ok()) result_value_of_error(status_);
+    return *value_;
+  }
+  const T& value() const& {
+    if (!ok()) result_value_of_error(status_);
+    return *value_;
+  }
+  T&& value() && {
+    if (!ok()) result_value_of_error(status_);
+    return std::move(*value_);
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }

@@ -75,4 +75,9 @@ std::string dims_to_string(const Dims& d);
 // Parses "1x3x224x224"; "?" or "-1" is dynamic. Empty string is a scalar.
 Result<Dims> parse_dims(const std::string& s);
 
+// Where an engine runs.
+enum class DeviceType : uint8_t { kCpu = 0, kCuda = 1 };
+const char* device_type_name(DeviceType d);                 // "cpu" | "cuda"
+Result<DeviceType> parse_device_type(const std::string& s);  // "cpu" | "cuda"; kInvalidArgument otherwise
+
 }  // namespace streamrt

@@ -1,5 +1,8 @@
 #include "streamrt/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace streamrt {
 
 const char* status_code_name(StatusCode code) {
@@ -43,5 +46,10 @@ Status out_of_memory(std::string m) { return {StatusCode::kOutOfMemory, std::mov
 Status device_error(std::string m) { return {StatusCode::kDeviceError, std::move(m)}; }
 Status io_error(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+
+void result_value_of_error(const Status& status) {
+  std::fprintf(stderr, "streamrt: Result::value() called on an error: %s\n", status.to_string().c_str());
+  std::abort();
+}
 
 }  // namespace streamrt

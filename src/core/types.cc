@@ -141,4 +141,12 @@ const char* value_kind_name(ValueKind k) {
   return "unknown kind";
 }
 
+const char* device_type_name(DeviceType d) { return d == DeviceType::kCuda ? "cuda" : "cpu"; }
+
+Result<DeviceType> parse_device_type(const std::string& s) {
+  if (s == "cpu") return DeviceType::kCpu;
+  if (s == "cuda") return DeviceType::kCuda;
+  return invalid_argument("unknown device '" + s + "' (expected cpu or cuda)");
+}
+
 }  // namespace streamrt

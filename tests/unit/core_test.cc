@@ -41,6 +41,15 @@ TEST(Result, PropagatesErrorsThroughMacros) {
   EXPECT_EQ(s.message(), "odd value 3");
 }
 
+// In every build type (not only where assert is on): the message names the error, then abort.
+TEST(ResultDeathTest, ValueOfAnErrorAbortsNamingIt) {
+  Result<int> r = not_found("no tensor 'logits'");
+  EXPECT_DEATH((void)r.value(), "Result::value\\(\\) called on an error: .*no tensor 'logits'");
+  EXPECT_DEATH((void)*Result<std::vector<int>>(invalid_argument("bad dims")), "bad dims");
+  Result<int> good = 7;
+  EXPECT_EQ(good.value(), 7);
+}
+
 TEST(DataType, SizesAndNames) {
   EXPECT_EQ(dtype_size(DataType::kFloat32), 4u);
   EXPECT_EQ(dtype_size(DataType::kBFloat16), 2u);
