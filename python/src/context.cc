@@ -2,10 +2,12 @@
 // engine's dtypes), allocates the outputs (numpy arrays, or torch tensors when an input is one),
 // and runs with the GIL released. On CUDA, torch tensors run on torch's current stream without a
 // synchronization (as a torch op would); numpy arrays are copied to the device and back.
+#include <cstring>
 #include <optional>
 #include <utility>
 
 #include "handles.h"
+#include "streamrt/sequence.h"
 #include "tensors.h"
 
 namespace streamrt::python {
@@ -68,6 +70,52 @@ py::object to_cuda_tensor(const RunMode& m, py::handle v, DataType dtype) {
   else t = m.torch_mod.attr("as_tensor")(py::module_::import("numpy").attr("asarray")(v, numpy_dtype(dtype)));
   if (!py::object(t.attr("device")).equal(m.device)) t = t.attr("to")(m.device);
   return t;
+}
+
+// Sequence / optional inputs (TensorDesc::kind not kTensor): a list of arrays for a sequence,
+// an array or None for an optional tensor, a list or None for an optional sequence.
+SequenceValue to_sequence_value(py::handle v, const TensorDesc& d, const std::string& what) {
+  SequenceValue s;
+  s.kind = d.kind;
+  s.elem_dtype = d.elem_dtype;
+  const bool optional = d.kind != ValueKind::kSequence;
+  if (v.is_none()) {
+    if (!optional) throw_invalid(what + ": a sequence takes a list of arrays, not None");
+    s.has_value = false;
+    return s;
+  }
+  py::module_ np = py::module_::import("numpy");
+  auto add = [&](py::handle item) {
+    py::array a = np.attr("ascontiguousarray")(item, numpy_dtype(d.elem_dtype));
+    HostTensor t;
+    t.dtype = d.elem_dtype;
+    t.dims.assign(a.shape(), a.shape() + a.ndim());
+    const auto* bytes = static_cast<const uint8_t*>(a.data());
+    t.data.assign(bytes, bytes + a.nbytes());
+    s.tensors.push_back(std::move(t));
+  };
+  if (d.kind == ValueKind::kOptionalTensor) {
+    add(v);
+    return s;
+  }
+  if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v))
+    throw_invalid(what + ": a sequence takes a list of arrays");
+  for (py::handle item : v) add(item);
+  return s;
+}
+
+// A sequence output as Python values: a list of numpy arrays, an array, or None.
+py::object from_sequence_value(const SequenceValue& s) {
+  if (!s.has_value) return py::none();
+  auto array_of = [](const HostTensor& t) {
+    py::array a(numpy_dtype(t.dtype), std::vector<py::ssize_t>(t.dims.begin(), t.dims.end()));
+    if (!t.data.empty()) std::memcpy(a.mutable_data(), t.data.data(), t.data.size());
+    return py::object(a);
+  };
+  if (s.kind == ValueKind::kOptionalTensor) return array_of(s.tensors.at(0));
+  py::list out;
+  for (const HostTensor& t : s.tensors) out.append(array_of(t));
+  return out;
 }
 
 struct BoundOutput {
@@ -153,6 +201,11 @@ py::dict run(ContextHandle& h, py::handle inputs_obj) {
       throw_invalid("'" + name + "' is not an input of engine '" + engine.name() + "'");
     }
     const std::string what = "input '" + name + "'";
+    if (d->kind != ValueKind::kTensor) {
+      check(ctx.set_sequence_input(name, to_sequence_value(v, *d, what)));
+      ++bound;
+      continue;
+    }
     TensorView t = m.cuda && m.torch ? view_tensor(to_cuda_tensor(m, v, d->dtype), d->dtype, what, m.stream_arg)
                                      : view_tensor(v, d->dtype, what);
     check(ctx.set_input_shape(name, t.dims));
@@ -177,7 +230,7 @@ py::dict run(ContextHandle& h, py::handle inputs_obj) {
   }
   std::vector<BoundOutput> outs;
   for (const auto& d : descs)
-    if (!d.is_input) outs.push_back(bind_output(ctx, m, d));
+    if (!d.is_input && d.kind == ValueKind::kTensor) outs.push_back(bind_output(ctx, m, d));
   Status st;
   {
     py::gil_scoped_release release;
@@ -186,6 +239,9 @@ py::dict run(ContextHandle& h, py::handle inputs_obj) {
   check(st);
   py::dict result;
   for (auto& o : outs) result[py::str(o.desc->name)] = finish_output(ctx, m, o);
+  for (const auto& d : descs)
+    if (!d.is_input && d.kind != ValueKind::kTensor)
+      result[py::str(d.name)] = from_sequence_value(unwrap(ctx.sequence_output(d.name)));
   return result;
 }
 
@@ -228,7 +284,8 @@ void register_context(py::module_& m) {
            "Runs the engine on `inputs` (dict name -> numpy array, torch tensor or array-like) and returns a dict "
            "output name -> array: torch tensors when an input is a torch tensor (on CUDA: on torch's current "
            "stream, not synchronized), numpy arrays otherwise. Contiguous inputs of the engine's dtypes are not "
-           "copied; the GIL is released while the engine runs. Errors: NotFoundError (no such input), "
+           "copied; the GIL is released while the engine runs. A sequence input or output (TensorInfo.kind) is a "
+           "list of numpy arrays, an optional one an array / list or None. Errors: NotFoundError (no such input), "
            "InvalidArgumentError (missing input, wrong dtype, dims outside the profile).")
       .def_property_readonly(
           "last_run_stats",

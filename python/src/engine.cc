@@ -63,7 +63,10 @@ std::shared_ptr<EngineHandle> build_onnx(const std::string& path, const std::opt
   {
     py::gil_scoped_release release;
     if (cache_dir) {
-      std::string dir = cache_dir->empty() ? unwrap(default_cache_dir(std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"))) : *cache_dir;
+      // The package is an entry point like the CLI: it, not the library, reads the environment.
+      std::string dir = cache_dir->empty()
+                            ? unwrap(default_cache_dir(std::getenv("XDG_CACHE_HOME"), std::getenv("HOME")))
+                            : *cache_dir;
       auto cache = unwrap(DiskEngineCache::open(dir, max_bytes));
       info.emplace();
       plan = build_plan_cached(path, c, *cache, &*info, &report);
@@ -226,6 +229,11 @@ void register_engine(py::module_& m) {
       .def_property_readonly("shape", [](const TensorDesc& d) { return dims_tuple(d.dims); },
                              "Dims as a tuple; -1 marks a dynamic dimension.")
       .def_property_readonly("is_input", [](const TensorDesc& d) { return d.is_input; }, "True for inputs.")
+      .def_property_readonly("kind", [](const TensorDesc& d) { return value_kind_name(d.kind); },
+                             "\"tensor\", or \"sequence\", \"optional tensor\", \"optional sequence\": run() takes "
+                             "and returns those as a list of arrays, an array or None.")
+      .def_property_readonly("element_dtype", [](const TensorDesc& d) { return dtype_name(d.elem_dtype); },
+                             "A sequence's or optional's element type (\"undefined\" for a tensor).")
       .def_property_readonly("min_shape", [](const TensorDesc& d) { return dims_tuple(d.min); },
                              "Inputs: the profile's smallest dims.")
       .def_property_readonly("opt_shape", [](const TensorDesc& d) { return dims_tuple(d.opt); },

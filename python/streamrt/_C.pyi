@@ -33,6 +33,13 @@ class TensorInfo:
     @property
     def is_input(self) -> bool: ...
     @property
+    def kind(self) -> str:
+        """"tensor", or "sequence", "optional tensor", "optional sequence" (run() takes and returns those as a
+        list of arrays, an array or None)."""
+    @property
+    def element_dtype(self) -> str:
+        """A sequence's or optional's element type ("undefined" for a tensor)."""
+    @property
     def min_shape(self) -> Tuple[int, ...]: ...
     @property
     def opt_shape(self) -> Tuple[int, ...]: ...
@@ -65,7 +72,8 @@ class ExecutionContext:
     """One inference stream's state; one run at a time (use one context per thread)."""
 
     def run(self, inputs: Mapping[str, ArrayLike]) -> Dict[str, Any]:
-        """Runs on {input name: array}; returns {output name: numpy array or torch tensor}."""
+        """Runs on {input name: array}; returns {output name: numpy array or torch tensor}. A sequence
+        input or output (TensorInfo.kind) is a list of arrays, an optional one an array / list or None."""
     @property
     def last_run_stats(self) -> RunStats: ...
     streaming_profiling: bool
