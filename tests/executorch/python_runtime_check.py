@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """StreamRTBackend in ExecuTorch's Python runtime: the adapter library, loaded into the process
-with ctypes.CDLL(path, RTLD_GLOBAL) after `import torch`, registers in the registry that
+with ctypes.CDLL(path) after `import torch`, registers in the registry that
 executorch.runtime uses; every fixture then runs and matches eager PyTorch's saved outputs.
 
     python3 tests/executorch/python_runtime_check.py build-et/lib/libstreamrt_executorch.so tests/executorch/fixtures
@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import torch  # before the adapter: the ExecuTorch extension resolves symbols from torch's libraries
 
-LIB = ctypes.CDLL(os.path.abspath(sys.argv[1]), mode=ctypes.RTLD_GLOBAL)
+LIB = ctypes.CDLL(os.path.abspath(sys.argv[1]))
 from executorch.runtime import Runtime  # noqa: E402
 
 

@@ -1,7 +1,8 @@
 """libstreamrt_executorch.so: StreamRTBackend for ExecuTorch's runtime, loaded into this process.
 
-Loading it (ctypes, RTLD_GLOBAL) registers "StreamRTBackend" in the backend registry that
-``executorch.runtime`` uses. It resolves symbols of ExecuTorch's runtime from libraries that
+Loading it (ctypes, RTLD_LOCAL: made global, the system onnx symbols it carries would override
+those of the ``onnx`` Python module and break exports) registers "StreamRTBackend" in the backend
+registry that ``executorch.runtime`` uses. It resolves symbols of ExecuTorch's runtime from libraries that
 ``import torch`` loads first, so torch is imported before it. Where it is looked for, in order:
 
 1. ``$STREAMRT_EXECUTORCH_LIBRARY`` (a path to the .so), for a build tree;
