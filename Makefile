@@ -11,7 +11,7 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config libonnx-dev libonnx-testdata libpro
   libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libfmt-dev libssl-dev \
   libxxhash-dev pybind11-dev python3-numpy ccache clang libclang-rt-dev
 
-.PHONY: all build deps demo test test-asan fuzz-smoke mutate-check docs clean
+.PHONY: all build deps demo test test-python test-executorch test-asan fuzz-smoke mutate-check docs clean
 
 all: build
 
@@ -30,11 +30,38 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: deps build
+# The demo needs the library and the CLI only; the test suites build under `make test`.
+demo: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target streamrt_cli
 	./scripts/demo.sh $(BUILD)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE gpu-only
+
+# The Python package: `pip install .` into a fresh virtual environment (it sees the system's numpy;
+# torch, where installed system-wide, too), then its pytest suite. CPU-only build (CI has no GPU);
+# the folder build-py/ keeps the build for fast reruns. PYTHON_CMAKE_ARGS adds -C options.
+VENV ?= .venv
+PYTHON_CMAKE_ARGS ?= -C cmake.define.STREAMRT_CUDA=OFF
+test-python:
+	rm -rf $(VENV)
+	python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/pip install -q -r python/requirements-test.txt
+	$(VENV)/bin/pip install -q --no-build-isolation . -C build-dir=build-py $(PYTHON_CMAKE_ARGS)
+	cd tests/python && ../../$(VENV)/bin/python -m pytest -q -rs
+
+# StreamRTBackend inside ExecuTorch's own runtime (executorch_backend/, docs/delegate.md): the
+# adapter built against the PyPI wheel executorch==1.5.1 (its CMake package needs the PyPI cmake >= 3.28,
+# both installed into their own virtual environment), then its tests on the committed .pte fixtures.
+ET_VENV ?= .venv-et
+test-executorch: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target streamrt
+	[ -x $(ET_VENV)/bin/python ] || python3 -m venv --system-site-packages $(ET_VENV)
+	$(ET_VENV)/bin/pip install -q -r scripts/executorch-requirements.txt
+	PATH=$(abspath $(ET_VENV))/bin:$$PATH cmake -S executorch_backend -B $(BUILD)-et \
+	  -DSTREAMRT_BUILD_DIR=$(abspath $(BUILD)) -DCMAKE_BUILD_TYPE=Release
+	PATH=$(abspath $(ET_VENV))/bin:$$PATH cmake --build $(BUILD)-et -j $(JOBS)
+	cd $(BUILD)-et && PATH=$(abspath $(ET_VENV))/bin:$$PATH ctest --output-on-failure
 
 # docs/ops.md is generated from the op registrations (ctest docs_ops_md_current checks it).
 docs: build
@@ -69,4 +96,4 @@ mutate-check: $(BUILD)/CMakeCache.txt
 	python3 scripts/mutate_check.py --cli $(BUILD)/bin/streamrt --jobs $(JOBS) $(MUTATE_ARGS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(BUILD)-et build-py $(VENV) $(ET_VENV)
