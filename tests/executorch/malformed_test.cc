@@ -79,6 +79,32 @@ TEST_F(DirectInit, CorruptRecords) {
   EXPECT_EQ(init(nullptr, {}), Error::InvalidProgram) << "no processed buffer";
 }
 
+// Every single-byte flip and every cut of a whole engine record (the small one without streamable
+// weights): init returns an error and loads nothing, or loads the engine (a flip in bytes nothing
+// reads); never a crash. The record's checksums make errors the rule.
+TEST_F(DirectInit, EveryFlippedOrCutByteOfARecord) {
+  const std::vector<uint8_t> good = record_of("no_streaming.pte");
+  size_t refused = 0;
+  auto check = [&](std::vector<uint8_t> rec, const std::string& what) {
+    const Error e = init(&rec, {});
+    if (e != Error::Ok) {
+      ++refused;
+      EXPECT_TRUE(e == Error::InvalidProgram || e == Error::DelegateInvalidCompatibility) << what;
+      EXPECT_EQ(registered_backend().loaded_engines(), handles_.size()) << what;
+    }
+    for (void* h : handles_) registered_backend().destroy(h);
+    handles_.clear();
+  };
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::vector<uint8_t> rec = good;
+    rec[i] ^= 0x5a;
+    check(std::move(rec), "byte " + std::to_string(i) + " flipped");
+  }
+  for (size_t n = 0; n < good.size(); ++n) check({good.begin(), good.begin() + static_cast<ptrdiff_t>(n)}, "cut at " + std::to_string(n));
+  EXPECT_GT(refused, good.size() * 3 / 2) << "of " << 2 * good.size() << " mutants";
+  EXPECT_EQ(registered_backend().loaded_engines(), 0u);
+}
+
 TEST_F(DirectInit, MalformedCompileSpecs) {
   const std::vector<uint8_t> good = record_of("streaming.pte");
   const std::vector<std::pair<Specs, Error>> cases = {
