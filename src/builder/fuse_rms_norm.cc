@@ -37,6 +37,23 @@ bool mean_over_last_axis(const ir::Graph& g, const ir::Node& n) {
   return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
 }
 
+// Cast(h -> float32) -> x ... normalized -> Cast(-> h), h float16 / bfloat16, where x feeds only
+// the norm: (h, the output Cast's node); (kNoValue, -1) otherwise.
+std::pair<ir::ValueId, int> half_precision_casts(const ir::Graph& g, const GraphIndex& idx, ir::ValueId x,
+                                                 const ir::Node& out, std::vector<int> chain, int root) {
+  const int cin = idx.producer_if(x, "Cast");
+  const int cout = idx.single_consumer(out.outputs[0]);
+  if (cin < 0 || cout < 0 || g.nodes[cout].op_type != "Cast" || g.value(x).dtype != DataType::kFloat32)
+    return {ir::kNoValue, -1};
+  const ir::ValueId h = g.nodes[cin].inputs[0];
+  const DataType t = g.value(h).dtype;
+  if ((t != DataType::kFloat16 && t != DataType::kBFloat16) || g.value(g.nodes[cout].outputs[0]).dtype != t)
+    return {ir::kNoValue, -1};
+  chain.push_back(cin);
+  if (!idx.single_use_chain(chain, root)) return {ir::kNoValue, -1};
+  return {h, cout};
+}
+
 }  // namespace
 
 size_t fuse_rms_norm(ir::Graph& g) {
@@ -81,6 +98,14 @@ size_t fuse_rms_norm(ir::Graph& g) {
       if (!squares_x) continue;
       chain.insert(chain.end(), {sqrt_node, add, mean, pow >= 0 ? pow : sq});
       if (!idx.single_use_chain(chain, static_cast<int>(i))) continue;
+      // Half-precision exports normalize in float32 between two Casts (transformers' RMSNorm:
+      // x.to(float32) ... .to(input_dtype) * weight): the op takes the half tensor and keeps its
+      // statistics in float32 itself, so both Casts go (one rounding instead of two).
+      const auto [half_in, cast_out] = half_precision_casts(g, idx, x, out, chain, static_cast<int>(i));
+      if (cast_out >= 0) {
+        chain.push_back(idx.producer(x));
+        x = half_in;
+      }
       // Rewrite `out` in place as RMSNormalization(X); absorb a following Mul by a constant scale.
       ir::Node fused_node;
       fused_node.name = out.name + "/rms_norm";
@@ -90,10 +115,14 @@ size_t fuse_rms_norm(ir::Graph& g) {
       fused_node.outputs = out.outputs;
       fused_node.attrs["axis"] = ir::Attribute::make_int(-1);
       fused_node.attrs["epsilon"] = ir::Attribute::make_float(*eps);
-      int mul_w = idx.single_consumer(out.outputs[0]);
+      if (cast_out >= 0) {
+        fused_node.outputs = g.nodes[cast_out].outputs;
+        idx.remove(cast_out);
+      }
+      int mul_w = idx.single_consumer(fused_node.outputs[0]);
       if (mul_w >= 0 && g.nodes[mul_w].op_type == "Mul") {
         const ir::Node& m = g.nodes[mul_w];
-        ir::ValueId w = m.inputs[0] == out.outputs[0] ? m.inputs[1] : m.inputs[0];
+        ir::ValueId w = m.inputs[0] == fused_node.outputs[0] ? m.inputs[1] : m.inputs[0];
         const Tensor* wt = g.constant(w);
         const Dims& xd = g.value(x).dims;
         if (wt && wt->dims().size() == 1 && !xd.empty() && wt->dims()[0] == xd.back() &&

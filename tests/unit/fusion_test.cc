@@ -6,6 +6,7 @@
 #include <random>
 
 #include "builder/fusion.h"
+#include "core/float16.h"
 #include "ir/shape_inference.h"
 #include "op_test_util.h"
 
@@ -83,6 +84,73 @@ TEST_P(RmsFusion, FusesToOneNodeWithSameResult) {
 INSTANTIATE_TEST_SUITE_P(Forms, RmsFusion,
                          ::testing::Combine(::testing::Values(Form::kDiv, Form::kReciprocal, Form::kOneOver),
                                             ::testing::Bool()));
+
+Tensor f16(const Dims& dims, const std::vector<float>& v) {
+  std::vector<uint16_t> bits(v.size());
+  floats_to_half(v.data(), bits.data(), v.size());
+  return Tensor::from_bytes(DataType::kFloat16, dims, bits.data(), bits.size() * 2).value();
+}
+
+// transformers' RMSNorm in a float16 export: x.to(float32), rsqrt(mean(x^2) + eps) in float32,
+// .to(float16), then weight * it. `residual_reads_x32`: the float32 x also feeds an Add (then
+// the Casts must stay).
+ir::Graph half_rms_graph(bool residual_reads_x32) {
+  ir::Graph g;
+  auto h = g.add_value("h", DataType::kFloat16, {2, 3, 8}, true);
+  auto two = g.add_value("two"), eps = g.add_value("eps"), w = g.add_value("w");
+  g.set_constant(two, f32({}, {2.f}));
+  g.set_constant(eps, f32({}, {1e-6f}));
+  std::vector<float> wv(8);
+  for (int i = 0; i < 8; ++i) wv[i] = 0.5f + 0.1f * i;
+  g.set_constant(w, f16({8}, wv));
+  auto x = g.add_value("x"), sq = g.add_value("sq"), mean = g.add_value("mean"), add = g.add_value("add");
+  auto rt = g.add_value("rt"), r = g.add_value("r"), y = g.add_value("y"), y16 = g.add_value("y16"), out = g.add_value("out");
+  g.inputs = {h};
+  g.nodes = {node("Cast", {h}, {x}, {{"to", ir::Attribute::make_int(1)}}),
+             node("Pow", {x, two}, {sq}),
+             node("ReduceMean", {sq}, {mean}, {{"axes", ir::Attribute::make_ints({-1})}}),
+             node("Add", {mean, eps}, {add}), node("Sqrt", {add}, {rt}), node("Reciprocal", {rt}, {r}),
+             node("Mul", {x, r}, {y}), node("Cast", {y}, {y16}, {{"to", ir::Attribute::make_int(10)}}),
+             node("Mul", {w, y16}, {out})};
+  g.outputs = {out};
+  if (residual_reads_x32) {
+    auto res = g.add_value("res");
+    g.nodes.push_back(node("Add", {x, x}, {res}));
+    g.outputs.push_back(res);
+  }
+  EXPECT_TRUE(ir::infer_shapes(g).ok());
+  return g;
+}
+
+TEST(RmsFusion, HalfPrecisionExportLosesItsCastsAndTakesTheWeight) {
+  ir::Graph g = half_rms_graph(false);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<float> xv(48);
+  for (auto& v : xv) v = nd(rng);
+  Tensor x = f16({2, 3, 8}, xv);
+  Tensor want = interpret_graph(g, x);
+  EXPECT_EQ(fuse_rms_norm(g), 1u);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op_type, "RMSNormalization");
+  ASSERT_EQ(g.nodes[0].inputs.size(), 2u);
+  EXPECT_EQ(g.value(g.nodes[0].inputs[0]).name, "h");
+  EXPECT_EQ(g.value(g.nodes[0].outputs[0]).name, "out");
+  Tensor got = interpret_graph(g, x);
+  ASSERT_EQ(got.dtype(), DataType::kFloat16);
+  auto a = values_f32(got), b = values_f32(want);
+  ASSERT_EQ(a.size(), b.size());
+  // One float16 rounding instead of two: within two float16 ulps of the exported chain.
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 2e-3f * (1 + std::fabs(b[i])));
+}
+
+TEST(RmsFusion, HalfPrecisionCastsStayWhenTheFloatInputHasOtherReaders) {
+  ir::Graph g = half_rms_graph(true);
+  EXPECT_EQ(fuse_rms_norm(g), 1u);
+  int casts = 0;
+  for (const auto& n : g.nodes) casts += n.op_type == "Cast";
+  EXPECT_EQ(casts, 2);
+}
 
 TEST(RmsFusionNegative, LeavesOtherPatternsAlone) {
   // The mean is also a graph output: fusing would lose it.
