@@ -60,16 +60,21 @@ ir::Graph rms_graph(Form form, bool with_scale) {
   return g;
 }
 
+// n values drawn from N(0, 2) with `seed`.
+std::vector<float> normal_values(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
 class RmsFusion : public ::testing::TestWithParam<std::tuple<Form, bool>> {};
 
 TEST_P(RmsFusion, FusesToOneNodeWithSameResult) {
   auto [form, with_scale] = GetParam();
   ir::Graph g = rms_graph(form, with_scale);
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0.f, 2.f);
-  std::vector<float> xv(48);
-  for (auto& v : xv) v = nd(rng);
-  Tensor x = f32({2, 3, 8}, xv);
+  Tensor x = f32({2, 3, 8}, normal_values(48, 3));
   Tensor want = interpret_graph(g, x);
   EXPECT_EQ(fuse_rms_norm(g), 1u);
   ASSERT_EQ(g.nodes.size(), 1u);
@@ -124,11 +129,7 @@ ir::Graph half_rms_graph(bool residual_reads_x32) {
 
 TEST(RmsFusion, HalfPrecisionExportLosesItsCastsAndTakesTheWeight) {
   ir::Graph g = half_rms_graph(false);
-  std::mt19937 rng(5);
-  std::normal_distribution<float> nd(0.f, 2.f);
-  std::vector<float> xv(48);
-  for (auto& v : xv) v = nd(rng);
-  Tensor x = f16({2, 3, 8}, xv);
+  Tensor x = f16({2, 3, 8}, normal_values(48, 5));
   Tensor want = interpret_graph(g, x);
   EXPECT_EQ(fuse_rms_norm(g), 1u);
   ASSERT_EQ(g.nodes.size(), 1u);
