@@ -106,6 +106,16 @@ streamrt_cli_test(profile_bad_dims fail "InvalidArgument: bad dims '4x-784'"
 streamrt_cli_test(input_outside_profile fail "input 'input': dims 5x784 are outside the optimization profile \\[1x784 \\.\\. 4x784\\]"
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx --profile input:1x784:2x784:4x784
        --input input=${STREAMRT_CLI_MLP}/test_data_set_1/input_0.pb)
+# run model.onnx --input: dynamic dims come from the given input (no --shapes / --profile needed).
+streamrt_cli_test(run_onnx_dims_from_input pass "logits: float32 5x10"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx --input input=${STREAMRT_CLI_MLP}/test_data_set_1/input_0.pb --iterations 1)
+streamrt_cli_test(run_onnx_input_not_in_model fail "InvalidArgument: --input names 'nope', which is not an input of the model"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx --input input=${STREAMRT_CLI_MLP}/test_data_set_0/input_0.pb
+       --input nope=${STREAMRT_CLI_MLP}/test_data_set_0/input_0.pb)
+# Every subcommand's --help ends with examples.
+foreach(sub build run inspect onnx-test ops compile refit cache)
+  streamrt_cli_test(help_examples_${sub} pass "Examples:\n  streamrt ${sub}" ARGS ${sub} --help)
+endforeach()
 streamrt_cli_test(input_wrong_rank fail "input 'input': dims 2x1x28x28 are outside the optimization profile"
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE}
        --input input=${STREAMRT_CLI_FIXTURES}/lenet_bn/test_data_set_0/input_0.pb)

@@ -144,6 +144,15 @@ Command add_run_command(CLI::App& app) {
     }
     auto config = make_builder_config(s->opts);
     if (!config.ok()) return report_error(config.status());
+    // An ONNX model built here takes the dims of the inputs it is given where neither --shapes nor
+    // --profile says otherwise (as `run model.onnx --input x=x.npy` reads).
+    std::vector<std::string> shaped_by_input;
+    if (ends_with(s->model, ".onnx"))
+      for (const auto& [name, t] : given)
+        if (!config->shapes.count(name) && !config->profiles.count(name)) {
+          config->shapes[name] = t.dims();
+          shaped_by_input.push_back(name);
+        }
     auto ro = make_runtime_options(s->diagnostics, config->device);
     if (!ro.ok()) return report_error(ro.status());
     auto rt = Runtime::create(*ro);
@@ -151,6 +160,9 @@ Command add_run_command(CLI::App& app) {
     Result<std::shared_ptr<Engine>> engine = not_found("no engine");
     if (ends_with(s->model, ".onnx")) {
       auto bytes = build_plan_from_onnx(s->model, *config);
+      for (const std::string& name : shaped_by_input)  // the builder names the shape it was given
+        if (!bytes.ok() && bytes.status().message().find("names '" + name + "', which is not") != std::string::npos)
+          return report_error(invalid_argument("--input names '" + name + "', which is not an input of the model"));
       if (!bytes.ok()) return report_error(bytes.status());
       engine = (*rt)->load_engine_bytes(std::move(bytes).value());
     } else {
