@@ -20,17 +20,6 @@ int64_t length(const ir::Graph& g, ir::ValueId v) {
   return val.has_shape && val.dims.size() == 1 ? val.dims[0] : -1;
 }
 
-// Unsqueeze's axes: input 1 from opset 13, the attribute before.
-std::optional<std::vector<int64_t>> unsqueeze_axes(const ir::Graph& g, const ir::Node& n) {
-  if (n.inputs.size() > 1) {
-    const Tensor* t = g.constant(n.inputs[1]);
-    auto a = t ? t->to_int64_vector() : Result<std::vector<int64_t>>(std::vector<int64_t>{});
-    return t && a.ok() ? std::optional(*a) : std::nullopt;
-  }
-  auto a = n.attr_ints("axes");
-  return a.ok() ? std::optional(*a) : std::nullopt;
-}
-
 bool same(const std::optional<SymDim>& a, const std::optional<SymDim>& b) { return a && b && *a == *b; }
 
 bool is_static(const std::optional<SymDim>& a, int64_t n) { return a && a->is(n); }
@@ -85,7 +74,7 @@ std::optional<RepeatedKv> repeated_kv(const ir::Graph& g, const GraphIndex& idx,
   if (un < 0) return std::nullopt;
   const ir::Node& u = g.nodes[un];
   const ir::ValueId c = u.inputs[0];
-  auto axes = unsqueeze_axes(g, u);
+  auto axes = squeeze_axes(g, u);
   if (!axes || (*axes != std::vector<int64_t>{2} && *axes != std::vector<int64_t>{-3}) || rank_of(g, c) != 4)
     return std::nullopt;
   auto stored_heads = tr.dim(c, 1);  // static once traced, even where shape inference left -1

@@ -168,20 +168,9 @@ std::optional<SymDim> DimTracer::trace(ir::ValueId v, int64_t axis) {
 // so the input must have none).
 std::optional<SymDim> DimTracer::squeeze_family(const ir::Node& n, int64_t r, int64_t axis) {
   const bool unsqueeze = n.op_type == "Unsqueeze";
-  const size_t axes_input = n.opset >= 13 ? 1 : n.inputs.size();
-  if (!constant_or_absent(g_, n, axes_input)) return std::nullopt;
-  std::vector<int64_t> axes;
-  if (n.opset >= 13) {
-    if (const Tensor* t = axes_input < n.inputs.size() ? g_.constant(n.inputs[axes_input]) : nullptr) {
-      auto v = t->to_int64_vector();
-      if (!v.ok()) return std::nullopt;
-      axes = *v;
-    }
-  } else {
-    auto a = n.attr_ints("axes", std::vector<int64_t>{});
-    if (!a.ok()) return std::nullopt;
-    axes = *a;
-  }
+  auto given = squeeze_axes(g_, n);
+  if (!given) return std::nullopt;
+  const std::vector<int64_t>& axes = *given;
   const ir::Value& in = g_.value(n.inputs[0]);
   if (!in.has_shape) return std::nullopt;
   const int64_t ri = static_cast<int64_t>(in.dims.size());

@@ -98,6 +98,17 @@ bool constant_or_absent(const ir::Graph& g, const ir::Node& n, size_t i) {
   return n.opset < 10 || i >= n.inputs.size() || n.inputs[i] == ir::kNoValue || g.is_constant(n.inputs[i]);
 }
 
+std::optional<std::vector<int64_t>> squeeze_axes(const ir::Graph& g, const ir::Node& n) {
+  if (n.opset < 13) {
+    auto a = n.attr_ints("axes", std::vector<int64_t>{});
+    return a.ok() ? std::optional(*a) : std::nullopt;
+  }
+  if (n.inputs.size() < 2 || n.inputs[1] == ir::kNoValue) return std::vector<int64_t>{};
+  const Tensor* t = g.constant(n.inputs[1]);
+  auto v = t ? t->to_int64_vector() : Result<std::vector<int64_t>>(invalid_argument("not a constant"));
+  return v.ok() ? std::optional(*v) : std::nullopt;
+}
+
 size_t run_fusions(ir::Graph& g, const BuilderPasses& passes) {
   const size_t before = g.nodes.size();
   fuse_rms_norm(g);

@@ -50,6 +50,9 @@ inline size_t rank_of(const ir::Graph& g, ir::ValueId v) {
 std::optional<std::vector<int64_t>> const_ints(const ir::Graph& g, const ir::Node& n, size_t i, const char* attr);
 // False when optional input `i` is given but not a constant (const_ints would read it as absent).
 bool constant_or_absent(const ir::Graph& g, const ir::Node& n, size_t i);
+// Squeeze's / Unsqueeze's axes: input 1 from opset 13, the attribute before; empty when absent,
+// nullopt when given but not a constant.
+std::optional<std::vector<int64_t>> squeeze_axes(const ir::Graph& g, const ir::Node& n);
 
 // X / Sqrt(ReduceMean(X^2) + eps) [* W] -> RMSNormalization. Returns the number fused.
 size_t fuse_rms_norm(ir::Graph& g);
