@@ -59,10 +59,12 @@ Result<std::vector<uint8_t>> build_at_test_shapes(const std::string& dir, bool d
   return build_plan_from_onnx(dir + "/model.onnx", config);
 }
 
-Result<Tensor> read_pb(const fs::path& path) {
+// A test data file as (its tensor name, the tensor).
+Result<std::pair<std::string, Tensor>> read_pb(const fs::path& path) {
   onnx::TensorProto t;
   if (!t.ParseFromString(read_file(path))) return invalid_argument("cannot parse " + path.string());
-  return onnx_import::tensor_from_proto(t, path.parent_path().string());
+  SRT_ASSIGN_OR_RETURN(Tensor x, onnx_import::tensor_from_proto(t, path.parent_path().string()));
+  return std::make_pair(t.name(), std::move(x));
 }
 
 // Runs the plan on the CPU on test_data_set_0 and compares every float output with PyTorch's.
@@ -74,13 +76,12 @@ void expect_reference_outputs(const std::string& dir, std::vector<uint8_t> bytes
   const std::string set = dir + "/test_data_set_0/";
   std::vector<Tensor> inputs;
   for (int i = 0; fs::exists(set + "input_" + std::to_string(i) + ".pb"); ++i) {
-    onnx::TensorProto t;
-    ASSERT_TRUE(t.ParseFromString(read_file(set + "input_" + std::to_string(i) + ".pb")));
     auto x = read_pb(set + "input_" + std::to_string(i) + ".pb");
     ASSERT_TRUE(x.ok()) << x.status().to_string();
-    inputs.push_back(std::move(*x));
-    ASSERT_TRUE((*ctx)->set_input_shape(t.name(), inputs.back().dims()).ok()) << t.name();
-    ASSERT_TRUE((*ctx)->set_tensor_address(t.name(), const_cast<void*>(inputs.back().data()), inputs.back().nbytes()).ok());
+    const auto& [name, t] = *x;
+    inputs.push_back(t);
+    ASSERT_TRUE((*ctx)->set_input_shape(name, t.dims()).ok()) << name;
+    ASSERT_TRUE((*ctx)->set_tensor_address(name, const_cast<void*>(inputs.back().data()), t.nbytes()).ok());
   }
   std::vector<std::pair<TensorDesc, std::vector<uint8_t>>> outs;
   for (const TensorDesc& d : (*engine)->io_tensors()) {
@@ -92,8 +93,9 @@ void expect_reference_outputs(const std::string& dir, std::vector<uint8_t> bytes
   }
   ASSERT_TRUE((*ctx)->execute().ok());
   for (size_t o = 0; o < outs.size(); ++o) {
-    auto want = read_pb(set + "output_" + std::to_string(o) + ".pb");
-    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    auto read = read_pb(set + "output_" + std::to_string(o) + ".pb");
+    ASSERT_TRUE(read.ok()) << read.status().to_string();
+    const Tensor* want = &read->second;
     if (want->dtype() != DataType::kFloat32 || outs[o].first.dtype != DataType::kFloat32) continue;
     ASSERT_EQ(static_cast<size_t>(want->nbytes()), outs[o].second.size()) << outs[o].first.name;
     const float* got = reinterpret_cast<const float*>(outs[o].second.data());
