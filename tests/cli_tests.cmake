@@ -596,3 +596,9 @@ if(EXISTS /usr/share/libonnx-testdata/data/node/test_lstm_defaults)
   streamrt_cli_test(onnx_test_unlisted_reason_fails fail "skipped for a reason the expected-skips file does not list: .*STRING"
     ARGS onnx-test ${STREAMRT_NODE}/test_cast_FLOAT_to_STRING --device cpu --expected-skips ${STREAMRT_POLICY}/nothing.txt)
 endif()
+# --- progress bar of long build phases (--progress; auto draws it only on a terminal) -----------
+streamrt_cli_test(build_progress_on pass "weights to fp16 \\[#+\\] 100%"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/mlp_progress.plan ${STREAMRT_CLI_PROFILE}
+       --fp16 --device cpu --progress on)
+streamrt_cli_test(build_progress_bad fail "--progress: .*not in"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --progress sometimes)

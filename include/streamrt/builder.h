@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "streamrt/status.h"
@@ -44,6 +46,15 @@ struct BuilderPasses {
 };
 // There is no CPU SIMD switch here: the CPU's vector kernels (ops/half_gemm.cc) are chosen at run
 // time on the machine that runs the plan, and a plan is the same with or without them.
+
+// How far a long build phase has come, for a progress bar (the CLI draws one on a terminal).
+// Phases: "weights to fp16" / "weights to bf16" (precision conversion), "tactics" (timing GEMM
+// algorithms on the device), "step timing" (timed runs of the whole plan). A phase reports
+// done = 0 first and done = total last.
+struct BuildProgress {
+  std::string_view phase;
+  uint64_t done = 0, total = 0;
+};
 
 struct BuilderConfig {
   DeviceType device = DeviceType::kCpu;
@@ -90,6 +101,9 @@ struct BuilderConfig {
   // Passes and measurements switched off (or on) for diagnosis; the defaults are what streamrt
   // recommends.
   BuilderPasses passes;
+  // Called from the building thread as long phases advance (keep it cheap); empty: no reports.
+  // Not in the engine-cache key: it does not change the plan.
+  std::function<void(const BuildProgress&)> progress;
   // Adding a field? Add it to the engine-cache key too: src/cache/key.cc, append_builder_config().
 };
 

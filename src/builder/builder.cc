@@ -140,7 +140,7 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
     }
   }
   if (config.float_precision != DataType::kFloat32) {
-    SRT_RETURN_IF_ERROR(builder::convert_precision(g, config.float_precision));
+    SRT_RETURN_IF_ERROR(builder::convert_precision(g, config.float_precision, config));
     auto again = ir::infer_shapes(g, infer);
     if (!again.ok()) return again.status().with_context(std::string("in ") + dtype_name(config.float_precision));
   }

@@ -1,4 +1,5 @@
 #include "builder/precision.h"
+#include "builder/progress.h"
 
 #include <algorithm>
 #include <cmath>
@@ -88,13 +89,19 @@ Status convert_attributes(ir::Node& n, DataType target) {
 
 }  // namespace
 
-Status convert_precision(ir::Graph& g, DataType target) {
+Status convert_precision(ir::Graph& g, DataType target, const BuilderConfig& config) {
   if (target != DataType::kFloat16 && target != DataType::kBFloat16)
     return invalid_argument(std::string("reduced precision must be float16 or bfloat16, not ") + dtype_name(target));
+  uint64_t bytes = 0;  // progress by bytes converted: one large embedding is most of the work
+  for (const auto& [id, t] : g.constants)
+    if (t.dtype() == DataType::kFloat32) bytes += static_cast<uint64_t>(t.nbytes());
+  PhaseProgress progress(config, target == DataType::kFloat16 ? "weights to fp16" : "weights to bf16", bytes);
   for (auto& [id, t] : g.constants)
     if (t.dtype() == DataType::kFloat32) {
+      const uint64_t n = static_cast<uint64_t>(t.nbytes());
       SRT_ASSIGN_OR_RETURN(Tensor c, convert_tensor(t, target));
       g.set_constant(id, std::move(c));
+      progress.advance(n);
     }
   for (auto& n : g.nodes) SRT_RETURN_IF_ERROR(convert_attributes(n, target));
 

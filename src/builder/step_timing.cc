@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "builder/progress.h"
 #include "core/logging.h"
 #include "runtime/timing_engine.h"
 
@@ -43,13 +44,14 @@ Result<std::vector<DeviceBuffer>> bind_zeros(Engine& engine, ExecutionContext& c
 }
 
 // Mean ms per step over kTimedRuns eager runs at the max shapes.
-Result<std::vector<float>> time_steps(Engine& engine, const plan::PlanData& plan) {
+Result<std::vector<float>> time_steps(Engine& engine, const plan::PlanData& plan, PhaseProgress& progress) {
   SRT_ASSIGN_OR_RETURN(auto ctx, engine.create_execution_context());
   SRT_ASSIGN_OR_RETURN(auto buffers, bind_zeros(engine, *ctx, plan, false));
   ctx->set_step_timing(true);
   std::vector<float> sum(plan.steps.size(), 0.f);
   for (int run = 0; run <= kTimedRuns; ++run) {
     SRT_RETURN_IF_ERROR(ctx->execute());
+    progress.advance();
     if (run == 0) continue;  // library initialization, first-touch of the arena
     SRT_ASSIGN_OR_RETURN(std::vector<double> ms, ctx->last_step_times_ms());
     for (size_t s = 0; s < sum.size() && s < ms.size(); ++s) sum[s] += static_cast<float>(ms[s] / kTimedRuns);
@@ -59,7 +61,7 @@ Result<std::vector<float>> time_steps(Engine& engine, const plan::PlanData& plan
 
 // Median ms of one whole run at the min shapes, replayed as a CUDA graph (`*graph`) where the run
 // can be captured, else eager (a run that cannot be captured is deployed eager too).
-Result<float> time_min_run(Engine& engine, const plan::PlanData& plan, bool* graph) {
+Result<float> time_min_run(Engine& engine, const plan::PlanData& plan, bool* graph, PhaseProgress& progress) {
   SRT_ASSIGN_OR_RETURN(auto ctx, engine.create_execution_context());
   SRT_ASSIGN_OR_RETURN(auto buffers, bind_zeros(engine, *ctx, plan, true));
   *graph = ctx->set_cuda_graph(true).ok();
@@ -75,6 +77,7 @@ Result<float> time_min_run(Engine& engine, const plan::PlanData& plan, bool* gra
     const auto t0 = std::chrono::steady_clock::now();
     SRT_RETURN_IF_ERROR(ctx->execute());
     ms.push_back(std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    progress.advance();
   }
   std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
   return ms[ms.size() / 2];
@@ -89,11 +92,12 @@ void time_plan_steps(plan::PlanData& plan, const BuilderConfig& config, BuildRep
   }
   const DeviceType device = config.device;
   const auto t0 = std::chrono::steady_clock::now();
+  PhaseProgress progress(config, "step timing", kTimedRuns + 1 + kMinShapeRuns);
   auto measure = [&]() -> Status {
     SRT_ASSIGN_OR_RETURN(auto engine, EngineFactory::timing_engine(plan, device));
-    SRT_ASSIGN_OR_RETURN(plan.step_ms, time_steps(*engine, plan));
+    SRT_ASSIGN_OR_RETURN(plan.step_ms, time_steps(*engine, plan, progress));
     // Not fatal: the max-shape times stand on their own.
-    Result<float> min_run = time_min_run(*engine, plan, &report.min_run_graph);
+    Result<float> min_run = time_min_run(*engine, plan, &report.min_run_graph, progress);
     if (min_run.ok()) plan.min_run_ms = *min_run;
     else log_warning("step timing: one run at the min shapes was not timed: " + min_run.status().to_string());
     return ok_status();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "builder/progress.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
 
@@ -309,7 +310,9 @@ std::optional<std::vector<ops::TensorInfo>> step_inputs(const ir::Node& step, co
 
 // Times every step it can; a step that fails keeps the heuristic. A device error ends the
 // tuning (the device may be unusable for the rest of it).
-Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, const BuilderPasses& passes, BuildReport& rep) {
+Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, const BuilderConfig& config, BuildReport& rep) {
+  const BuilderPasses& passes = config.passes;
+  PhaseProgress progress(config, "tactics", plan.steps.size());
   auto opt = infer_at_opt(plan);
   if (!opt.ok()) {
     log_warning("tactics: shapes at the profile's opt are not known (" + opt.status().message() +
@@ -318,6 +321,7 @@ Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, const BuilderPasses&
   }
   std::unique_ptr<TacticSession> session;
   for (ir::Node& step : plan.steps) {
+    progress.advance();
     // Conv tactics are opt-in (BuilderPasses::conv_tactics says why).
     if (!passes.conv_tactics && step.op_type == "Conv" && step.domain.empty()) continue;
     auto in = step_inputs(step, *opt);
@@ -376,7 +380,7 @@ Status choose_tactics(plan::PlanData& plan, const BuilderConfig& config, BuildRe
   if (!tuner) tuner = find_tactic_tuner(config.device);
   if (!tuner) return ok_status();
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = tune_steps(plan, *tuner, config.passes, rep);
+  Status st = tune_steps(plan, *tuner, config, rep);
   rep.tactic_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return st;
 }

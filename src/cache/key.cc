@@ -178,7 +178,7 @@ void graph_parts(const ir::Graph& g, const std::string& prefix, std::map<std::st
 // EVERY BuilderConfig field goes in here, one part each. Adding a field to BuilderConfig (or to
 // BuilderPasses)? Add it below (or say here why it does not change the plan) and update the field
 // count; tests/unit/cache_key_test.cc flips every field and expects its part to change.
-static_assert(field_count<BuilderConfig>() == 14,
+static_assert(field_count<BuilderConfig>() == 15,
               "BuilderConfig changed: add the new field to append_builder_config() in src/cache/key.cc, then "
               "update this count");
 static_assert(field_count<BuilderPasses>() == 7,
@@ -228,6 +228,7 @@ void append_builder_config(const BuilderConfig& c, std::map<std::string, std::st
   pass("passes.step_timing", p.step_timing);
   // max_nodes and max_tensor_elements are left out on purpose: they bound the builder's work and
   // only decide whether a plan builds, not what it is.
+  // progress is left out on purpose: it reports on the build and does not change it.
   // strip_weights is left out on purpose: entries are always stored stripped, and a hit serves
   // both stripped and full plans.
 }

@@ -156,7 +156,7 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   // A case per field (BuilderPasses' fields each), but those key.cc leaves out on purpose: a field
   // added to BuilderConfig or BuilderPasses without a case here fails the count (key.cc's
   // static_asserts, one without being hashed).
-  const size_t left_out = 3;  // strip_weights, max_nodes, max_tensor_elements
+  const size_t left_out = 4;  // strip_weights, max_nodes, max_tensor_elements, progress
   EXPECT_EQ(cases.size() + left_out, field_count<BuilderConfig>() - 1 + field_count<BuilderPasses>());
   for (const auto& [field, config] : cases) {
     CacheKeyInfo k = key_of(Spec{}, config);
@@ -176,6 +176,9 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   bounds.max_nodes = 10;
   bounds.max_tensor_elements = 100;
   EXPECT_EQ(key_of(Spec{}, bounds).key, base.key);
+  BuilderConfig watched;  // a progress callback reports on the build, it does not change it
+  watched.progress = [](const BuildProgress&) {};
+  EXPECT_EQ(key_of(Spec{}, watched).key, base.key);
 }
 
 // The key depends on the config alone, not on the process's environment (the library reads

@@ -5,6 +5,7 @@
 #include "core/byte_size.h"
 #include "commands.h"
 #include "core/file_io.h"
+#include "progress_bar.h"
 #include "streamrt/builder.h"
 #include "streamrt/runtime.h"
 
@@ -35,6 +36,10 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
   app.add_option("--max-tensor-elements", o.max_tensor_elements,
                  "refuse models with a tensor of more elements than this at the shapes built for")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--progress", o.progress,
+                 "progress bar on stderr for long phases (weight conversion, tactics, step timing): auto (when "
+                 "stderr is a terminal) | on | off")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}));
   add_pass_options(app, o.passes);
 }
 
@@ -62,6 +67,7 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   c.max_tensor_elements = o.max_tensor_elements;
   c.allow_tf32 = o.tf32;
   SRT_ASSIGN_OR_RETURN(c.passes, make_builder_passes(o.passes));
+  c.progress = cli::make_progress_bar(o.progress);
   for (const auto& s : o.shapes) SRT_RETURN_IF_ERROR(parse_shape_specs(s, &c.shapes));
   for (const auto& p : o.profiles) SRT_RETURN_IF_ERROR(parse_profile_spec(p, &c.profiles));
   return c;

@@ -79,6 +79,7 @@ struct BuildOptions {
   uint64_t max_nodes = BuilderConfig{}.max_nodes;
   int64_t max_tensor_elements = BuilderConfig{}.max_tensor_elements;
   PassOptions passes;
+  std::string progress = "auto";  // progress bar of long phases: auto (on a terminal) | on | off
 };
 // "auto" -> CUDA when a GPU answers, else the CPU; "cpu" | "cuda" as named.
 Result<DeviceType> resolve_device(const std::string& name);

@@ -2,6 +2,7 @@
 // answers.
 #include "backends/cuda/cuda_context.h"
 #include "backends/cuda/cuda_refit.h"
+#include "backends/cuda/kernel_image.h"
 #include "core/byte_size.h"
 #include "core/logging.h"
 
@@ -20,7 +21,7 @@ class CudaBackend final : public DeviceBackend {
       return unsupported(std::string("no CUDA device is available (") +
                          (e == cudaSuccess ? "none found" : cudaGetErrorString(e)) + ")");
     }
-    return ok_status();
+    return check_kernel_image();
   }
 
   Status configure(const RuntimeOptions& options) override {
