@@ -44,6 +44,21 @@ struct BuilderPasses {
   bool step_timing = true;
   bool operator==(const BuilderPasses&) const = default;
 };
+// Weight-only quantization (BuilderConfig::weight_quant): MatMul / Gemm weights (constant B
+// operands) stored, streamed and read compressed; activations and accumulation keep the build's
+// float type. int8: one symmetric scale per output channel. int4: groups of `group` elements
+// along the reduction (K) with a scale and a zero point each (uint4, two per byte; a K that is
+// no multiple of the group pads its last group). docs/weight-streaming.md says more.
+enum class WeightQuantScheme : uint8_t { kNone = 0, kInt8 = 1, kInt4 = 2 };
+struct WeightQuant {
+  WeightQuantScheme scheme = WeightQuantScheme::kNone;
+  int group = 128;  // int4: 32, 64 or 128; ignored for int8
+  bool operator==(const WeightQuant&) const = default;
+};
+// "none", "int8", "int4" or "int4:GROUP" (group 32, 64 or 128; int4 alone is int4:128).
+Result<WeightQuant> parse_weight_quant(const std::string& spec);
+std::string weight_quant_name(const WeightQuant& q);
+
 // There is no CPU SIMD switch here: the CPU's vector kernels (ops/half_gemm.cc) are chosen at run
 // time on the machine that runs the plan, and a plan is the same with or without them.
 
@@ -83,6 +98,8 @@ struct BuilderConfig {
   // CUDA: float32 MatMul / Gemm / Conv may use TF32 tensor cores (10-bit mantissa: results differ
   // from strict float32 by about 1e-3 relative). Off by default, like a strongly typed network.
   bool allow_tf32 = false;
+  // Store MatMul / Gemm weights quantized (see WeightQuant); none keeps them in float.
+  WeightQuant weight_quant;
   // Name recorded in the plan (defaults to the ONNX graph name).
   std::string engine_name;
   // Write the plan without its weights (TensorRT's kSTRIP_PLAN): a small plan that must be
@@ -120,6 +137,7 @@ struct BuildReport {
   uint64_t streamable_bytes = 0;   // with weight_streaming
   size_t streamable_weights = 0;
   size_t steps_split = 0;          // steps split into chunk steps (stream_chunk_bytes)
+  size_t steps_quantized = 0;      // MatMul / Gemm steps reading compressed weights (weight_quant)
   size_t steps_tuned = 0;          // steps whose tactic was timed and recorded
   double tactic_ms = 0;            // time spent timing tactics
   // Weight streaming on CUDA: the plan's steps timed on the device at the profile's max shapes

@@ -50,8 +50,11 @@ class Refitter {
   // a stripped plan).
   std::vector<std::string> missing_weights() const;
 
-  // Stages `bytes` (copied now) as the new value of weight `name`. kNotFound for a name that is
-  // no weight of the plan; kInvalidArgument when dtype, dims or the byte count differ, or when a
+  // Stages `bytes` (copied now) as the new value of weight `name`. A model weight that the plan
+  // stores quantized (BuilderConfig::weight_quant) is no plan weight (weights() lists its packed
+  // codes, scales and zero points instead), but it is accepted by its own name, dtype and dims and
+  // quantized as the build did into every plan weight made from it. kNotFound for a name that is
+  // neither; kInvalidArgument when dtype, dims or the byte count differ, or when a
   // shape weight's value would change. A failed call leaves what was staged before.
   Status set_weights(const std::string& name, DataType dtype, const Dims& dims, const void* data, size_t bytes);
   // Stages every weight from an ONNX model of the same architecture: the model is imported and

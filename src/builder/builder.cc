@@ -9,6 +9,7 @@
 #include "builder/fusion.h"
 #include "builder/passes.h"
 #include "builder/precision.h"
+#include "builder/quantize_weights.h"
 #include "builder/step_timing.h"
 #include "builder/tactics.h"
 #include "core/guard.h"
@@ -131,6 +132,19 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
   rep.nodes_fused = builder::run_fusions(g, config.passes);
+  // Reduced precision comes first so that weights are quantized from the values the plan would
+  // hold (as refit quantizes them); it never meets the split below (weight streaming needs float32).
+  if (config.float_precision != DataType::kFloat32) {
+    SRT_RETURN_IF_ERROR(builder::convert_precision(g, config.float_precision, config));
+    auto again = ir::infer_shapes(g, infer);
+    if (!again.ok()) return again.status().with_context(std::string("in ") + dtype_name(config.float_precision));
+  }
+  SRT_ASSIGN_OR_RETURN(rep.steps_quantized, builder::quantize_weights(g, config.weight_quant));
+  if (rep.steps_quantized > 0) {
+    builder::remove_dead_code(g);  // the float weights the compressed ones replace
+    auto again = ir::infer_shapes(g, infer);
+    if (!again.ok()) return again.status().with_context("after quantizing weights");
+  }
   if (config.weight_streaming && config.stream_chunk_bytes > 0) {
     SRT_ASSIGN_OR_RETURN(rep.steps_split, builder::split_large_weights(g, config.stream_chunk_bytes));
     if (rep.steps_split > 0) {
@@ -138,11 +152,6 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
       auto again = ir::infer_shapes(g, infer);
       if (!again.ok()) return again.status().with_context("after splitting large weights");
     }
-  }
-  if (config.float_precision != DataType::kFloat32) {
-    SRT_RETURN_IF_ERROR(builder::convert_precision(g, config.float_precision, config));
-    auto again = ir::infer_shapes(g, infer);
-    if (!again.ok()) return again.status().with_context(std::string("in ") + dtype_name(config.float_precision));
   }
   if (config.engine_name.empty() && g.name.empty()) {
     size_t slash = source.find_last_of('/');

@@ -7,6 +7,7 @@
 #include "onnx/importer.h"
 #include "ir/subgraph.h"
 #include "ops/op.h"
+#include "ops/weight_quant.h"
 #include "runtime/device_backend.h"
 
 namespace streamrt::refit {
@@ -137,8 +138,49 @@ Result<std::vector<Tensor>> weights_from_graph(const plan::PlanData& p, const ir
   return out;
 }
 
+Result<std::map<int32_t, Tensor>> quantize_source_weight(const plan::PlanData& p, const std::string& name,
+                                                          const Tensor& value) {
+  std::map<int32_t, Tensor> out;
+  auto weight_of = [&](const ir::Node& s, size_t i) -> int32_t {
+    if (i >= s.inputs.size() || s.inputs[i] < 0) return -1;
+    const plan::ValueEntry& v = p.values[s.inputs[i]];
+    return v.kind == plan::ValueEntry::Kind::kWeight ? v.weight_index : -1;
+  };
+  for (const ir::Node& s : p.steps) {
+    if (s.op_type != ops::kWeightOnlyMatMul || !s.domain.empty()) continue;
+    auto source = s.attr_string("__source", "");
+    if (!source.ok() || *source != name) continue;
+    SRT_ASSIGN_OR_RETURN(ops::WeightQuantFormat f, ops::read_weight_quant_format(s));
+    SRT_ASSIGN_OR_RETURN(Dims dims, s.attr_ints("__source_dims"));
+    SRT_ASSIGN_OR_RETURN(int64_t trans, s.attr_int("__trans", 0));
+    SRT_ASSIGN_OR_RETURN(int64_t n0, s.attr_int("__n_offset", 0));
+    const int32_t packed = weight_of(s, 1), scales = weight_of(s, 2), zeros = weight_of(s, 3);
+    if (packed < 0 || scales < 0 || (f.bits == 4 && zeros < 0))
+      return invalid_argument(s.describe() + " reads weight '" + name + "' compressed, but not from plan weights");
+    const DataType dtype = p.weights[scales].dtype;
+    if (value.dtype() != dtype || value.dims() != dims)
+      return invalid_argument("weight '" + name + "' is " + describe(dtype, dims) + " (stored quantized), got " +
+                              describe(value.dtype(), value.dims()));
+    SRT_ASSIGN_OR_RETURN(ops::QuantizedWeight q, ops::quantize_weight(value, trans != 0, n0, f, name));
+    out[packed] = std::move(q.packed);
+    out[scales] = std::move(q.scales);
+    if (f.bits == 4) out[zeros] = std::move(q.zeros);
+  }
+  if (out.empty()) return not_found("no step reads a weight '" + name + "'");
+  return out;
+}
+
 BuilderConfig config_from_plan(const plan::PlanData& p, DataType precision) {
   BuilderConfig c;
+  // Quantized steps: the scheme they were built with, so the model prepares to the same steps.
+  for (const ir::Node& s : p.steps)
+    if (s.op_type == ops::kWeightOnlyMatMul && s.domain.empty()) {
+      auto f = ops::read_weight_quant_format(s);
+      if (!f.ok()) break;
+      c.weight_quant.scheme = f->bits == 4 ? WeightQuantScheme::kInt4 : WeightQuantScheme::kInt8;
+      if (f->bits == 4) c.weight_quant.group = static_cast<int>(f->group);
+      break;
+    }
   c.device = p.device.kind == plan::DeviceKind::kCuda ? DeviceType::kCuda : DeviceType::kCpu;
   const DeviceBackend* b = find_device_backend(c.device);
   if (!b || !b->available().ok()) c.device = DeviceType::kCpu;

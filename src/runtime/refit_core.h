@@ -27,6 +27,14 @@ Status check_structure(const plan::PlanData& p, const ir::Graph& g, const std::s
 // kInvalidArgument naming a weight the graph lacks or has with another dtype or dims.
 Result<std::vector<Tensor>> weights_from_graph(const plan::PlanData& p, const ir::Graph& g, const std::string& source);
 
+// Weight-only quantization (ops/weight_quant.h): a weight of the model that the plan stores
+// compressed is no plan weight; the WeightOnlyMatMul steps that read it name it (__source). Its
+// new value, quantized as the build did, for every plan weight made from it (the packed codes,
+// scales and zero points of each step or chunk step). kNotFound when no step names `name`;
+// kInvalidArgument when the value's dtype or dims are not the original weight's.
+Result<std::map<int32_t, Tensor>> quantize_source_weight(const plan::PlanData& p, const std::string& name,
+                                                          const Tensor& value);
+
 // A configuration that prepares a model the way `p` was built: its inputs' shapes and profiles,
 // its device (or the CPU when that backend cannot be used here: the passes do not depend on it)
 // and `precision`.

@@ -43,6 +43,22 @@ struct Refitter::Impl {
     if (it == index.end()) return not_found(what() + " has no weight '" + name + "'");
     return it->second;
   }
+  // A weight the plan stores quantized (refit::quantize_source_weight): its value quantized into
+  // the plan weights made from it, each staged (all or none). `not_weight` when no step reads it.
+  Status stage_quantized(const std::string& name, DataType dtype, const Dims& dims, const void* values, size_t bytes,
+                         Status not_weight) {
+    const int64_t n = dims_numel(dims);
+    if (n < 0 || bytes != static_cast<uint64_t>(n) * dtype_size(dtype) || (!values && bytes))
+      return invalid_argument(what() + ": weight '" + name + "' of " + dtype_name(dtype) + " " + dims_to_string(dims) +
+                              " needs " + std::to_string(n * static_cast<int64_t>(dtype_size(dtype))) + " bytes, got " +
+                              std::to_string(bytes));
+    SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::from_bytes(dtype, dims, values, bytes));
+    auto q = refit::quantize_source_weight(data(), name, t);
+    if (!q.ok()) return q.status().code() == StatusCode::kNotFound ? not_weight : q.status().with_context(what());
+    for (const auto& [i, v] : *q) SRT_RETURN_IF_ERROR(check(i, v));
+    for (auto& [i, v] : *q) staged[i] = std::move(v);
+    return ok_status();
+  }
   // Checks `t` as the new value of weight i (dtype, dims, shape weights keep their value).
   Status check(int32_t i, const Tensor& t) const {
     const plan::WeightEntry& w = data().weights[i];
@@ -108,7 +124,9 @@ size_t Refitter::num_staged() const { return impl_->staged.size(); }
 Status Refitter::set_weights(const std::string& name, DataType dtype, const Dims& dims, const void* data,
                              size_t bytes) {
   return guard([&] { return "Refitter::set_weights '" + name + "'"; }, [&]() -> Status {
-    SRT_ASSIGN_OR_RETURN(int32_t i, impl_->find(name));
+    auto found = impl_->find(name);
+    if (!found.ok()) return impl_->stage_quantized(name, dtype, dims, data, bytes, found.status());
+    const int32_t i = *found;
     const plan::WeightEntry& w = impl_->data().weights[i];
     if (dtype != w.dtype || dims != w.dims)
       return invalid_argument(impl_->what() + ": weight '" + name + "' is " + dtype_name(w.dtype) + " " +

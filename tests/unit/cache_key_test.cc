@@ -146,6 +146,7 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   add("allow_tf32", [](BuilderConfig& c) { c.allow_tf32 = true; });
   add("engine_name", [](BuilderConfig& c) { c.engine_name = "mine"; });
   add("stream_chunk_bytes", [](BuilderConfig& c) { c.stream_chunk_bytes = 1 << 20; });
+  add("weight_quant", [](BuilderConfig& c) { c.weight_quant.scheme = WeightQuantScheme::kInt8; });
   add("passes.conv_fusion", [](BuilderConfig& c) { c.passes.conv_fusion = false; });
   add("passes.matmul_bias_fusion", [](BuilderConfig& c) { c.passes.matmul_bias_fusion = false; });
   add("passes.rotary_fusion", [](BuilderConfig& c) { c.passes.rotary_fusion = false; });

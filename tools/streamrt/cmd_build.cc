@@ -27,6 +27,11 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
                  "time, so streaming scratch is a few chunks (bytes or binary units, e.g. 32MiB; 0 keeps weights "
                  "whole)")
       ->capture_default_str();
+  app.add_option("--weight-quant", o.weight_quant,
+                 "store MatMul / Gemm weights compressed, read by kernels that dequantize as they go: none | int8 "
+                 "(per output channel) | int4[:GROUP] (GROUP 32, 64 or 128 along K, default 128; scales and zero "
+                 "points). Streamed weights stream compressed; activations keep the build's precision")
+      ->capture_default_str();
   app.add_flag("--no-tactics", o.no_tactics, "CUDA: skip timing GEMM algorithms at build time (faster builds)");
   app.add_flag("--tf32", o.tf32,
                "CUDA: float32 MatMul/Gemm/Conv may use TF32 tensor cores (faster; about 1e-3 relative error, "
@@ -62,6 +67,9 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   if (chunk.kind != BudgetSpec::Kind::kBytes)
     return invalid_argument("--stream-chunk '" + o.stream_chunk + "': expected a size such as 64MiB or 0");
   c.stream_chunk_bytes = chunk.bytes;
+  auto quant = parse_weight_quant(o.weight_quant);
+  if (!quant.ok()) return quant.status().with_context("--weight-quant");
+  c.weight_quant = *quant;
   c.tactics = !o.no_tactics;
   c.max_nodes = o.max_nodes;
   c.max_tensor_elements = o.max_tensor_elements;
@@ -106,6 +114,9 @@ Command add_build_command(CLI::App& app) {
     if (config->device == DeviceType::kCuda)
       std::printf("  tactics: %zu steps tuned in %.1f ms%s%s\n", rep.steps_tuned, rep.tactic_ms,
                   config->tactics ? "" : " (--no-tactics)", config->allow_tf32 ? "; tf32 allowed" : "");
+    if (config->weight_quant.scheme != WeightQuantScheme::kNone)
+      std::printf("  weight quantization %s: %zu MatMul / Gemm steps read compressed weights\n",
+                  weight_quant_name(config->weight_quant).c_str(), rep.steps_quantized);
     if (s->strip_weights) std::printf("  weights stripped: refit the plan before running it (streamrt refit)\n");
     if (s->opts.weight_streaming)
       std::printf("  weight streaming: %zu weights streamable, %.2f MiB; %zu steps split into chunks of %s\n",

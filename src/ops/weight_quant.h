@@ -1,0 +1,58 @@
+// Weight-only quantized MatMul: the WeightOnlyMatMul step and its weight formats.
+//
+// The builder (builder/quantize_weights.cc, BuilderConfig::weight_quant) rewrites MatMul(A, W) /
+// Gemm(A, W[, C]) with a constant 2-D weight into
+//   WeightOnlyMatMul(A, packed, scales, [zeros], [bias])      Y = A @ dequant(packed)^T + bias
+// streamrt's own op (the "__" attributes mark build records, never ONNX's). Its weights are
+// ordinary plan weights, so they are stored, streamed and refitted compressed. The layout is
+// output-channel major, [N, ...] (MatMulNBits' too), so a GEMV reads each channel contiguously
+// and a split along N (weight streaming's chunks) slices every input along axis 0:
+//   bits 8: packed int8 [N, K]; scales [N] (A's float type); w = q * scale, symmetric.
+//   bits 4: packed uint8 [N, G * group / 2] with G = ceil(K / group) groups along K, element k of
+//           a row in the low nibble of byte k / 2 when k is even, the high one when odd (the last
+//           group padded); scales [N, G] (A's type); zeros uint8 [N, G] (0..15);
+//           w = (q - zero) * scale.
+// Activations and accumulation stay in A's type (float32, float16, bfloat16; float accumulation).
+// Attributes: bits (4 | 8), group (4 bits: 32 | 64 | 128), K, N. Build records for refit:
+// __source (the original weight's name), __source_dims (its dims), __trans (1: it was stored
+// [N, K], Gemm's transB), __n_offset (the first of the original's columns this step computes).
+#pragma once
+
+#include <string>
+
+#include "core/tensor.h"
+#include "ir/graph.h"
+
+namespace streamrt::ops {
+
+inline constexpr const char* kWeightOnlyMatMul = "WeightOnlyMatMul";
+
+struct WeightQuantFormat {
+  int bits = 8;
+  int64_t group = 0;  // 4 bits only
+  int64_t k = 0, n = 0;
+  int64_t groups() const { return bits == 4 ? (k + group - 1) / group : 1; }
+  // Bytes of one output channel's packed row.
+  int64_t row_bytes() const { return bits == 4 ? groups() * group / 2 : k; }
+  DataType packed_dtype() const { return bits == 4 ? DataType::kUInt8 : DataType::kInt8; }
+  Dims packed_dims() const { return {n, row_bytes()}; }
+  Dims scale_dims() const { return bits == 4 ? Dims{n, groups()} : Dims{n}; }
+  Dims zero_dims() const { return {n, groups()}; }
+};
+
+// bits / group / K / N of a WeightOnlyMatMul node, checked (bits 4 or 8, group 32 / 64 / 128 for
+// 4 bits, K and N in [1, kMaxAttrExtent]); kInvalidModel naming the node and attribute.
+Result<WeightQuantFormat> read_weight_quant_format(const ir::Node& node);
+
+struct QuantizedWeight {
+  Tensor packed, scales, zeros;  // zeros: 4 bits only
+};
+
+// Quantizes columns [n0, n0 + fmt.n) of `w` (float32 / float16 / bfloat16, [K, N_total], or
+// [N_total, K] with `trans`) into fmt's layout; scales have w's type and are rounded to it before
+// the codes are chosen, so dequantization reproduces what was measured. kInvalidArgument naming
+// `name` for a non-finite weight or a range outside w.
+Result<QuantizedWeight> quantize_weight(const Tensor& w, bool trans, int64_t n0, const WeightQuantFormat& fmt,
+                                        const std::string& name);
+
+}  // namespace streamrt::ops

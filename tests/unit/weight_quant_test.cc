@@ -1,0 +1,183 @@
+// Weight-only quantization (ops/weight_quant.h, builder/quantize_weights.cc): the quantizer's codes
+// against the weights they stand for, the WeightOnlyMatMul CPU kernel against products computed
+// here in double from an independent unpacking of the stored codes, and plans built with
+// --weight-quant: outputs within the quantization error of the float model, the compressed bytes
+// streamed at budget 0.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "core/float16.h"
+#include "op_test_util.h"
+#include "ops/weight_quant.h"
+#include "tactics_test_util.h"
+
+namespace streamrt {
+namespace {
+
+using namespace streamrt::testing;
+
+// A float32 or float16 tensor of `v` (float16: rounded).
+Tensor make_tensor(DataType t, const Dims& d, const std::vector<float>& v) {
+  if (t == DataType::kFloat32) return Tensor::from_vector<float>(t, d, v);
+  std::vector<uint16_t> h(v.size());
+  floats_to_half(v.data(), h.data(), v.size());
+  return Tensor::from_vector<uint16_t>(t, d, h);
+}
+
+std::vector<double> as_doubles(const Tensor& t) {
+  std::vector<float> f = t.to_float_vector().value();
+  return std::vector<double>(f.begin(), f.end());
+}
+
+// The stored weights unpacked here, independently of the kernel: w[n][k] in double.
+std::vector<double> dequantize_ref(const ops::QuantizedWeight& q, int bits, int64_t group, int64_t k, int64_t n) {
+  std::vector<double> w(static_cast<size_t>(n * k));
+  const std::vector<double> s = as_doubles(q.scales);
+  if (bits == 8) {
+    const auto* c = q.packed.data_as<int8_t>();
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < k; ++i) w[j * k + i] = c[j * k + i] * s[j];
+    return w;
+  }
+  const int64_t groups = (k + group - 1) / group, row = groups * group / 2;
+  const auto* p = q.packed.data_as<uint8_t>();
+  const auto* z = q.zeros.data_as<uint8_t>();
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < k; ++i) {
+      const int code = (p[j * row + i / 2] >> (4 * (i % 2))) & 15;
+      const int64_t g = j * groups + i / group;
+      w[j * k + i] = (code - static_cast<double>(z[g])) * s[g];
+    }
+  return w;
+}
+
+struct Case {
+  int bits;
+  int64_t group, m, k, n;
+  DataType dtype;
+  bool trans, bias;
+};
+
+std::string name_of(const Case& c) {
+  return "bits " + std::to_string(c.bits) + " group " + std::to_string(c.group) + " m " + std::to_string(c.m) +
+         " k " + std::to_string(c.k) + " n " + std::to_string(c.n) + " " + dtype_name(c.dtype) +
+         (c.trans ? " trans" : "") + (c.bias ? " bias" : "");
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16})
+    for (auto [bits, group] : {std::pair{8, int64_t{0}}, {4, 32}, {4, 64}, {4, 128}}) {
+      out.push_back({bits, group, 1, 200, 67, t, false, false});  // K no multiple of any group
+      out.push_back({bits, group, 5, 256, 130, t, true, true});
+      out.push_back({bits, group, 40, 300, 70, t, false, true});  // the panel (BLAS) path
+    }
+  return out;
+}
+
+TEST(WeightQuant, CodesStayWithinHalfAStepOfTheWeights) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(name_of(c));
+    const Dims wd = c.trans ? Dims{c.n, c.k} : Dims{c.k, c.n};
+    // Columns of different ranges, one all zero, one all positive: every scale path.
+    std::vector<float> wv = random_floats(static_cast<size_t>(c.k * c.n), 11);
+    for (int64_t i = 0; i < c.k; ++i) {
+      wv[c.trans ? 0 * c.k + i : i * c.n + 0] = 0.f;
+      float& pos = wv[c.trans ? 1 * c.k + i : i * c.n + 1];
+      pos = std::fabs(pos) * 3 + 0.5f;
+    }
+    const Tensor w = make_tensor(c.dtype, wd, wv);
+    ops::WeightQuantFormat f{c.bits, c.group, c.k, c.n};
+    auto q = ops::quantize_weight(w, c.trans, 0, f, "W");
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    EXPECT_EQ(q->packed.dims(), f.packed_dims());
+    EXPECT_EQ(q->scales.dtype(), c.dtype);
+    const std::vector<double> deq = dequantize_ref(*q, c.bits, c.group, c.k, c.n);
+    const std::vector<double> orig = as_doubles(w);
+    const std::vector<double> s = as_doubles(q->scales);
+    const int64_t groups = c.bits == 4 ? (c.k + c.group - 1) / c.group : 1;
+    for (int64_t j = 0; j < c.n; ++j)
+      for (int64_t i = 0; i < c.k; ++i) {
+        const double step = s[c.bits == 4 ? j * groups + i / c.group : j];
+        const double wij = orig[c.trans ? j * c.k + i : i * c.n + j];
+        ASSERT_LE(std::fabs(deq[j * c.k + i] - wij), step * 0.51 + 1e-7) << "channel " << j << " k " << i;
+        if (j == 0) {
+          ASSERT_EQ(deq[j * c.k + i], 0.0);  // an all-zero channel stays exactly zero
+        }
+      }
+  }
+}
+
+TEST(WeightQuant, KernelMatchesTheDequantizedProductInDouble) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(name_of(c));
+    const Dims wd = c.trans ? Dims{c.n, c.k} : Dims{c.k, c.n};
+    const Tensor w = make_tensor(c.dtype, wd, random_floats(static_cast<size_t>(c.k * c.n), 21));
+    ops::WeightQuantFormat f{c.bits, c.group, c.k, c.n};
+    auto q = ops::quantize_weight(w, c.trans, 0, f, "W");
+    ASSERT_TRUE(q.ok()) << q.status().to_string();
+    const Tensor a = make_tensor(c.dtype, {c.m, c.k}, random_floats(static_cast<size_t>(c.m * c.k), 22));
+    const Tensor b = make_tensor(c.dtype, {1, c.n}, random_floats(static_cast<size_t>(c.n), 23));
+    ir::Node node = make_node(ops::kWeightOnlyMatMul, c.bias ? 5 : (c.bits == 4 ? 4 : 3), 1,
+                              {{"bits", ir::Attribute::make_int(c.bits)},
+                               {"group", ir::Attribute::make_int(c.group)},
+                               {"K", ir::Attribute::make_int(c.k)},
+                               {"N", ir::Attribute::make_int(c.n)}});
+    std::vector<Tensor> in = {a, q->packed, q->scales};
+    if (node.inputs.size() > 3) in.push_back(c.bits == 4 ? q->zeros : Tensor{});
+    if (c.bits == 8 && node.inputs.size() > 3) node.inputs[3] = ir::kNoValue;
+    if (c.bias) in.push_back(b);
+    std::vector<Tensor> out = run_ok(node, in);
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].dims(), (Dims{c.m, c.n}));
+    ASSERT_EQ(out[0].dtype(), c.dtype);
+    const std::vector<double> deq = dequantize_ref(*q, c.bits, c.group, c.k, c.n);
+    const std::vector<double> av = as_doubles(a), bv = as_doubles(b), got = as_doubles(out[0]);
+    const double rel = c.dtype == DataType::kFloat32 ? 1e-5 : 2e-3;
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double sum = c.bias ? bv[j] : 0, mag = std::fabs(sum);
+        for (int64_t i = 0; i < c.k; ++i) {
+          sum += av[r * c.k + i] * deq[j * c.k + i];
+          mag += std::fabs(av[r * c.k + i] * deq[j * c.k + i]);
+        }
+        ASSERT_NEAR(got[r * c.n + j], sum, rel * mag + 1e-6) << "row " << r << " column " << j;
+      }
+  }
+}
+
+TEST(WeightQuant, KernelAndShapeRuleRefuseWeightsThatDoNotFitTheFormat) {
+  const int64_t k = 64, n = 8;
+  const Tensor w = make_tensor(DataType::kFloat32, {k, n}, random_floats(k * n, 1));
+  auto q = ops::quantize_weight(w, false, 0, {4, 32, k, n}, "W");
+  ASSERT_TRUE(q.ok());
+  const Tensor a = make_tensor(DataType::kFloat32, {1, k}, random_floats(k, 2));
+  auto attrs = [&](int64_t bits, int64_t group, int64_t kk) {
+    return std::map<std::string, ir::Attribute>{{"bits", ir::Attribute::make_int(bits)},
+                                                {"group", ir::Attribute::make_int(group)},
+                                                {"K", ir::Attribute::make_int(kk)},
+                                                {"N", ir::Attribute::make_int(n)}};
+  };
+  // Group 64 reads the group-32 codes as half as many groups: the scales' dims give it away.
+  for (auto bad : {attrs(4, 64, k), attrs(4, 48, k), attrs(3, 32, k), attrs(4, 32, k + 32)}) {
+    ir::Node node = make_node(ops::kWeightOnlyMatMul, 4, 1, bad);
+    auto r = ops::evaluate_on_host(node, {a, q->packed, q->scales, q->zeros});
+    EXPECT_FALSE(r.ok());
+  }
+  ir::Node good = make_node(ops::kWeightOnlyMatMul, 4, 1, attrs(4, 32, k));
+  EXPECT_TRUE(ops::evaluate_on_host(good, {a, q->packed, q->scales, q->zeros}).ok());
+  const Tensor a_wrong = make_tensor(DataType::kFloat32, {1, k + 1}, random_floats(k + 1, 2));
+  EXPECT_FALSE(ops::evaluate_on_host(good, {a_wrong, q->packed, q->scales, q->zeros}).ok());
+  // A weight that is not finite cannot be quantized.
+  std::vector<float> inf = random_floats(k * n, 3);
+  inf[5] = INFINITY;
+  auto bad_w = ops::quantize_weight(make_tensor(DataType::kFloat32, {k, n}, inf), false, 0, {8, 0, k, n}, "Winf");
+  ASSERT_FALSE(bad_w.ok());
+  EXPECT_NE(bad_w.status().message().find("Winf"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace streamrt
