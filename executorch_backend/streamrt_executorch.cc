@@ -41,7 +41,8 @@ std::vector<BackendOption> to_streamrt(etr::Span<const etr::BackendOption> optio
 // Compile specs streamrt.executorch writes for its preprocess (the record carries what they
 // decided): not the runtime's, and not worth the unknown-spec warning.
 bool ahead_of_time_only(const char* key) {
-  for (const char* k : {"device", "precision", "weight_streaming", "min_streamable_bytes", "opset_version"})
+  for (const char* k : {"device", "precision", "weight_streaming", "min_streamable_bytes", "opset_version", "weights",
+                        "ptd_name"})
     if (key && std::strcmp(key, k) == 0) return true;
   return false;
 }
@@ -62,6 +63,25 @@ uint64_t group_key(const etr::BackendInitContext& context) {
   const char* m = context.get_method_name();
   const uint64_t h = std::hash<std::string_view>{}(m ? m : "");
   return a ^ (h + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
+}
+
+// The weights section named `key` in the program's named data (a .ptd given to the loader, or
+// the .pte's own), read in place: the FreeableBuffer lives as long as the engine.
+Result<ExternalWeights> named_weights(const etr::NamedDataMap* map, const std::string& key) {
+  if (!map)
+    return invalid_program("the program was loaded without named data: load the .ptd saved with the .pte "
+                           "(Module(pte, ptd); executorch.runtime load_program(pte, data_path=ptd))");
+  etr::Result<etr::FreeableBuffer> got = map->get_data(key);
+  if (!got.ok()) {
+    char code[16];
+    std::snprintf(code, sizeof(code), "0x%x", static_cast<unsigned>(got.error()));
+    return invalid_program(std::string("ExecuTorch's named data has no readable entry under this key (error ") + code +
+                           "): is the .ptd the one saved with this .pte, and whole?");
+  }
+  auto buffer = std::make_shared<etr::FreeableBuffer>(std::move(*got));
+  const etr::Result<const void*> data = buffer->data_safe();
+  if (!data.ok() || (!*data && buffer->size() > 0)) return invalid_program("ExecuTorch's named data entry has no bytes");
+  return ExternalWeights{*data, buffer->size(), [buffer] { buffer->Free(); }};
 }
 
 }  // namespace
@@ -132,6 +152,7 @@ Status ExecuTorchBackend::init_engine(etr::BackendInitContext& context, etr::Fre
   delegate::InitRequest req;
   req.record = {static_cast<const uint8_t*>(*data), processed->size()};
   req.release_record = [processed] { processed->Free(); };
+  req.named_data = [map = context.get_named_data_map()](const std::string& key) { return named_weights(map, key); };
   req.load_time = std::move(load_time);
   req.compile_time = std::move(baked.budget);
   req.engine_index = baked.engine_index;
@@ -287,9 +308,8 @@ Status ExecuTorchBackend::reset_core(CoreOptions options) {
   return ok_status();
 }
 
-Status engine_record_of_plan(std::span<const uint8_t> plan, std::vector<uint8_t>& out) {
-  SRT_ASSIGN_OR_RETURN(plan::LoadedPlan loaded, plan::read_plan_bytes(plan.data(), plan.size(), nullptr));
-  const plan::PlanData& p = loaded.data;
+namespace {
+EngineRecord record_of(const plan::PlanData& p) {
   EngineRecord rec;
   rec.engine_name = p.name;
   rec.streamrt_version = STREAMRT_VERSION;
@@ -297,7 +317,29 @@ Status engine_record_of_plan(std::span<const uint8_t> plan, std::vector<uint8_t>
   for (const auto& i : p.inputs) rec.inputs.push_back(i.name);
   for (const auto& o : p.outputs) rec.outputs.push_back(o.name);
   for (const auto& w : p.weights) rec.streamable_size += w.streamable ? w.size : 0;
-  out = delegate::serialize_engine_record(rec, plan);
+  return rec;
+}
+}  // namespace
+
+Status engine_record_of_plan(std::span<const uint8_t> plan, std::vector<uint8_t>& out) {
+  SRT_ASSIGN_OR_RETURN(plan::LoadedPlan loaded, plan::read_plan_bytes(plan.data(), plan.size(), nullptr));
+  out = delegate::serialize_engine_record(record_of(loaded.data), plan);
+  return ok_status();
+}
+
+Status engine_record_apart(const std::string& plan_path, const std::string& weights_key, std::vector<uint8_t>& out,
+                           plan::PlanParts& parts) {
+  // Mapped and verified in full (checksums included) before any of it goes into a program.
+  SRT_ASSIGN_OR_RETURN(plan::LoadedPlan loaded, plan::read_plan(plan_path));
+  SRT_ASSIGN_OR_RETURN(parts, plan::plan_parts(loaded.base, loaded.file_size));
+  EngineRecord rec = record_of(loaded.data);
+  if (parts.weights_size == 0) {  // nothing to hold apart
+    out = delegate::serialize_engine_record(rec, {loaded.base, loaded.file_size});
+    return ok_status();
+  }
+  if (weights_key.empty()) return invalid_argument("engine record: an empty named-data key for the weights");
+  rec.weights_key = weights_key;
+  out = delegate::serialize_engine_record(rec, {loaded.base, parts.metadata_end});
   return ok_status();
 }
 
@@ -413,6 +455,23 @@ extern "C" int streamrt_executorch_engine_record(const uint8_t* plan, size_t pla
     std::vector<uint8_t> record;
     SRT_RETURN_IF_ERROR(streamrt::et::engine_record_of_plan({plan, plan_size}, record));
     *needed = record.size();
+    if (out && size >= record.size()) std::memcpy(out, record.data(), record.size());
+    return streamrt::ok_status();
+  }));
+}
+
+extern "C" int streamrt_executorch_engine_record_apart(const char* plan_path, const char* weights_key, uint8_t* out,
+                                                      size_t size, size_t* needed, uint64_t* weights_offset,
+                                                      uint64_t* weights_size) {
+  if (!plan_path || !weights_key || !needed || !weights_offset || !weights_size)
+    return c_error("streamrt_executorch_engine_record_apart", "null argument");
+  return static_cast<int>(streamrt::et::checked("engine record", [&]() -> streamrt::Status {
+    std::vector<uint8_t> record;
+    streamrt::plan::PlanParts parts;
+    SRT_RETURN_IF_ERROR(streamrt::et::engine_record_apart(plan_path, weights_key, record, parts));
+    *needed = record.size();
+    *weights_offset = parts.weights_offset;
+    *weights_size = parts.weights_size;
     if (out && size >= record.size()) std::memcpy(out, record.data(), record.size());
     return streamrt::ok_status();
   }));

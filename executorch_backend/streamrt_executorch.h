@@ -5,7 +5,12 @@
 // ctypes.CDLL(path, RTLD_GLOBAL) after `import torch`), so both executorch::extension::Module
 // and the Python executorch.runtime find it.
 //
-// Processed blob: an engine record (src/delegate/engine_record.h). Compile specs: engine_index,
+// Processed blob: an engine record (src/delegate/engine_record.h). A record that names a
+// weights_key holds its plan's weights apart, in the program's named data (a .ptd, or the .pte's
+// own): init takes them from BackendInitContext::get_named_data_map() and the engine reads that
+// FreeableBuffer in place (mapped from the file by ExecuTorch's mmap loader, or the one copy its
+// file loader makes) until destroy frees it. Missing, truncated or corrupt named data is
+// InvalidProgram naming the key. Compile specs: engine_index,
 // engine_count (decimal strings), weight_streaming_budget / weight_streaming_budget_per_engine
 // (the budget baked at export). Load-time options (Module::load(LoadBackendOptionsMap), read
 // through BackendInitContext::runtime_specs): weight_streaming_budget (the program's total, split
@@ -105,6 +110,12 @@ class ExecuTorchBackend final : public etr::BackendInterface {
 
 // Ahead of time: the engine record around `plan` (a plan file's bytes, verified here).
 Status engine_record_of_plan(std::span<const uint8_t> plan, std::vector<uint8_t>& out);
+// Ahead of time, weights held apart: the record of the plan file at `plan_path` (verified here)
+// carrying the plan up to the end of its metadata and `weights_key`, the named data that is to
+// hold the weights section, bytes [parts.weights_offset, +parts.weights_size) of the file. A plan
+// without a weights section gives an ordinary record (parts.weights_size 0, no key).
+Status engine_record_apart(const std::string& plan_path, const std::string& weights_key, std::vector<uint8_t>& out,
+                           plan::PlanParts& parts);
 
 // The instance registered in ExecuTorch's registry when the library was loaded.
 ExecuTorchBackend& registered_backend();
@@ -136,3 +147,9 @@ extern "C" int streamrt_executorch_check_budget(const char* value);
 // `out` when `size` >= that (call with out = NULL first).
 extern "C" int streamrt_executorch_engine_record(const uint8_t* plan, size_t plan_size, uint8_t* out, size_t size,
                                                 size_t* needed);
+// The same with the weights held apart (engine_record_apart): the plan file at `plan_path`; writes
+// the record's size to `needed` (the record to `out` when `size` >= that) and where the weights
+// section lies in the file to `weights_offset` / `weights_size` (0: none, nothing to hold apart).
+extern "C" int streamrt_executorch_engine_record_apart(const char* plan_path, const char* weights_key, uint8_t* out,
+                                                      size_t size, size_t* needed, uint64_t* weights_offset,
+                                                      uint64_t* weights_size);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,6 +62,15 @@ struct TensorDesc {
   // encoding's bytes), elem_dtype the element type of its tensors.
   ValueKind kind = ValueKind::kTensor;
   DataType elem_dtype = DataType::kUndefined;
+};
+
+// A plan's weights section held apart from the plan, in memory its loader owns (ExecuTorch named
+// data, e.g. mapped from a .ptd file): exactly the bytes an inline section would hold.
+struct ExternalWeights {
+  const void* data = nullptr;
+  uint64_t size = 0;
+  // Runs once, when the engine no longer needs `data` (it is destroyed, or loading failed).
+  std::function<void()> release;
 };
 
 class ExecutionContext;
@@ -131,6 +141,14 @@ class Runtime {
   Result<std::shared_ptr<Engine>> load_engine(const std::string& plan_path);
   // Same for a plan held in memory (the bytes are moved into the engine).
   Result<std::shared_ptr<Engine>> load_engine_bytes(std::vector<uint8_t> bytes);
+  // A plan whose weights section is held apart: `plan` is the plan file up to the end of its
+  // metadata (plan::plan_parts; the header still gives the section's size and checksum),
+  // `weights` the section. Both are verified as an inline plan is (a size or checksum that
+  // differs from the header's is kInvalidPlan). The engine reads the weights in place, with no
+  // host copy of its own (unless `weights.data` is not 16-byte aligned); on CUDA the streamable
+  // ones are registered as pinned memory where the driver allows, else copied into pinned
+  // memory as from a plan file. An engine loaded so cannot be refitted on CUDA.
+  Result<std::shared_ptr<Engine>> load_engine_bytes(std::vector<uint8_t> plan, ExternalWeights weights);
 
  private:
   Runtime(DeviceType device, const RuntimeOptions& options) : device_(device), options_(options) {}

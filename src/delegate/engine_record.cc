@@ -38,6 +38,7 @@ Result<EngineRecord> decode(const fb::EngineRecord* r) {
   out.inputs = strings(r->inputs());
   out.outputs = strings(r->outputs());
   out.streamable_size = r->streamable_size();
+  out.weights_key = str(r->weights_key());
   if (out.outputs.empty()) return bad("engine '" + out.engine_name + "' has no outputs");
   std::set<std::string> seen;
   for (const auto* list : {&out.inputs, &out.outputs})
@@ -64,7 +65,9 @@ std::vector<uint8_t> serialize_engine_record(const EngineRecord& meta, std::span
                                  meta.device.cc_minor, device_name);
   auto inputs = b.CreateVectorOfStrings(meta.inputs);
   auto outputs = b.CreateVectorOfStrings(meta.outputs);
-  b.Finish(fb::CreateEngineRecord(b, name, version, device, inputs, outputs, meta.streamable_size),
+  flatbuffers::Offset<flatbuffers::String> weights_key;  // absent unless the weights are held apart
+  if (!meta.weights_key.empty()) weights_key = b.CreateString(meta.weights_key);
+  b.Finish(fb::CreateEngineRecord(b, name, version, device, inputs, outputs, meta.streamable_size, weights_key),
            fb::EngineRecordIdentifier());
   return program::write_container(kRecordFormat, {b.GetBufferPointer(), b.GetSize()}, plan);
 }

@@ -6,7 +6,9 @@
 //   [metadata: a FlatBuffer (src/delegate/engine_record.fbs, identifier "SRTR")]
 //   [zero padding to a 64-byte boundary]
 //   [the plan: a streamrt plan file, byte for byte (src/plan/plan.h), to the end]
-// The plan carries its own checksums, checked when the engine is deserialized.
+// The plan carries its own checksums, checked when the engine is deserialized. A record whose
+// weights are held apart (weights_key set) carries the plan up to the end of its metadata; the
+// weights section is the host runtime's named data under that key (plan::read_plan_external).
 //
 // read_engine_record() runs the container's checks (a record of another format version is
 // kIncompatible; the plan must be present), the FlatBuffers verifier, then: a non-empty engine
@@ -38,6 +40,7 @@ struct EngineRecord {
   plan::DeviceInfo device;
   std::vector<std::string> inputs, outputs;  // binding names
   uint64_t streamable_size = 0;
+  std::string weights_key;  // named data holding the plan's weights section ("": in the plan)
 };
 
 // The record of `meta` around `plan` (bytes of a plan file).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 
 #include "core/logging.h"
 #include "runtime/device_backend.h"
@@ -110,6 +111,16 @@ Result<void*> device_address(EngineHandle& h, size_t k, void* host, size_t bytes
   return buf.data();
 }
 
+// The weights section of a record that holds it apart, from the host's named data.
+Result<std::optional<ExternalWeights>> weights_apart(const InitRequest& req, const EngineRecord& rec) {
+  if (rec.weights_key.empty()) return std::optional<ExternalWeights>();
+  const std::string where = "engine '" + rec.engine_name + "': its weights are named data '" + rec.weights_key + "'";
+  if (!req.named_data) return invalid_program(where + ", and this runtime passes no named data");
+  auto w = req.named_data(rec.weights_key);
+  if (!w.ok()) return w.status().with_context(where);
+  return std::optional<ExternalWeights>(std::move(w).value());
+}
+
 }  // namespace
 
 StreamRtCore::StreamRtCore(CoreOptions options) : options_(std::move(options)) {}
@@ -162,7 +173,8 @@ Result<EngineHandle*> StreamRtCore::init(InitRequest req) {
   h->index = req.engine_index;
   const DeviceType device = h->record.device.kind == plan::DeviceKind::kCuda ? DeviceType::kCuda : DeviceType::kCpu;
   SRT_ASSIGN_OR_RETURN(Runtime * rt, runtime_for(device, h->record));
-  auto engine = rt->load_engine_bytes(std::move(plan));
+  SRT_ASSIGN_OR_RETURN(std::optional<ExternalWeights> apart, weights_apart(req, h->record));
+  auto engine = apart ? rt->load_engine_bytes(std::move(plan), std::move(*apart)) : rt->load_engine_bytes(std::move(plan));
   if (!engine.ok()) {
     const Status& st = engine.status();
     if (st.code() == StatusCode::kInvalidPlan) return invalid_program(h->where() + ": " + st.message());

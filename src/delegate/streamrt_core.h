@@ -46,6 +46,10 @@ struct CoreOptions {
 struct InitRequest {
   std::span<const uint8_t> record;
   std::function<void()> release_record;  // called as soon as the record's bytes are not needed
+  // The host runtime's named data (ExecuTorch's NamedDataMap), asked for the weights section of
+  // a record that names a weights_key (EngineRecord::weights_key); the engine reads them in place
+  // until it is destroyed. Null: the host has none (such a record is then kInvalidProgram).
+  std::function<Result<ExternalWeights>(const std::string& key)> named_data;
   BudgetLevel load_time, compile_time;
   uint32_t engine_index = 0, engine_count = 1;
   uint64_t group = 0;  // equal for the engines of one program instance

@@ -186,6 +186,10 @@ struct LoadedPlan {
   // True when the bytes are a read-only mapping of the plan file: its pages can be dropped
   // from the resident set and read again from the file (weight streaming on the CPU).
   bool file_backed = false;
+  // The weights section when it is held apart from the plan (read_plan_external), in memory the
+  // loader owns: null otherwise. The weight views point into it and keep it alive.
+  const uint8_t* external_weights = nullptr;
+  uint64_t external_weights_size = 0;
 };
 
 // Maps and fully verifies a plan file (see the top of this file).
@@ -194,5 +198,25 @@ Result<LoadedPlan> read_plan(const std::string& path);
 // it may be null when the caller guarantees that). Bytes not 64-byte aligned are first
 // copied into an aligned buffer, so weight views are always 64-byte aligned.
 Result<LoadedPlan> read_plan_bytes(const uint8_t* data, size_t size, std::shared_ptr<const void> holder);
+
+// A plan file cut in two: its header and metadata ([0, metadata_end)) and its weights section
+// ([weights_offset, +weights_size); empty for a plan without one). Runs the header checks only.
+struct PlanParts {
+  uint64_t metadata_end = 0;
+  uint64_t weights_offset = 0;
+  uint64_t weights_size = 0;
+};
+Result<PlanParts> plan_parts(const uint8_t* data, size_t size);
+// Verifies a plan whose weights section is held apart (ExecuTorch named data, a .ptd file):
+// `data` is the plan file up to the end of its metadata (its header still gives the weights
+// section's offset, size and checksum), `weights` that section, in memory that `weights_holder`
+// keeps alive. Every check of read_plan_bytes runs, the section's size and checksum against the
+// header's as for an inline section. The weights are used in place (never copied) when at least
+// kExternalWeightsAlignment-aligned, which every dtype's element needs; else copied into
+// aligned memory (a warning says so).
+inline constexpr uint64_t kExternalWeightsAlignment = 16;
+Result<LoadedPlan> read_plan_external(const uint8_t* data, size_t size, std::shared_ptr<const void> holder,
+                                      const uint8_t* weights, uint64_t weights_size,
+                                      std::shared_ptr<const void> weights_holder);
 
 }  // namespace streamrt::plan

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/host_memory.h"
+#include "core/logging.h"
 #include "core/mapped_file.h"
 #include "ir/subgraph.h"
 #include "plan/plan.h"
@@ -30,7 +31,14 @@ std::string num(uint64_t v) { return std::to_string(v); }
 
 // ---- stage 1: the header --------------------------------------------------------------
 
-Result<PlanHeader> check_header(const uint8_t* data, size_t size) {
+// A weights section held apart from the plan's bytes (read_plan_external).
+struct Apart {
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+
+// `apart`: the plan's bytes end with its metadata and the weights section is `apart`.
+Result<PlanHeader> check_header(const uint8_t* data, size_t size, const Apart* apart = nullptr) {
   if (size < sizeof(kPlanMagic) || std::memcmp(data, kPlanMagic, sizeof(kPlanMagic)) != 0)
     return invalid_plan("not a streamrt plan (bad magic)");
   PlanHeader h;
@@ -68,6 +76,9 @@ Result<PlanHeader> check_header(const uint8_t* data, size_t size) {
 
   // Weights section (absent when weights_size == 0).
   uint64_t file_end = metadata_end;
+  if (apart && apart->size != h.weights_size)
+    return invalid_plan("the weights section held apart has " + num(apart->size) + " bytes, the header's has " +
+                        num(h.weights_size));
   if (h.weights_size == 0) {
     if (h.weights_offset != 0)
       return invalid_plan("weights_offset " + num(h.weights_offset) + " but weights_size 0");
@@ -80,15 +91,15 @@ Result<PlanHeader> check_header(const uint8_t* data, size_t size) {
     if (h.weights_offset < metadata_end)
       return invalid_plan("weights section (offset " + num(h.weights_offset) +
                           ") overlaps the metadata (which ends at " + num(metadata_end) + ")");
-    if (h.weights_offset > size || h.weights_size > size - h.weights_offset)
+    if (!apart && (h.weights_offset > size || h.weights_size > size - h.weights_offset))
       return invalid_plan("weights section (offset " + num(h.weights_offset) + " + size " +
                           num(h.weights_size) + ") extends past the end of the file (" +
                           num(size) + " bytes)");
-    file_end = h.weights_offset + h.weights_size;
+    if (!apart) file_end = h.weights_offset + h.weights_size;
   }
   if (file_end != size)
     return invalid_plan(num(size - file_end) + " trailing bytes after the last section (which ends at " +
-                        num(file_end) + ")");
+                        num(file_end) + (apart ? "; the weights are held apart" : "") + ")");
   return h;
 }
 
@@ -110,20 +121,21 @@ uint64_t hash_weights(const uint8_t* data, size_t size, const PlanHeader& h, boo
   return got;
 }
 
-Status check_checksums(const uint8_t* data, size_t size, const PlanHeader& h, bool file_backed) {
+Status check_checksums(const uint8_t* data, size_t size, const PlanHeader& h, bool file_backed,
+                       const Apart* apart = nullptr) {
   uint64_t got = XXH3_64bits(data + h.metadata_offset, h.metadata_size);
   if (got != h.metadata_checksum)
     return invalid_plan("metadata checksum mismatch (header " + hex(h.metadata_checksum) +
                         ", computed " + hex(got) + ")");
   if (h.weights_size > 0) {
     // The padding is covered by neither checksum: require zeros, so that no byte of a
-    // valid plan can change unnoticed.
-    for (uint64_t i = h.metadata_offset + h.metadata_size; i < h.weights_offset; ++i)
+    // valid plan can change unnoticed (a plan whose weights are held apart ends before it).
+    for (uint64_t i = h.metadata_offset + h.metadata_size; !apart && i < h.weights_offset; ++i)
       if (data[i] != 0) return invalid_plan("non-zero padding byte at offset " + num(i));
-    got = hash_weights(data, size, h, file_backed);
+    got = apart ? XXH3_64bits(apart->data, apart->size) : hash_weights(data, size, h, file_backed);
     if (got != h.weights_checksum)
-      return invalid_plan("weights checksum mismatch (header " + hex(h.weights_checksum) +
-                          ", computed " + hex(got) + ")");
+      return invalid_plan(std::string(apart ? "weights checksum mismatch in the section held apart" : "weights checksum mismatch") +
+                          " (header " + hex(h.weights_checksum) + ", computed " + hex(got) + ")");
   }
   return ok_status();
 }
@@ -340,10 +352,12 @@ Result<PlanData> decode_plan(const fb::Plan* p) {
 
 // ---- all stages ----------------------------------------------------------------------
 
+// `apart` / `weights_holder`: the weights section held apart (read_plan_external) and its owner.
 Result<LoadedPlan> read_impl(const uint8_t* data, size_t size, std::shared_ptr<const void> holder,
-                             bool file_backed) {
-  SRT_ASSIGN_OR_RETURN(PlanHeader h, check_header(data, size));
-  SRT_RETURN_IF_ERROR(check_checksums(data, size, h, file_backed));
+                             bool file_backed, const Apart* apart = nullptr,
+                             std::shared_ptr<const void> weights_holder = nullptr) {
+  SRT_ASSIGN_OR_RETURN(PlanHeader h, check_header(data, size, apart));
+  SRT_RETURN_IF_ERROR(check_checksums(data, size, h, file_backed, apart));
 
   const uint8_t* meta = data + h.metadata_offset;
   flatbuffers::Verifier verifier(meta, static_cast<size_t>(h.metadata_size));
@@ -363,9 +377,10 @@ Result<LoadedPlan> read_impl(const uint8_t* data, size_t size, std::shared_ptr<c
   if (!plan.weights_stripped) {
     // Weights are used in place: views into the mapping (verify_plan checked the bounds).
     plan.weight_data.reserve(plan.weights.size());
-    const uint8_t* section = data + (h.weights_size ? h.weights_offset : 0);
+    const uint8_t* section = apart ? apart->data : data + (h.weights_size ? h.weights_offset : 0);
+    const std::shared_ptr<const void>& owner = apart ? weights_holder : holder;
     for (const WeightEntry& w : plan.weights)
-      plan.weight_data.push_back(Tensor::view(w.dtype, w.dims, section + w.offset, holder));
+      plan.weight_data.push_back(Tensor::view(w.dtype, w.dims, section + w.offset, owner));
   }
   // The steps' shape rules read shape tensors among the weights.
   SRT_RETURN_IF_ERROR(verify_plan_steps(plan));
@@ -375,7 +390,25 @@ Result<LoadedPlan> read_impl(const uint8_t* data, size_t size, std::shared_ptr<c
   out.file_size = size;
   out.base = data;
   out.file_backed = file_backed;
+  if (apart && apart->size) {
+    out.external_weights = apart->data;
+    out.external_weights_size = apart->size;
+  }
   return out;
+}
+
+// `data` itself when `alignment`-aligned, else an aligned copy whose owner replaces `holder`.
+// The copy is the size of the bytes we were handed, not of anything they claim.
+Result<const uint8_t*> aligned(const uint8_t* data, uint64_t size, uint64_t alignment,
+                               std::shared_ptr<const void>& holder, const char* what) {
+  if (reinterpret_cast<uintptr_t>(data) % alignment == 0) return data;
+  if (size > SIZE_MAX - kWeightAlignment) return out_of_memory(std::string(what) + ": cannot copy " + num(size) + " bytes");
+  size_t alloc = (size + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
+  void* p = std::aligned_alloc(kWeightAlignment, alloc ? alloc : kWeightAlignment);
+  if (!p) return out_of_memory(std::string(what) + ": cannot copy " + num(size) + " bytes");
+  std::memcpy(p, data, size);
+  holder = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
+  return static_cast<const uint8_t*>(p);
 }
 
 }  // namespace
@@ -393,17 +426,32 @@ Result<LoadedPlan> read_plan(const std::string& path) {
 Result<LoadedPlan> read_plan_bytes(const uint8_t* data, size_t size,
                                    std::shared_ptr<const void> holder) {
   if (!data && size > 0) return invalid_argument("plan: null data with non-zero size");
-  if (reinterpret_cast<uintptr_t>(data) % kWeightAlignment != 0) {
-    // Keep the guarantee that weights (and FlatBuffer scalars) are aligned: copy. The copy is
-    // the size of the bytes we were handed, not of anything they claim.
-    size_t alloc = (size + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
-    void* p = std::aligned_alloc(kWeightAlignment, alloc ? alloc : kWeightAlignment);
-    if (!p) return out_of_memory("plan: cannot copy " + num(size) + " bytes");
-    std::memcpy(p, data, size);
-    holder = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
-    data = static_cast<const uint8_t*>(p);
-  }
+  // Keep the guarantee that weights (and FlatBuffer scalars) are aligned: copy otherwise.
+  SRT_ASSIGN_OR_RETURN(data, aligned(data, size, kWeightAlignment, holder, "plan"));
   auto r = read_impl(data, size, std::move(holder), false);
+  if (!r.ok()) return r.status().with_context("plan");
+  return r;
+}
+
+Result<PlanParts> plan_parts(const uint8_t* data, size_t size) {
+  if (!data && size > 0) return invalid_argument("plan: null data with non-zero size");
+  auto h = check_header(data, size);
+  if (!h.ok()) return h.status().with_context("plan");
+  return PlanParts{h->metadata_offset + h->metadata_size, h->weights_offset, h->weights_size};
+}
+
+Result<LoadedPlan> read_plan_external(const uint8_t* data, size_t size, std::shared_ptr<const void> holder,
+                                      const uint8_t* weights, uint64_t weights_size,
+                                      std::shared_ptr<const void> weights_holder) {
+  if ((!data && size > 0) || (!weights && weights_size > 0))
+    return invalid_argument("plan: null data with non-zero size");
+  SRT_ASSIGN_OR_RETURN(data, aligned(data, size, kWeightAlignment, holder, "plan"));
+  if (reinterpret_cast<uintptr_t>(weights) % kExternalWeightsAlignment != 0)
+    log_warning("plan: the weights held apart are not " + num(kExternalWeightsAlignment) +
+                "-byte aligned: copying them (" + num(weights_size) + " bytes)");
+  SRT_ASSIGN_OR_RETURN(weights, aligned(weights, weights_size, kExternalWeightsAlignment, weights_holder, "plan weights"));
+  const Apart apart{weights, weights_size};
+  auto r = read_impl(data, size, std::move(holder), false, &apart, std::move(weights_holder));
   if (!r.ok()) return r.status().with_context("plan");
   return r;
 }

@@ -160,6 +160,22 @@ Result<std::shared_ptr<Engine>> Runtime::load_engine_bytes(std::vector<uint8_t> 
   });
 }
 
+Result<std::shared_ptr<Engine>> Runtime::load_engine_bytes(std::vector<uint8_t> bytes, ExternalWeights weights) {
+  // Released exactly once: when the last view of the weights goes, or here if loading fails.
+  std::shared_ptr<const void> owner(weights.data, [release = std::move(weights.release)](const void*) {
+    if (release) release();
+  });
+  return guard("loading a plan from memory (weights held apart)", [&]() -> Result<std::shared_ptr<Engine>> {
+    auto holder = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+    SRT_ASSIGN_OR_RETURN(plan::LoadedPlan loaded,
+                         plan::read_plan_external(holder->data(), holder->size(), holder,
+                                                  static_cast<const uint8_t*>(weights.data), weights.size,
+                                                  std::move(owner)));
+    SRT_ASSIGN_OR_RETURN(auto st, make_state(std::move(loaded), device_, options_));
+    return std::shared_ptr<Engine>(new Engine(std::move(st)));
+  });
+}
+
 Result<std::shared_ptr<Engine>> EngineFactory::timing_engine(const plan::PlanData& plan, DeviceType device) {
   DeviceBackend* backend = find_device_backend(device);
   if (!backend || !backend->supports_step_timing())

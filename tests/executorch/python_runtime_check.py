@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """StreamRTBackend in ExecuTorch's Python runtime: the adapter library, loaded into the process
 with ctypes.CDLL(path) after `import torch`, registers in the registry that
-executorch.runtime uses; every fixture then runs and matches eager PyTorch's saved outputs.
+executorch.runtime uses; every fixture then runs (a *_ptd one with its .ptd) and matches eager
+PyTorch's saved outputs.
 
     python3 tests/executorch/python_runtime_check.py build-et/lib/libstreamrt_executorch.so tests/executorch/fixtures
 """
@@ -21,7 +22,9 @@ def main(fixtures):
     manifest = json.load(open(os.path.join(fixtures, "manifest.json")))
     runtime, failed = Runtime.get(), 0
     for name, info in sorted(manifest.items()):
-        method = runtime.load_program(os.path.join(fixtures, name + ".pte")).load_method("forward")
+        # The *_ptd fixtures keep their engines' weights in <name>.ptd (ExecuTorch named data).
+        data = os.path.join(fixtures, name + ".ptd") if "ptd_bytes" in info else None
+        method = runtime.load_program(os.path.join(fixtures, name + ".pte"), data_path=data).load_method("forward")
         x = np.fromfile(os.path.join(fixtures, name + ".input0.bin"), "<f4").reshape(info["inputs"][0])
         want = np.fromfile(os.path.join(fixtures, name + ".output0.bin"), "<f4").reshape(info["outputs"][0])
         got = method.execute([torch.from_numpy(x)])[0].numpy()

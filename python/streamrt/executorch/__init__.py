@@ -5,6 +5,8 @@ own runtime.
     import streamrt.executorch as se
     se.save(model, "model.pte", arg_inputs=(x,), weight_streaming=True,
             weight_streaming_budget=None, device="cpu")          # None | "8GiB" | "50%" | int
+    se.save(model, "big.pte", arg_inputs=(x,), weights="ptd")     # weights in big.ptd beside it
+    prog = se.load("big.pte", data_path="big.ptd")
 
     prog = se.load("model.pte", weight_streaming_budget="50%")   # a load-time budget
     y = prog.forward(x)
@@ -27,7 +29,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .. import _C, _errors
 from . import _library
-from ._backend import StreamRTBackend
+from ._backend import WEIGHTS_MODES, StreamRTBackend
 from ._budget import PER_ENGINE, TOTAL, Budget, budget_options, budget_text
 from ._partitioner import SUPPORTED_OPS, CompileSettings, StreamRTPartitioner
 
@@ -49,9 +51,12 @@ def export(model: Any, arg_inputs: Sequence[Any] = (), kwarg_inputs: Optional[Ma
            device: Optional[str] = None, fp16: bool = False, weight_streaming: bool = False,
            weight_streaming_budget: Budget = None, weight_streaming_budget_per_engine: Budget = None,
            min_streamable_bytes: Union[None, int, str] = None, torch_executed_ops: Sequence[str] = (),
-           dynamic_shapes: Any = None, opset_version: int = 23) -> Tuple[Any, dict]:
+           dynamic_shapes: Any = None, opset_version: int = 23, weights: str = "inline",
+           ptd_name: str = "model") -> Tuple[Any, dict]:
     """`model` (a torch.nn.Module, put in eval mode, or a torch.export.ExportedProgram) lowered
-    to an ExecuTorch program: (ExecutorchProgramManager, report). See :func:`save`."""
+    to an ExecuTorch program: (ExecutorchProgramManager, report). See :func:`save`; with
+    weights="ptd" the engines' weights are named data of the .ptd `ptd_name`, which
+    ``program.write_tensor_data_to_file(folder)`` writes as ``folder/<ptd_name>.ptd``."""
     import torch
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
@@ -61,9 +66,13 @@ def export(model: Any, arg_inputs: Sequence[Any] = (), kwarg_inputs: Optional[Ma
                          f"weight streaming has no streamable weights)")
     if min_streamable_bytes is not None:
         min_streamable_bytes = budget_text("min_streamable_bytes", min_streamable_bytes)
+    if weights not in WEIGHTS_MODES:
+        raise ValueError(f"weights: expected one of {WEIGHTS_MODES}, got {weights!r}")
+    if weights == "ptd" and (not isinstance(ptd_name, str) or not ptd_name or os.sep in ptd_name):
+        raise ValueError(f"ptd_name: expected a file name without folder, got {ptd_name!r}")
     settings = CompileSettings(device=_device(device), fp16=bool(fp16), weight_streaming=bool(weight_streaming),
                                budget=budget[0] if budget else None, min_streamable_bytes=min_streamable_bytes,
-                               opset_version=opset_version)
+                               opset_version=opset_version, weights=weights, ptd_name=ptd_name)
     if isinstance(model, torch.export.ExportedProgram):
         ep = model
     elif isinstance(model, torch.nn.Module):
@@ -83,7 +92,7 @@ def export(model: Any, arg_inputs: Sequence[Any] = (), kwarg_inputs: Optional[Ma
                              if n.op == "call_function" and "executorch_call_delegate" not in str(n.target)
                              and "getitem" not in str(n.target)})
     report = {"engines": list(StreamRTBackend.built), "executorch_ops": executorch_ops, "device": settings.device,
-              "baked": dict(budget)}
+              "baked": dict(budget), "weights": weights}
     return edge.to_executorch(), report
 
 
@@ -98,13 +107,26 @@ def save(model: Any, path: Union[str, os.PathLike], arg_inputs: Sequence[Any] = 
     docstring), None for automatic at load; a bad one raises TypeError / ValueError here, before
     anything is exported. torch_executed_ops: edge op names left to ExecuTorch's kernels.
     dynamic_shapes goes to torch.export; opset_version to the ONNX export of each partition.
+    weights: where the engines' weights go. "inline" (default): inside each delegate's blob in
+    the .pte. "ptd": ExecuTorch named data in a .ptd file written next to the .pte (model.pte ->
+    model.ptd; its name is the .pte's without the extension), which the loader is given
+    (:func:`load`'s data_path, ``Runtime.load_program(pte, data_path=ptd)``, C++
+    ``Module(pte, ptd)``); the engines then read their weights in place from that (mapped) file,
+    and the program has no 2 GiB limit. "pte": ExecuTorch named data inside the .pte.
 
     Returns a report: {"engines": [{"name", "device", "streamable_size", "steps"}],
-    "executorch_ops": [edge ops ExecuTorch runs], "device", "baked": {key: value}}.
+    "executorch_ops": [edge ops ExecuTorch runs], "device", "baked": {key: value}, "weights",
+    and "ptd": the .ptd's path when weights="ptd"}.
     """
+    path = os.fspath(path)
+    if options.get("weights") == "ptd":
+        options["ptd_name"] = os.path.splitext(os.path.basename(path))[0]
     program, report = export(model, arg_inputs, kwarg_inputs, **options)
-    with open(os.fspath(path), "wb") as f:
+    with open(path, "wb") as f:
         program.write_to_file(f)
+    if report["weights"] == "ptd":
+        program.write_tensor_data_to_file(os.path.dirname(os.path.abspath(path)))
+        report["ptd"] = os.path.splitext(path)[0] + ".ptd"
     return report
 
 
@@ -112,12 +134,15 @@ class Program:
     """A .pte loaded by ExecuTorch's runtime with every method, its StreamRT engines initialized
     with this program's load-time budget. ``program`` is ExecuTorch's Program."""
 
-    def __init__(self, path: Union[str, os.PathLike, bytes], options: List[Tuple[str, str]]) -> None:
+    def __init__(self, path: Union[str, os.PathLike, bytes], options: List[Tuple[str, str]],
+                 data_path: Union[None, str, os.PathLike] = None) -> None:
         from executorch.runtime import Runtime
 
+        data = os.fspath(data_path) if data_path is not None else None
         self._scope = _library.begin_load(options)
         try:
-            self.program = Runtime.get().load_program(path if isinstance(path, bytes) else os.fspath(path))
+            self.program = Runtime.get().load_program(path if isinstance(path, bytes) else os.fspath(path),
+                                                      data_path=data)
             self.methods = {name: self.program.load_method(name) for name in sorted(self.program.method_names)}
         finally:
             _library.end_load(self._scope)
@@ -160,11 +185,12 @@ class Program:
 
 
 def load(path: Union[str, os.PathLike, bytes], *, weight_streaming_budget: Budget = None,
-         weight_streaming_budget_per_engine: Budget = None) -> Program:
+         weight_streaming_budget_per_engine: Budget = None, data_path: Union[None, str, os.PathLike] = None) -> Program:
     """Loads a .pte with ExecuTorch's runtime, the StreamRT engines at this load-time budget
     (over the baked one; None: the baked one, else automatic). A bad budget is TypeError /
-    ValueError before loading; a bad baked budget is ExecuTorch's InvalidProgram at load."""
-    return Program(path, budget_options(weight_streaming_budget, weight_streaming_budget_per_engine))
+    ValueError before loading; a bad baked budget is ExecuTorch's InvalidProgram at load.
+    data_path: the .ptd saved with a program whose weights are there (save(..., weights="ptd"))."""
+    return Program(path, budget_options(weight_streaming_budget, weight_streaming_budget_per_engine), data_path)
 
 
 def set_budget(weight_streaming_budget: Budget = None, *, per_engine: Budget = None) -> None:

@@ -5,13 +5,16 @@ The partition goes through torch.onnx.export(..., dynamo=True) (weights as exter
 a partition past protobuf's 2 GiB limit exports too), is built by streamrt.build for the device,
 precision and weight streaming of its compile specs (CompileSettings), and the plan is wrapped
 in an engine record by the runtime library (the record is streamrt's own format, written by
-the same code the runtime verifies it with).
+the same code the runtime verifies it with). With the compile spec weights="pte" or "ptd" the
+record carries the plan without its weights section, which goes into ExecuTorch's named data
+(NamedDataStore; "ptd": external, tagged with the .ptd's name) under a key the record names.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import tempfile
 from typing import Dict, Iterator, List, Sequence
 
@@ -65,8 +68,9 @@ def export_onnx(edge_program, path: str, opset_version: int) -> None:
                           opset_version=opset_version, verbose=False)
 
 
-def build_engine(edge_program, settings: Dict[str, str], name: str):
-    """The streamrt Engine of one partition, and the bytes of its plan."""
+@contextlib.contextmanager
+def _built(edge_program, settings: Dict[str, str], name: str) -> Iterator[tuple]:
+    """The streamrt Engine of one partition and the path of its plan file (removed afterwards)."""
     with tempfile.TemporaryDirectory(prefix="streamrt-et-") as d:
         onnx_path = os.path.join(d, "partition.onnx")
         export_onnx(edge_program, onnx_path, int(settings.get("opset_version", "23")))
@@ -75,8 +79,53 @@ def build_engine(edge_program, settings: Dict[str, str], name: str):
                               min_streamable_bytes=settings.get("min_streamable_bytes"))
         plan_path = os.path.join(d, "engine.plan")
         engine.save(plan_path)
-        with open(plan_path, "rb") as f:
-            return engine, f.read()
+        yield engine, plan_path
+
+
+# Named data of the weights: page-aligned, so that no two engines' weights share a page (CUDA
+# registers each engine's in place) and a mapped .ptd hands them out aligned.
+WEIGHTS_ALIGNMENT = 4096
+WEIGHTS_MODES = ("inline", "pte", "ptd")
+
+
+def _section_file(plan_path: str, offset: int, size: int):
+    """Bytes [offset, offset + size) of the plan file as ExecuTorch's FileBackedData (a temporary
+    file, removed when the program no longer needs it): weights of any size never sit in memory."""
+    from executorch.exir._serialize._cord import FileBackedData
+
+    fd, path = tempfile.mkstemp(prefix="streamrt-weights-", suffix=".bin")
+    try:
+        with open(plan_path, "rb") as src, os.fdopen(fd, "wb") as dst:
+            src.seek(offset)
+            left = size
+            while left:
+                chunk = src.read(min(left, 16 << 20))
+                if not chunk:
+                    raise OSError(f"{plan_path}: ends before its weights section ({size} bytes at {offset})")
+                dst.write(chunk)
+                left -= len(chunk)
+    except BaseException:
+        os.remove(path)
+        raise
+    return FileBackedData(path, cleanup=True)
+
+
+def _weights_apart(plan_path: str, name: str, settings: Dict[str, str]) -> PreprocessResult:
+    """The engine record with the plan's weights section in ExecuTorch's named data: the .ptd
+    `ptd_name` ("ptd") or the program's own ("pte"). The key names the engine and the section's
+    checksum (from the plan's header), so that equal keys mean equal bytes across programs."""
+    from executorch.exir._serialize._named_data_store import NamedDataStore
+
+    with open(plan_path, "rb") as f:
+        checksum = struct.unpack_from("<Q", f.read(64), 56)[0]  # PlanHeader::weights_checksum
+    key = f"streamrt/{name}/weights-{checksum:016x}"
+    record, offset, size = _library.engine_record_apart(plan_path, key)
+    if size == 0:  # no weights section: nothing to hold apart
+        return PreprocessResult(processed_bytes=record)
+    store = NamedDataStore()
+    tag = settings.get("ptd_name") if settings["weights"] == "ptd" else None
+    store.add_named_data(key, _section_file(plan_path, offset, size), WEIGHTS_ALIGNMENT, external_tag=tag)
+    return PreprocessResult(processed_bytes=record, data_store_output=store.get_named_data_store_output())
 
 
 class StreamRTBackend(BackendDetails):
@@ -92,9 +141,17 @@ class StreamRTBackend(BackendDetails):
         if missing:
             raise ValueError(f"StreamRTBackend.preprocess: compile specs lack {sorted(missing)} "
                              f"(partition with streamrt.executorch.StreamRTPartitioner)")
+        weights = settings.setdefault("weights", "inline")
+        if weights not in WEIGHTS_MODES:
+            raise ValueError(f"StreamRTBackend.preprocess: compile spec weights={weights!r}, expected one of "
+                             f"{WEIGHTS_MODES}")
         name = f"streamrt_{settings['engine_index']}"
-        engine, plan = build_engine(edge_program, settings, name)
-        StreamRTBackend.built.append({"name": name, "device": engine.device,
-                                      "streamable_size": engine.streamable_weights_size, "steps": engine.num_steps})
-        engine.close()
-        return PreprocessResult(processed_bytes=_library.engine_record(plan))
+        with _built(edge_program, settings, name) as (engine, plan_path):
+            StreamRTBackend.built.append({"name": name, "device": engine.device,
+                                          "streamable_size": engine.streamable_weights_size,
+                                          "steps": engine.num_steps})
+            engine.close()
+            if weights != "inline":
+                return _weights_apart(plan_path, name, settings)
+            with open(plan_path, "rb") as f:
+                return PreprocessResult(processed_bytes=_library.engine_record(f.read()))

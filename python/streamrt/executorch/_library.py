@@ -71,6 +71,8 @@ for _name, _args in {
     "streamrt_executorch_get_scope_option": [_u64, _cp, _cp, _sz],
     "streamrt_executorch_check_budget": [_cp],
     "streamrt_executorch_engine_record": [_cp, _sz, ctypes.c_void_p, _sz, ctypes.POINTER(_sz)],
+    "streamrt_executorch_engine_record_apart": [_cp, _cp, ctypes.c_void_p, _sz, ctypes.POINTER(_sz),
+                                                ctypes.POINTER(_u64), ctypes.POINTER(_u64)],
 }.items():
     _f = getattr(LIB, _name)
     _f.argtypes, _f.restype = _args, ctypes.c_int
@@ -97,6 +99,20 @@ def engine_record(plan: bytes) -> bytes:
     _check(LIB.streamrt_executorch_engine_record(plan, len(plan), out, needed.value, ctypes.byref(needed)),
            "engine_record")
     return out.raw
+
+
+def engine_record_apart(plan_path: str, weights_key: str) -> Tuple[bytes, int, int]:
+    """The processed blob of the plan file at `plan_path` with its weights held apart under
+    `weights_key` in the program's named data: (record, offset, size) of the weights section in
+    the file, which the caller puts into named data; size 0: the plan has none (an ordinary record)."""
+    needed, offset, size = _sz(0), _u64(0), _u64(0)
+    args = (os.fsencode(plan_path), weights_key.encode())
+    _check(LIB.streamrt_executorch_engine_record_apart(*args, None, 0, ctypes.byref(needed), ctypes.byref(offset),
+                                                       ctypes.byref(size)), "engine_record_apart")
+    out = ctypes.create_string_buffer(needed.value)
+    _check(LIB.streamrt_executorch_engine_record_apart(*args, out, needed.value, ctypes.byref(needed),
+                                                       ctypes.byref(offset), ctypes.byref(size)), "engine_record_apart")
+    return out.raw, offset.value, size.value
 
 
 def begin_load(options: Sequence[Tuple[str, str]]) -> int:

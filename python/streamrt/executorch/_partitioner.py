@@ -80,6 +80,10 @@ class CompileSettings:
     budget: Optional[Tuple[str, str]] = None  # (key, value): a baked budget
     min_streamable_bytes: Optional[str] = None
     opset_version: int = 23
+    # Where the engines' weights go (see streamrt.executorch.save): "inline" (the delegate's
+    # blob), "pte" (the program's named data) or "ptd" (named data of the .ptd `ptd_name`).
+    weights: str = "inline"
+    ptd_name: Optional[str] = None
 
     def specs(self, index: int, count: int) -> List[CompileSpec]:
         out = {"engine_index": str(index), "engine_count": str(count), "device": self.device,
@@ -89,6 +93,10 @@ class CompileSettings:
             out["min_streamable_bytes"] = self.min_streamable_bytes
         if self.budget:
             out[self.budget[0]] = self.budget[1]
+        if self.weights != "inline":  # the default leaves the specs as they were
+            out["weights"] = self.weights
+        if self.weights == "ptd":
+            out["ptd_name"] = self.ptd_name or "model"
         return [CompileSpec(k, v.encode()) for k, v in out.items()]
 
     @staticmethod

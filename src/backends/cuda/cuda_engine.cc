@@ -1,5 +1,9 @@
 #include "backends/cuda/cuda_engine.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/host_memory.h"
@@ -15,6 +19,7 @@ CudaEngineState::~CudaEngineState() {
   if (fixed) cudaFree(fixed);
   if (resident) cudaFree(resident);
   if (pinned) cudaFreeHost(pinned);
+  if (registered) cudaHostUnregister(registered);
 }
 
 bool reads_dims_only(const ir::Node& step, size_t input) {
@@ -80,6 +85,49 @@ Status pin_placeholder(const EngineState& es, CudaEngineState& ces) {
   return ok_status();
 }
 
+// Streamable weights held apart from the plan (a loader's memory, e.g. an ExecuTorch .ptd it
+// mapped) are page-locked where they are, so that the streamer's copies are asynchronous and the
+// process holds one host copy: the pages spanning them are registered (read-only where the
+// device supports it; the mapping may be). False when there is nothing to register or the driver
+// refuses (then they are copied into pinned memory like a plan file's).
+bool register_external(const EngineState& es, CudaEngineState& ces) {
+  const plan::LoadedPlan& lp = es.plan;
+  if (!lp.external_weights || es.placeholder_streamed_weights) return false;
+  const plan::PlanData& p = lp.data;
+  uintptr_t begin = UINTPTR_MAX, end = 0;
+  for (size_t i = 0; i < p.weights.size(); ++i) {
+    if (!p.weights[i].streamable || !p.weights[i].size) continue;
+    const auto a = reinterpret_cast<uintptr_t>(p.weight_data[i].data());
+    begin = std::min(begin, a);
+    end = std::max(end, a + p.weights[i].size);
+  }
+  if (begin >= end) return false;
+  // Whole pages: a page holding any byte of the range is mapped in full.
+  const long page_size = sysconf(_SC_PAGESIZE);
+  const uintptr_t page = page_size > 0 ? static_cast<uintptr_t>(page_size) : 4096;
+  begin &= ~(page - 1);
+  end = (end + page - 1) & ~(page - 1);
+  int read_only = 0;
+  if (cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, ces.device) != cudaSuccess)
+    read_only = 0;
+  const unsigned flags = cudaHostRegisterPortable | cudaHostRegisterMapped | (read_only ? cudaHostRegisterReadOnly : 0u);
+  void* base = reinterpret_cast<void*>(begin);
+  const cudaError_t e = cudaHostRegister(base, end - begin, flags);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    log_info("engine '" + p.name + "': registering its " + std::to_string(end - begin) +
+             " bytes of streamable weights held apart with CUDA failed (" + cudaGetErrorString(e) +
+             "); copying them into pinned memory");
+    return false;
+  }
+  ces.registered = base;
+  for (size_t i = 0; i < p.weights.size(); ++i)
+    if (p.weights[i].streamable) ces.host_src[i] = p.weight_data[i].data();
+  log_verbose("engine '" + p.name + "': " + std::to_string(end - begin) + " bytes of streamable weights registered in place" +
+              (read_only ? " (read-only)" : ""));
+  return true;
+}
+
 // Copies the streamable weights into one pinned host block (chunked; the mapped plan's pages are
 // released behind the copy, so resident memory grows by the weights once, not twice).
 Status pin_streamable(const EngineState& es, CudaEngineState& ces) {
@@ -89,6 +137,7 @@ Status pin_streamable(const EngineState& es, CudaEngineState& ces) {
     if (w.streamable) total += stream_align(w.size);
   if (total == 0) return ok_status();
   if (es.placeholder_streamed_weights) return pin_placeholder(es, ces);
+  if (register_external(es, ces)) return ok_status();
   cudaError_t e = cudaHostAlloc(&ces.pinned, total, cudaHostAllocPortable);
   if (e != cudaSuccess) {
     cudaGetLastError();

@@ -65,6 +65,11 @@ struct CudaEngineState {
   // copies the streamer issues from there are asynchronous.
   void* pinned = nullptr;
   std::vector<const void*> host_src;  // per plan weight: its pinned copy (streamable ones)
+  // Weights held apart from the plan (plan::LoadedPlan::external_weights) are registered with
+  // CUDA in place instead (cudaHostRegister, read-only where the device allows): host_src then
+  // points into the loader's memory, this is the start of the registered range, and refit is
+  // refused (that memory is not ours to write).
+  void* registered = nullptr;
 
   mutable ContextReservation reservation;
 

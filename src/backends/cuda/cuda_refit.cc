@@ -12,6 +12,9 @@ Status refit_weights(EngineState& es, const std::vector<int32_t>& changed) {
   if (!ces) return internal_error("refit: engine '" + es.plan.data.name + "' has no CUDA state");
   const plan::PlanData& p = es.plan.data;
   if (p.weights_stripped) return ok_status();  // weights still missing: nothing is placed yet
+  if (ces->registered)
+    return unsupported("refit: engine '" + p.name + "' streams weights from memory its loader owns (weights held "
+                       "apart, registered in place): load it again with the new weights instead");
   SRT_RETURN_IF_ERROR(cuda_status(cudaSetDevice(ces->device), "cudaSetDevice"));
   if (!ces->fixed && !ces->pinned && !ces->resident) {
     // Loaded stripped (upload_weights and apply_budget placed nothing): place every weight now.
