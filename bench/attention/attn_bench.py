@@ -10,7 +10,7 @@ torch.nn.functional.scaled_dot_product_attention on the same inputs (views as [B
 CUDA graph, so both sides pay one graph launch per call; PyTorch picks its fastest backend (flash / cuDNN /
 efficient). streamrt's output is checked against PyTorch's (max abs error). Prints a table (median ms per call,
 TFLOP/s counting the causal half only, GB/s for decode: bytes of K and V read once) and writes OUTDIR/attn.md and
-OUTDIR/attn.json.
+OUTDIR/attn.json; models, inputs and outputs go to --workdir.
 """
 import argparse
 import json
@@ -119,6 +119,7 @@ def main():
     ap.add_argument("--streamrt", default=os.environ.get("STREAMRT", "streamrt"))
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--workdir", default="/tmp/attn-bench", help="models, inputs and outputs (large)")
     a = ap.parse_args()
     import torch
 
@@ -127,7 +128,7 @@ def main():
     gpu = torch.cuda.get_device_name()
     for name in a.cases.split(","):
         b, h, hkv, d, sq, skv, causal = CASES[name]
-        work = os.path.join(a.outdir, name)
+        work = os.path.join(a.workdir, name)
         os.makedirs(work, exist_ok=True)
         model = os.path.join(work, "model.onnx")
         write_model(model, b, h, hkv, d, sq, skv, causal)

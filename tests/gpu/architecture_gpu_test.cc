@@ -41,6 +41,7 @@ TEST(Architecture, PlanOfAnotherComputeCapabilityIsRefused) {
   testing::write_file(dir.file("m.onnx"), testing::serialize(testing::add_relu_model()));
   BuilderConfig config;
   config.device = DeviceType::kCuda;
+  config.shapes = {{"x", {2, 3}}};
   auto bytes = build_plan_from_onnx(dir.file("m.onnx"), config);
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
   auto loaded = plan::read_plan_bytes(bytes->data(), bytes->size(), nullptr);

@@ -1,4 +1,10 @@
 // RMSNormalization on CUDA: one block per row; sum of squares in float, then scale.
+// rms_norm_vec, for rows that fit the block's registers (up to 8 x 16 bytes a thread) with 16-byte
+// aligned rows and a full-row scale (transformers' hidden states): each thread loads its 16-byte
+// pieces once, keeps them in registers for the second pass, and stores 16 bytes at a time, so the
+// row crosses memory once each way. Other shapes take rms_norm_kernel (element loads, two reads).
+#include <algorithm>
+
 #include "backends/cuda/kernels/norm_util.cuh"
 
 namespace streamrt::cuda {
@@ -22,6 +28,53 @@ __global__ void rms_norm_kernel(const T* x, const T* scale, int64_t scale_n, T* 
   }
 }
 
+constexpr int kVecPieces = 8;  // 16-byte pieces a thread keeps
+
+template <typename T>
+__global__ void rms_norm_vec(const T* x, const T* scale, T* y, int64_t n, float eps) {
+  constexpr int kVec = 16 / sizeof(T);
+  struct alignas(16) Piece {
+    T v[kVec];
+  };
+  __shared__ float scratch[32];
+  const int64_t pieces = n / kVec;
+  const Piece* xr = reinterpret_cast<const Piece*>(x + blockIdx.x * n);
+  Piece* yr = reinterpret_cast<Piece*>(y + blockIdx.x * n);
+  Piece held[kVecPieces];
+  float sum = 0.f;
+#pragma unroll
+  for (int k = 0; k < kVecPieces; ++k) {
+    const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
+    if (i < pieces) {
+      held[k] = xr[i];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float v = static_cast<float>(to_acc(held[k].v[e]));
+        sum += v * v;
+      }
+    }
+  }
+  sum = norm::block_all_reduce(sum, norm::SumOp{}, scratch);
+  const float inv = rsqrtf(sum / static_cast<float>(n) + eps);
+  const Piece* sr = reinterpret_cast<const Piece*>(scale);
+#pragma unroll
+  for (int k = 0; k < kVecPieces; ++k) {
+    const int64_t i = threadIdx.x + int64_t(k) * blockDim.x;
+    if (i < pieces) {
+      Piece out, sc;
+      if (scale) sc = sr[i];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float s = scale ? static_cast<float>(to_acc(sc.v[e])) : 1.f;
+        out.v[e] = from_acc<T>(static_cast<float>(to_acc(held[k].v[e])) * inv * s);
+      }
+      yr[i] = out;
+    }
+  }
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 Status rms_norm_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef& x = ctx.input(0);
   SRT_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.node().attr_int("axis", -1));
@@ -39,6 +92,18 @@ Status rms_norm_cuda(CudaKernelContext& ctx) {
   if (rows > 0x7fffffff) return ctx.unsupported("too many rows for one launch");
   const int block = norm::block_for_row(n);
   return cuda_dispatch<ops::kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() {
+    constexpr int64_t kVec = 16 / sizeof(T);
+    const T* scale = has_scale ? ctx.input(1).as<const T>() : nullptr;
+    const int64_t pieces = n / kVec;
+    if (n % kVec == 0 && (!has_scale || scale_n == n) && aligned16(x.data) && aligned16(ctx.output(0).data) &&
+        (!has_scale || aligned16(scale)) && pieces <= 1024 * kVecPieces) {
+      // Enough threads that each keeps at most kVecPieces pieces; 128 at least, 1024 at most.
+      const int vblock = std::clamp<int>(norm::block_for_row((pieces + kVecPieces - 1) / kVecPieces), 128, 1024);
+      rms_norm_vec<T><<<static_cast<unsigned>(rows), vblock, 0, ctx.stream()>>>(x.as<const T>(), scale,
+                                                                                ctx.output(0).as<T>(), n, eps);
+      SRT_CUDA_LAUNCH("rms_norm_vec");
+      return ok_status();
+    }
     rms_norm_kernel<T><<<static_cast<unsigned>(rows), block, 0, ctx.stream()>>>(
         x.as<const T>(), has_scale ? ctx.input(1).as<const T>() : nullptr, scale_n, ctx.output(0).as<T>(), n, eps);
     SRT_CUDA_LAUNCH("rms_norm_kernel");

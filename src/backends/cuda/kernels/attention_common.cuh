@@ -1,0 +1,90 @@
+// What the CUDA Attention kernels share (attention.cu: the warp-per-row kernel and the launcher;
+// attention_tc.cu: the tensor-core kernel): the launch parameters, passed by value, and the masking
+// rules of src/ops/attention.cc.
+#pragma once
+
+#include <cmath>
+
+#include "backends/cuda/kernels/cuda_types.cuh"
+#include "ops/attention.h"
+
+namespace streamrt::cuda::attention {
+
+enum MaskKind : int { kNoMask = 0, kAdditiveMask = 1, kBoolMask = 2 };
+
+// Everything a kernel needs, by value (no host memory outlives the launch).
+struct Params {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* mask;
+  void* y;
+  int64_t batch, sq, skv, d, dv;
+  int64_t k_key, k_dim;        // K element (key j, dim c) at j * k_key + c * k_dim
+  int64_t q_row, v_row, y_row;  // elements between consecutive rows of Q, V and Y
+  int64_t mask_row, mask_col;  // mask strides along Sq and Skv
+  int64_t causal_offset;       // Skv - Sq
+  float scale;
+  float mask_fill;  // score of a false bool-mask entry
+  int causal;
+  int mask_kind;
+  int nan_to_zero;  // a row whose softmax is NaN (l not > 0) is written as 0
+  ops::AttentionBatchMap map;  // where each batch index starts in Q, K, V and the mask
+  // Tensor-core kernel only. Query heads that read one K/V head are packed into one block's rows,
+  // so a K/V tile staged once serves all of them: packed batch bk covers batch indices
+  // [bk * group, (bk + 1) * group), and its row r is query r / group of batch index bk * group + r % group.
+  int group;
+  int rows;         // rows of a packed batch: sq * group
+  int splits;       // key ranges per block row tile (> 1: partial results, combined after)
+  int split_tiles;  // key tiles per range
+  float* partial;   // splits > 1: [packed batch][rows][splits][dv + 2] (acc..., max, sum)
+};
+
+using Offsets = ops::AttentionBatchMap::Offsets;
+
+// Last key (exclusive) that query rows [0, last_row] may see.
+__device__ __forceinline__ int64_t key_limit(const Params& p, int64_t last_row) {
+  if (!p.causal) return p.skv;
+  const int64_t lim = last_row + p.causal_offset + 1;
+  return lim < 0 ? 0 : (lim > p.skv ? p.skv : lim);
+}
+
+// Score of query i (< Sq) and key j (< Skv) after scale, causal limit and mask, as on the CPU.
+template <typename T>
+__device__ __forceinline__ float masked_score(const Params& p, int64_t mask_base, int64_t i, int64_t j, float s) {
+  if (p.causal && j > i + p.causal_offset) return -INFINITY;
+  if (p.mask_kind == kNoMask) return s;
+  const int64_t mo = mask_base + i * p.mask_row + j * p.mask_col;
+  if (p.mask_kind == kAdditiveMask) {
+    const float m = static_cast<float>(to_acc(static_cast<const T*>(p.mask)[mo]));
+    return m <= ops::kMaskSwampsScore ? m : s + m;
+  }
+  return static_cast<const uint8_t*>(p.mask)[mo] ? s : p.mask_fill;
+}
+
+// One row of a packed batch (Params::group): its query index, and where it starts in Q, Y and the mask.
+struct PackedRow {
+  int i;
+  bool valid;
+  int64_t q, y, mask;
+};
+__device__ __forceinline__ PackedRow packed_row(const Params& p, int64_t bk, int r) {
+  PackedRow row{r / p.group, r < p.rows, 0, 0, 0};
+  if (row.valid) {
+    const Offsets o = p.map.offsets(bk * p.group + r % p.group);
+    row.q = o.q + row.i * p.q_row;
+    row.y = o.y + row.i * p.y_row;
+    row.mask = o.mask;
+  }
+  return row;
+}
+
+}  // namespace streamrt::cuda::attention
+
+namespace streamrt::cuda::attention {
+// The tensor-core kernel for float16 / bfloat16 and head dims 64 / 128 / 256 (attention_tc.cu):
+// false when it does not take this call (other dims, layouts it cannot stage, too little shared
+// memory), and the warp-per-row kernel runs instead.
+template <typename T>
+Result<bool> launch_tensor_core(CudaKernelContext& ctx, Params p);
+}  // namespace streamrt::cuda::attention

@@ -1,0 +1,565 @@
+// The tensor-core Attention kernel (float16 / bfloat16, D == Dv in {64, 128, 256}), flash-attention
+// style: an online softmax over key tiles (running row max m, running sum l, output rescaled by
+// 2^(m_old - m_new)), so the [Sq, Skv] scores never reach global memory.
+//  - A block of kWarps warps takes kBr = 16 * kWarps query rows (16 a warp). Its Q tile is staged in
+//    shared memory once; key tiles of kBc keys of K and V follow through cp.async in two stages (the
+//    next tile loads while the current one is computed). Q K^T and P V run on tensor cores
+//    (mma.sync m16n8k16, float accumulators) with A fragments of Q and B fragments of K and V from
+//    ldmatrix (.trans for V and for K^T staged as it lies). The S accumulator fragment is laid out
+//    exactly as the A fragment of P V needs, so P never leaves registers (rounded to the I/O type
+//    for the mma: the one rounding the CPU kernel does not make).
+//  - Scores stay unscaled until the exponent: the row max is taken over raw scores and
+//    p = 2^(s * scale * log2(e) - m) is one FFMA and one EX2 per score (scale > 0). Masks are written
+//    into the raw scores (an additive mask as m / scale). Causal blocks stop at the last key their
+//    last row may see; only tiles that cross a limit (causal, Skv) or carry a mask are checked per
+//    element, and the variant without a mask input has no mask code at all (fewer registers).
+//  - Grouped-query heads with fewer than kBr query rows (decode) share a block: row r of packed
+//    batch bk is query r / group of batch index bk * group + r % group, so a K/V tile staged once
+//    serves every query head that reads it.
+//  - When the blocks would leave SMs idle (one row tile per packed batch and fewer blocks than
+//    SMs: decode), the keys are split into ranges, one block each, that write their running max,
+//    sum and unscaled output to the context's workspace; attention_combine joins them
+//    (flash-decoding).
+//  - Configurations: D 64 with 8 warps; D 128 with 8 warps (4 where a block cannot have 106 KB of
+//    shared memory: sm_86 / sm_89); D 256 with 4 warps and 32-key tiles; 4 warps for D 64 / 128
+//    when all query rows of a K/V head fit 64 rows (decode). A call no configuration
+//    takes (too little shared memory, Sq or Skv beyond int range, scale <= 0) goes to the
+//    warp-per-row kernel in attention.cu.
+#include <algorithm>
+#include <atomic>
+
+#include "backends/cuda/kernels/attention_common.cuh"
+
+namespace streamrt::cuda::attention {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int kD_, int kWarps>
+struct Cfg {
+  static constexpr int kD = kD_;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kBr = 16 * kWarps;
+  static constexpr int kBc = kD > 128 ? 32 : 64;
+  // Rows padded by 8 elements so the 8 row addresses of an ldmatrix fall in 8 different 16-byte
+  // bank groups.
+  static constexpr int kLd = kD + 8;
+  static constexpr int kQ = kBr * kLd;
+  static constexpr int kK = kBc * kLd;
+  static constexpr int kV = kBc * kLd;
+  static constexpr int kStage = kK + kV;
+  static constexpr size_t kBytes = size_t(kQ + 2 * kStage) * sizeof(uint16_t);
+  // D 64: 16 warps an SM (128 registers a thread); wider heads need more registers for
+  // their output fragments than two blocks leave (ptxas spills), so one block.
+  static constexpr int kMinBlocks = kD == 64 ? (kWarps == 8 ? 2 : 4) : 1;
+};
+
+// How K reaches shared memory: 16-byte copies of key rows, 16-byte copies of K^T rows (keys
+// contiguous, as a Transpose [0,2,3,1] leaves them), or element by element (any strides).
+enum KStaging : int { kKRows = 0, kKTrans = 1, kKScalar = 2 };
+
+// D(16x8, f32) += A(16x16, row) * B(16x8, col) for float16 or bfloat16 A and B.
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// Four 8x8 16-bit matrices; lanes 8i..8i+7 give the row addresses of matrix i. Without .trans a
+// lane gets (row lane/4, columns 2(lane%4), +1) of each; with .trans (rows 2(lane%4), +1, column
+// lane/4), which is the B fragment of mma.m16n8k16 when the rows run along N.
+// `addr` is a shared-state-space address (32 bits: fewer registers than generic pointers).
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  if constexpr (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+// 16 bytes global -> shared without passing through registers; `valid` false writes zeros.
+__device__ __forceinline__ void cp_async16(uint16_t* dst, const uint16_t* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+__device__ __forceinline__ float fast_exp2(float x) {  // exp2(-inf) = 0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Two floats rounded to T, `lo` in the low 16 bits (the lower column / row of a fragment pair).
+template <typename T>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  uint16_t a, b;
+  if constexpr (std::is_same_v<T, __half>) {
+    a = __half_as_ushort(__float2half_rn(lo));
+    b = __half_as_ushort(__float2half_rn(hi));
+  } else {
+    a = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
+    b = __bfloat16_as_ushort(__float2bfloat16_rn(hi));
+  }
+  return uint32_t(a) | (uint32_t(b) << 16);
+}
+
+// Keys [k0, k0 + kBc) of a [key][kD] source whose rows are `stride` elements apart and 16-byte
+// aligned, into dst[kBc][kLd]; keys past Skv become zeros (their P is 0, and 0 * zeros stays 0
+// where 0 * stale shared memory could be NaN).
+template <class C>
+__device__ __forceinline__ void stage_rows(uint16_t* dst, const uint16_t* src, int k0, int skv, int64_t stride) {
+  constexpr int kChunks = C::kD / 8;
+  const uint16_t* base = src + static_cast<int64_t>(k0) * stride;
+#pragma unroll
+  for (int idx = threadIdx.x; idx < C::kBc * kChunks; idx += C::kThreads) {
+    const int r = idx / kChunks, c = idx % kChunks;
+    const bool valid = k0 + r < skv;
+    cp_async16(dst + r * C::kLd + c * 8, valid ? base + r * stride + c * 8 : src, valid);
+  }
+}
+// K^T [kD][Skv] with dim rows `stride` elements apart (16-byte aligned): keys [k0, k0 + kBc) of
+// every dim, transposed on the way into dst[kBc][kLd] like the other layouts (through registers:
+// 16-byte loads, 2-byte stores), so the score loop has one shape.
+template <class C>
+__device__ __forceinline__ void stage_trans(uint16_t* dst, const uint16_t* src, int k0, int skv, int64_t stride) {
+  constexpr int kChunks = C::kBc / 8;
+#pragma unroll
+  for (int idx = threadIdx.x; idx < C::kD * kChunks; idx += C::kThreads) {
+    const int r = idx / kChunks, c = idx % kChunks;  // dim r, keys 8c..
+    const int j = k0 + c * 8;
+    alignas(16) uint16_t e8[8];
+    if (j + 8 <= skv) {
+      *reinterpret_cast<uint4*>(e8) = *reinterpret_cast<const uint4*>(src + r * stride + j);
+    } else {
+      for (int e = 0; e < 8; ++e) e8[e] = j + e < skv ? src[r * stride + j + e] : uint16_t(0);
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) dst[(c * 8 + e) * C::kLd + r] = e8[e];
+  }
+}
+// Any layout (element (j, c) at src[j * key_stride + c * dim_stride]) into dst[kBc][kLd];
+// consecutive threads take consecutive keys.
+template <class C>
+__device__ __forceinline__ void stage_scalar(uint16_t* dst, const uint16_t* src, int k0, int skv,
+                                             int64_t key_stride, int64_t dim_stride) {
+  for (int idx = threadIdx.x; idx < C::kBc * C::kD; idx += C::kThreads) {
+    const int r = idx % C::kBc, c = idx / C::kBc;
+    dst[r * C::kLd + c] = k0 + r < skv ? src[(k0 + r) * key_stride + c * dim_stride] : uint16_t(0);
+  }
+}
+// The block's kBr query rows into qs[kBr][kLd] (rows past the packed batch: zeros). Rows of one
+// packed batch may come from different heads, so each row finds its own start.
+template <class C>
+__device__ __forceinline__ void stage_q(uint16_t* qs, const Params& p, int64_t bk, int q0, bool vec) {
+  constexpr int kChunks = C::kD / 8;
+  const uint16_t* q = static_cast<const uint16_t*>(p.q);
+  for (int idx = threadIdx.x; idx < C::kBr * kChunks; idx += C::kThreads) {
+    const int r = idx / kChunks, c = idx % kChunks;
+    uint16_t* d = qs + r * C::kLd + c * 8;
+    const PackedRow row = packed_row(p, bk, q0 + r);
+    if (!row.valid) {
+      *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+    } else if (vec) {
+      cp_async16(d, q + row.q + c * 8, true);
+    } else {
+      for (int e = 0; e < 8; ++e) d[e] = q[row.q + c * 8 + e];
+    }
+  }
+}
+
+// S (16 rows x kBc keys for this warp) = Q K^T for one staged K tile; `qw` is the warp's Q rows.
+template <typename T, class C>
+__device__ __forceinline__ void scores_tile(float (&s)[C::kBc / 8][4], uint32_t qw, uint32_t ks) {
+  const int lane = threadIdx.x % 32, mi = lane / 8, r = lane % 8;
+  // This lane's row address in each ldmatrix: A rows lane % 16, dims +8 for lanes 16..31; B
+  // matrix mi: keys +8(mi/2), dims +8(mi%2).
+  const uint32_t qa = qw + ((lane % 16) * C::kLd + (lane / 16) * 8) * 2;
+  const uint32_t ka = ks + (((mi / 2) * 8 + r) * C::kLd + (mi % 2) * 8) * 2;
+#pragma unroll
+  for (int nb = 0; nb < C::kBc / 8; ++nb) s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0.f;
+#pragma unroll
+  for (int kc = 0; kc < C::kD / 16; ++kc) {
+    uint32_t a[4];
+    ldmatrix_x4<false>(a, qa + kc * 32);
+#pragma unroll
+    for (int nb = 0; nb < C::kBc / 8; nb += 2) {
+      // Registers {b0 b1}: keys of block nb, {b2 b3}: of block nb + 1; dims 16kc..16kc + 15.
+      uint32_t b[4];
+      ldmatrix_x4<false>(b, ka + (nb * 8 * C::kLd + kc * 16) * 2);
+      mma_16816<T>(s[nb], a, b[0], b[1]);
+      mma_16816<T>(s[nb + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// O += P V for one staged V tile; P's A fragment for keys [16kc, 16kc + 16) is S blocks 2kc and
+// 2kc + 1 (the accumulator layout is the A layout).
+template <typename T, class C>
+__device__ __forceinline__ void accumulate_tile(float (&acc)[C::kD / 8][4], const float (&s)[C::kBc / 8][4],
+                                                uint32_t vs) {
+  const int lane = threadIdx.x % 32, mi = lane / 8, r = lane % 8;
+  // Matrix mi: keys +8(mi%2), dims +8(mi/2); transposed, rows run along N.
+  const uint32_t va = vs + (((mi % 2) * 8 + r) * C::kLd + (mi / 2) * 8) * 2;
+#pragma unroll
+  for (int kc = 0; kc < C::kBc / 16; ++kc) {
+    const uint32_t pa[4] = {pack_pair<T>(s[2 * kc][0], s[2 * kc][1]), pack_pair<T>(s[2 * kc][2], s[2 * kc][3]),
+                            pack_pair<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+                            pack_pair<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+#pragma unroll
+    for (int nb = 0; nb < C::kD / 8; nb += 2) {
+      uint32_t b[4];
+      ldmatrix_x4<true>(b, va + (kc * 16 * C::kLd + nb * 8) * 2);
+      mma_16816<T>(acc[nb], pa, b[0], b[1]);
+      mma_16816<T>(acc[nb + 1], pa, b[2], b[3]);
+    }
+  }
+}
+
+// The raw score `s` of (query i, key j) with the masks applied: -inf where the key is out of reach,
+// else a value that scale * log2(e) turns into the masked score's log2 units.
+template <typename T, bool kMasked>
+__device__ __forceinline__ float mask_raw(const Params& p, int64_t mask_base, bool row_valid, int i, int j, float s,
+                                          float inv_scale) {
+  if (!row_valid || j >= p.skv || (p.causal && j > i + p.causal_offset)) return -INFINITY;
+  if constexpr (kMasked) {
+    const int64_t mo = mask_base + i * p.mask_row + j * p.mask_col;
+    if (p.mask_kind == kAdditiveMask) {
+      const float m = static_cast<float>(to_acc(static_cast<const T*>(p.mask)[mo]));
+      return m <= ops::kMaskSwampsScore ? m * inv_scale : s + m * inv_scale;
+    }
+    return static_cast<const uint8_t*>(p.mask)[mo] ? s : p.mask_fill * inv_scale;
+  }
+  return s;
+}
+
+template <typename T, int kD, int kWarps, bool kMasked>
+__global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kMinBlocks)
+    attention_tc(const Params p, int q_tiles, int k_staging, bool v_vec, bool q_vec) {
+  using C = Cfg<kD, kWarps>;
+  extern __shared__ __align__(16) uint16_t smem[];
+  uint16_t* qs = smem;
+  uint16_t* stages = smem + C::kQ;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int split = static_cast<int>(blockIdx.x % p.splits);
+  const int rest = static_cast<int>(blockIdx.x / p.splits);
+  const int tile = q_tiles - 1 - rest % q_tiles;  // long causal rows first
+  const int64_t bk = rest / q_tiles;
+  const int q0 = tile * C::kBr;                   // first packed row of the block
+  const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;  // this thread's two rows
+  const int i0 = r0 / p.group, i1 = r1 / p.group;
+  const bool v0 = r0 < p.rows, v1 = r1 < p.rows;
+  // Warps whose 16 rows all lie past the packed batch (decode packs a few rows) only stage tiles.
+  const bool active = q0 + warp * 16 < p.rows;
+  const Offsets okv = p.map.offsets(bk * p.group);
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + okv.k;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + okv.v;
+  // Batch offsets keep 16-byte alignment for the usual strides; where they do not, stage by elements.
+  if (k_staging != kKScalar && reinterpret_cast<uintptr_t>(k) % 16 != 0) k_staging = kKScalar;
+  v_vec = v_vec && reinterpret_cast<uintptr_t>(v) % 16 == 0;
+  int64_t mask0 = 0, mask1 = 0;
+  if constexpr (kMasked) {
+    if (v0) mask0 = packed_row(p, bk, r0).mask;
+    if (v1) mask1 = packed_row(p, bk, r1).mask;
+  }
+
+  const int skv = static_cast<int>(p.skv);
+  const int first_i = q0 / p.group;
+  const int last_i = ((q0 + C::kBr < p.rows ? q0 + C::kBr : p.rows) - 1) / p.group;
+  const int kv_end = static_cast<int>(key_limit(p, last_i));  // same for the whole block: loops stay uniform
+  const int all_tiles = (kv_end + C::kBc - 1) / C::kBc;
+  const int tile_begin = split * p.split_tiles;
+  const int tile_end = tile_begin + p.split_tiles < all_tiles ? tile_begin + p.split_tiles : all_tiles;
+
+  auto stage = [&](int buf, int k0) {
+    uint16_t* ks = stages + buf * C::kStage;
+    uint16_t* vs = ks + C::kK;
+    if (k_staging == kKRows) stage_rows<C>(ks, k, k0, skv, p.k_key);
+    else if (k_staging == kKTrans) stage_trans<C>(ks, k, k0, skv, p.k_dim);
+    else stage_scalar<C>(ks, k, k0, skv, p.k_key, p.k_dim);
+    if (v_vec) stage_rows<C>(vs, v, k0, skv, p.v_row);
+    else stage_scalar<C>(vs, v, k0, skv, p.v_row, 1);
+    cp_async_commit();
+  };
+  stage_q<C>(qs, p, bk, q0, q_vec);  // in the first tile's copy group
+  if (tile_begin < tile_end) stage(0, tile_begin * C::kBc);
+
+  float acc[kD / 8][4];
+#pragma unroll
+  for (int nb = 0; nb < kD / 8; ++nb) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.f;
+  // Running max (log2 units of the scaled score) and sums of this thread's two rows.
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+  const float scale2 = p.scale * kLog2e, inv_scale = 1.f / p.scale;
+  const uint32_t qw = smem_addr(qs + warp * 16 * C::kLd);
+  const uint32_t stages_addr = smem_addr(stages);
+  for (int it = tile_begin; it < tile_end; ++it) {
+    const int buf = (it - tile_begin) & 1;
+    const int k0 = it * C::kBc;
+    if (it + 1 < tile_end) {  // the other stage was last read in the previous iteration, before its closing barrier
+      stage(buf ^ 1, k0 + C::kBc);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    const uint32_t ks = stages_addr + buf * C::kStage * 2;
+    if (active) {
+      float s[C::kBc / 8][4];
+      scores_tile<T, C>(s, qw, ks);
+      // Element e of block nb is row (e < 2 ? r0 : r1), key k0 + nb*8 + 2t + (e&1). A tile inside
+      // every row's causal limit and inside Skv, without a mask, is used as it is.
+      const bool plain =
+          !kMasked && k0 + C::kBc <= skv && (!p.causal || k0 + C::kBc - 1 <= first_i + p.causal_offset);
+      if (!plain) {
+#pragma unroll
+        for (int nb = 0; nb < C::kBc / 8; ++nb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            s[nb][e] = mask_raw<T, kMasked>(p, e < 2 ? mask0 : mask1, e < 2 ? v0 : v1, e < 2 ? i0 : i1,
+                                            k0 + nb * 8 + 2 * t + (e & 1), s[nb][e], inv_scale);
+      }
+      float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+      for (int nb = 0; nb < C::kBc / 8; ++nb) {
+        mx0 = fmaxf(mx0, fmaxf(s[nb][0], s[nb][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[nb][2], s[nb][3]));
+      }
+      // The four lanes of a group (same g) hold one row between them.
+#pragma unroll
+      for (int off = 1; off <= 2; off <<= 1) {
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+      }
+      const float mn0 = fmaxf(m0, mx0 * scale2), mn1 = fmaxf(m1, mx1 * scale2);
+      const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
+      const float alpha0 = fast_exp2(m0 - base0), alpha1 = fast_exp2(m1 - base1);
+      m0 = mn0;
+      m1 = mn1;
+      float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+      for (int nb = 0; nb < C::kBc / 8; ++nb) {
+        s[nb][0] = fast_exp2(fmaf(s[nb][0], scale2, -base0));
+        s[nb][1] = fast_exp2(fmaf(s[nb][1], scale2, -base0));
+        s[nb][2] = fast_exp2(fmaf(s[nb][2], scale2, -base1));
+        s[nb][3] = fast_exp2(fmaf(s[nb][3], scale2, -base1));
+        sum0 += s[nb][0] + s[nb][1];
+        sum1 += s[nb][2] + s[nb][3];
+      }
+      l0 = l0 * alpha0 + sum0;  // this lane's columns only; the group's lanes are summed at the end
+      l1 = l1 * alpha1 + sum1;
+#pragma unroll
+      for (int nb = 0; nb < kD / 8; ++nb) {
+        acc[nb][0] *= alpha0;
+        acc[nb][1] *= alpha0;
+        acc[nb][2] *= alpha1;
+        acc[nb][3] *= alpha1;
+      }
+      accumulate_tile<T, C>(acc, s, ks + C::kK * 2);
+    }
+    __syncthreads();  // every warp is done with this stage before it is refilled
+  }
+  cp_async_wait<0>();  // Q's copies when the block had no key tile
+  if (!active) return;
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, off);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+  }
+  if (p.splits > 1) {  // this key range's running max, sum and unscaled output; attention_combine finishes
+    const int64_t stride = p.dv + 2;
+    float* w0 = p.partial + ((bk * p.rows + r0) * p.splits + split) * stride;
+    float* w1 = w0 + 8 * p.splits * stride;
+#pragma unroll
+    for (int nb = 0; nb < kD / 8; ++nb) {
+      const int c = nb * 8 + 2 * t;
+      if (v0) w0[c] = acc[nb][0], w0[c + 1] = acc[nb][1];
+      if (v1) w1[c] = acc[nb][2], w1[c + 1] = acc[nb][3];
+    }
+    if (t == 0 && v0) w0[p.dv] = m0, w0[p.dv + 1] = l0;
+    if (t == 0 && v1) w1[p.dv] = m1, w1[p.dv + 1] = l1;
+    return;
+  }
+  // Column pairs (2t, 2t + 1) of a row are adjacent: one 4-byte store each (kD is even and Y's
+  // rows start 4-byte aligned, as the launcher checks).
+  uint16_t* y = static_cast<uint16_t*>(p.y);
+  const int64_t y0 = v0 ? packed_row(p, bk, r0).y : 0, y1 = v1 ? packed_row(p, bk, r1).y : 0;
+  // nan_to_zero: 0 * (1 / l) is 0 only for finite terms, so the row is selected instead.
+  const bool zero0 = p.nan_to_zero && !(l0 > 0.f), zero1 = p.nan_to_zero && !(l1 > 0.f);
+  const float inv0 = 1.f / l0, inv1 = 1.f / l1;
+#pragma unroll
+  for (int nb = 0; nb < kD / 8; ++nb) {
+    const int c = nb * 8 + 2 * t;
+    if (v0) *reinterpret_cast<uint32_t*>(y + y0 + c) = zero0 ? 0u : pack_pair<T>(acc[nb][0] * inv0, acc[nb][1] * inv0);
+    if (v1) *reinterpret_cast<uint32_t*>(y + y1 + c) = zero1 ? 0u : pack_pair<T>(acc[nb][2] * inv1, acc[nb][3] * inv1);
+  }
+}
+
+// Joins the key ranges of a split launch: a warp per packed row rescales each range's output by
+// 2^(m_s - M) (M the largest range max) and divides by the rescaled sum, as one pass would have.
+// Lane s holds range s's (and s + 32's) weight, so the ranges' loads are independent of each other.
+template <typename T>
+__global__ void attention_combine(const Params p, int64_t packed_rows) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  const int64_t stride = p.dv + 2;
+  for (int64_t pr = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32; pr < packed_rows; pr += warps) {
+    const float* w = p.partial + pr * p.splits * stride;
+    // Ranges lane and lane + 32 (splits <= 64).
+    const float ma = lane < p.splits ? w[lane * stride + p.dv] : -INFINITY;
+    const float mb = lane + 32 < p.splits ? w[(lane + 32) * stride + p.dv] : -INFINITY;
+    float mx = fmaxf(ma, mb);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    const float base = mx == -INFINITY ? 0.f : mx;
+    const float wa = fast_exp2(ma - base), wb = fast_exp2(mb - base);  // 0 for empty ranges
+    float l = (lane < p.splits ? w[lane * stride + p.dv + 1] * wa : 0.f) +
+              (lane + 32 < p.splits ? w[(lane + 32) * stride + p.dv + 1] * wb : 0.f);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+    const PackedRow row = packed_row(p, pr / p.rows, static_cast<int>(pr % p.rows));
+    T* y = static_cast<T*>(p.y) + row.y;
+    const bool zero = p.nan_to_zero && !(l > 0.f);
+    for (int64_t c0 = 0; c0 < p.dv; c0 += 32) {
+      const int64_t c = c0 + lane;
+      float a = 0.f;
+      for (int s = 0; s < p.splits; ++s) {
+        const float ws = __shfl_sync(0xffffffffu, s < 32 ? wa : wb, s % 32);
+        if (c < p.dv) a += w[s * stride + c] * ws;
+      }
+      if (c < p.dv) y[c] = from_acc<T>(zero ? 0.f : a / l);
+    }
+  }
+}
+
+bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
+
+// The largest dynamic shared memory a block of this device may ask for.
+Result<int> smem_optin() {
+  int device = 0, bytes = 0;
+  SRT_CUDA(cudaGetDevice(&device));
+  SRT_CUDA(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return bytes;
+}
+
+// The kernel's shared memory is above the default 48 KiB: raise its limit once per device, before
+// the first launch (an eager run precedes any graph capture).
+template <typename T, int kD, int kWarps, bool kMasked>
+Status allow_smem() {
+  static std::atomic<uint64_t> done{0};  // bit per device
+  int device = 0;
+  SRT_CUDA(cudaGetDevice(&device));
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit && (done.load() & bit)) return ok_status();
+  SRT_CUDA(cudaFuncSetAttribute(attention_tc<T, kD, kWarps, kMasked>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(Cfg<kD, kWarps>::kBytes)));
+  done.fetch_or(bit);
+  return ok_status();
+}
+
+// Key ranges for a launch of `blocks` blocks over `key_tiles` tiles: enough for about four blocks
+// per SM when the rows alone leave SMs idle (a decode step), at most 64 (attention_combine's limit).
+int key_splits(int64_t blocks, int64_t key_tiles, int sm_count) {
+  if (blocks >= sm_count || key_tiles < 2) return 1;
+  const int64_t want = (4 * int64_t{sm_count} + blocks - 1) / blocks;
+  return static_cast<int>(std::min<int64_t>({want, key_tiles, 64}));
+}
+
+template <typename T, int kD, int kWarps, bool kMasked>
+Status launch(CudaKernelContext& ctx, const Params& p, int q_tiles, int64_t blocks, int staging, bool v_vec,
+              bool q_vec) {
+  SRT_RETURN_IF_ERROR((allow_smem<T, kD, kWarps, kMasked>()));
+  attention_tc<T, kD, kWarps, kMasked><<<static_cast<unsigned>(blocks), Cfg<kD, kWarps>::kThreads,
+                                         Cfg<kD, kWarps>::kBytes, ctx.stream()>>>(p, q_tiles, staging, v_vec, q_vec);
+  SRT_CUDA_LAUNCH("attention_tc");
+  return ok_status();
+}
+
+template <typename T, int kD, int kWarps>
+Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
+  using C = Cfg<kD, kWarps>;
+  SRT_ASSIGN_OR_RETURN(int optin, smem_optin());
+  if (C::kBytes > static_cast<size_t>(optin)) return false;
+  const int staging = p.k_dim == 1 && p.k_key % 8 == 0 && aligned(p.k, 16)   ? kKRows
+                      : p.k_key == 1 && p.k_dim % 8 == 0 && aligned(p.k, 16) ? kKTrans
+                                                                             : kKScalar;
+  const bool v_vec = aligned(p.v, 16) && p.v_row % 8 == 0;
+  bool q_vec = aligned(p.q, 16) && p.q_row % 8 == 0;
+  for (int i = 0; i < p.map.rank; ++i) q_vec = q_vec && p.map.q[i] % 8 == 0;
+  // Query heads of one K/V head share the block when each has fewer rows than the block holds.
+  const int64_t group = p.map.kv_group > 1 && p.sq < C::kBr ? p.map.kv_group : 1;
+  if (p.sq * group > INT32_MAX / 2) return false;
+  p.group = static_cast<int>(group);
+  p.rows = static_cast<int>(p.sq * group);
+  const int64_t packed = p.batch / group;
+  const int64_t q_tiles = (p.rows + C::kBr - 1) / C::kBr;
+  const int64_t key_tiles = (p.skv + C::kBc - 1) / C::kBc;
+  CudaResources& res = ctx.resources();
+  // Keys are split only where one row tile holds a whole packed batch (decode): elsewhere the
+  // combine pass would cost more than the idle SMs.
+  p.splits = q_tiles == 1 ? key_splits(packed, key_tiles, res.sm_count) : 1;
+  p.split_tiles = static_cast<int>((key_tiles + p.splits - 1) / p.splits);
+  p.splits = static_cast<int>((key_tiles + p.split_tiles - 1) / p.split_tiles);
+  const size_t partial_bytes = static_cast<size_t>(packed * p.rows * p.splits * (p.dv + 2)) * sizeof(float);
+  // The partial results live in the context's workspace; never grow it here (a graph may be capturing).
+  if (p.splits > 1 && partial_bytes > res.workspace_size) p.splits = 1, p.split_tiles = static_cast<int>(key_tiles);
+  if (p.splits < 1) p.splits = 1;
+  p.partial = static_cast<float*>(res.workspace);
+  const int64_t blocks = packed * q_tiles * p.splits;
+  if (blocks > INT32_MAX || blocks == 0) return false;
+  if (p.mask_kind == kNoMask)
+    SRT_RETURN_IF_ERROR((launch<T, kD, kWarps, false>(ctx, p, static_cast<int>(q_tiles), blocks, staging, v_vec, q_vec)));
+  else
+    SRT_RETURN_IF_ERROR((launch<T, kD, kWarps, true>(ctx, p, static_cast<int>(q_tiles), blocks, staging, v_vec, q_vec)));
+  if (p.splits > 1) {
+    const int64_t rows = packed * p.rows;
+    attention_combine<T><<<grid_for(rows * 32, 256), 256, 0, ctx.stream()>>>(p, rows);
+    SRT_CUDA_LAUNCH("attention_combine");
+  }
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+Result<bool> launch_tensor_core(CudaKernelContext& ctx, Params p) {
+  // Q is read in 16-byte copies (or elements) and Y written in 4-byte pairs; indices are int32.
+  if (p.d != p.dv || !(p.scale > 0.f) || !aligned(p.y, 4) || p.y_row % 2 != 0 || p.skv > INT32_MAX / 2)
+    return false;
+  for (int i = 0; i < p.map.rank; ++i)
+    if (p.map.y[i] % 2 != 0) return false;
+  // Fewer than 64 packed query rows (decode): 4-warp blocks, more of them resident while they wait on K / V.
+  const bool few_rows = p.sq * std::max<int64_t>(p.map.kv_group, 1) <= 64;
+  if (p.d == 64) return few_rows ? launch_config<T, 64, 4>(ctx, p) : launch_config<T, 64, 8>(ctx, p);
+  if (p.d == 128) {
+    if (few_rows) return launch_config<T, 128, 4>(ctx, p);
+    SRT_ASSIGN_OR_RETURN(bool done, (launch_config<T, 128, 8>(ctx, p)));
+    return done ? true : launch_config<T, 128, 4>(ctx, p);
+  }
+  if (p.d == 256) return launch_config<T, 256, 4>(ctx, p);
+  return false;
+}
+
+template Result<bool> launch_tensor_core<__half>(CudaKernelContext&, Params);
+template Result<bool> launch_tensor_core<__nv_bfloat16>(CudaKernelContext&, Params);
+
+}  // namespace streamrt::cuda::attention
