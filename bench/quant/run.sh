@@ -123,7 +123,8 @@ build() {  # MODEL SCHEME
 bandwidth() {  # LABEL
   (( $(left) < 15 )) && { jline bandwidth "{\"impl\": \"h2d_bandwidth\", \"label\": \"$1\", \"error\": \"n/a: deadline\"}"; return; }
   jline points "{\"label\": \"bandwidth/$1\", \"busy\": \"$(busy)\"}"
-  timeout 60 "$PY" "$HERE/plans.py" bandwidth --label "$1" --json "$OUTDIR/bandwidth.jsonl" > /dev/null 2>> "$LOGS/bandwidth.log"
+  local t; t=$(left); (( t > 60 )) && t=60
+  timeout "$t" "$PY" "$HERE/plans.py" bandwidth --label "$1" --json "$OUTDIR/bandwidth.jsonl" > /dev/null 2>> "$LOGS/bandwidth.log"
   say "bandwidth ($1): $(tail -1 "$OUTDIR/bandwidth.jsonl")"
 }
 decode() {  # MODEL SCHEME BUDGET
