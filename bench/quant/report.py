@@ -178,8 +178,9 @@ def goals(d, minilm):
     for r in minilm:
         base = r.get("scheme", "").split(":")[0]
         if base in GOAL_COSINE and "cos_mean" in r:
+            ok = r["cos_min"] >= GOAL_COSINE[base]
             out.append(f"- MiniLM {r['scheme']}: cosine mean {r['cos_mean']:.4f}, min {r['cos_min']:.4f} (goal: every "
-                       f"sentence >= {GOAL_COSINE[base]}): **{'met' if r['cos_min'] >= GOAL_COSINE[base] else 'not met'}**")
+                       f"sentence >= {GOAL_COSINE[base]}): **{'met' if ok else 'not met'}**")
     return out
 
 

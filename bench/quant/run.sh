@@ -10,8 +10,8 @@
 # measured before each model's points gives the bound. Accuracy (accuracy.py, the Python package from .gpu/py,
 # scripts/gpu-python-bundle): the 1b model's int8 / int4 logits against fp16 over 256 teacher-forced steps.
 #
-# Order: both exports start at once in the background (weights made on the GPU, exported on the CPU, niced); the GPU queue
-# (builds, bandwidth, decode points, accuracy: one at a time) does 1b as soon as its export is there: builds,
+# Order: both exports start at once in the background (weights made on the GPU, exported on the CPU, niced); the
+# GPU queue (builds, bandwidth, decode points, accuracy: one at a time) does 1b as soon as its export is there: builds,
 # budget 0, 100 %, accuracy, 50 %; then 8b: each scheme's build and its budget-0 point, then 100 %, 50 %.
 # A point that no longer fits before the deadline is written as "n/a: deadline" and shown so in the table;
 # decode points run while an export still runs are marked in points.jsonl (the report flags them).
