@@ -46,19 +46,24 @@ def config(layers, tiny):
     return c
 
 
-def build(layers, tiny, device):
-    """The seeded random model in float16 on `device`, eval mode."""
-    import transformers
-    c = config(layers, tiny)
-    torch.manual_seed(SEED)
+def random_model(cls, c, device, seed=SEED):
+    """cls(c) with seeded random weights (transformers' own initialization) in float16 on `device`, eval mode."""
+    torch.manual_seed(seed)
     old = torch.get_default_dtype()
     torch.set_default_dtype(torch.float16)
     try:
         with torch.device(device):
-            model = transformers.LlamaForCausalLM(c)
+            model = cls(c)
     finally:
         torch.set_default_dtype(old)
-    return model.eval(), c
+    return model.eval()
+
+
+def build(layers, tiny, device):
+    """The seeded random model in float16 on `device`, eval mode."""
+    import transformers
+    c = config(layers, tiny)
+    return random_model(transformers.LlamaForCausalLM, c, device), c
 
 
 def kv_of(cache, i):
@@ -112,6 +117,23 @@ def step_inputs(c, batch, past, new, device, gen):
     return feeds
 
 
+def contiguous_initializers(program):
+    """Makes the exported program's initializers contiguous. The exporter folds each Linear's weight
+    transpose into a transposed numpy view, which onnx_ir writes out element by element (about 20 s per GB:
+    most of an 8 GB export); torch copies it with every core."""
+    import numpy as np
+    from onnxscript import ir
+    for value in program.model.graph.initializers.values():
+        t = value.const_value
+        raw = getattr(t, "raw", None)
+        if isinstance(raw, np.ndarray) and not raw.flags.c_contiguous:
+            try:
+                dense = torch.from_numpy(raw).contiguous().numpy()
+            except TypeError:  # a dtype torch does not take from numpy
+                dense = np.ascontiguousarray(raw)
+            value.const_value = ir.Tensor(dense, dtype=t.dtype, name=t.name)
+
+
 def export(model, c, path):
     in_names, out_names = io_names(c.num_hidden_layers)
     gen = torch.Generator().manual_seed(1)
@@ -120,8 +142,10 @@ def export(model, c, path):
     shapes = [{1: dyn}, {1: dyn}, {1: dyn}] + [{2: dyn}] * (2 * c.num_hidden_layers)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        torch.onnx.export(Step(model, c), args, path, input_names=in_names, output_names=out_names,
-                          dynamo=True, dynamic_shapes=(tuple(shapes),), external_data=True)
+        program = torch.onnx.export(Step(model, c), args, input_names=in_names, output_names=out_names,
+                                    dynamo=True, dynamic_shapes=(tuple(shapes),))
+    contiguous_initializers(program)
+    program.save(path, external_data=True)
 
 
 def check(model, c, path):

@@ -55,8 +55,11 @@ def export(model, c, kind, path):
     names, outs = models.io_names(kind, c.num_hidden_layers)
     with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, args, path, input_names=names, output_names=outs, dynamo=True,
-                          dynamic_shapes=shapes, external_data=True)
+        program = torch.onnx.export(module, args, input_names=names, output_names=outs, dynamo=True,
+                                    dynamic_shapes=shapes)
+    import export_llama_kv  # bench/decode (models.py put it on the path)
+    export_llama_kv.contiguous_initializers(program)
+    program.save(path, external_data=True)
 
 
 def check(model, c, kind, path):

@@ -55,18 +55,10 @@ def config(name, tiny=False):
 
 def build(name, device, tiny=False):
     """The seeded random model in float16 on `device`, eval mode (the same weights in every process)."""
-    import torch
     import transformers
+    import export_llama_kv  # bench/decode
     c = config(name, tiny)
-    torch.manual_seed(SEED)
-    old = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float16)
-    try:
-        with torch.device(device):
-            model = getattr(transformers, MODELS[name][0])(c)
-    finally:
-        torch.set_default_dtype(old)
-    return model.eval(), c
+    return export_llama_kv.random_model(getattr(transformers, MODELS[name][0]), c, device, SEED), c
 
 
 def head_dim(c):

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/parallel.h"
 #include "ops/gemm_util.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -31,11 +30,6 @@ bool use_simd() {
 #else
   return false;
 #endif
-}
-
-int64_t max_threads() {
-  static const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
-  return n;
 }
 
 // ---- portable loops ------------------------------------------------------------------------
@@ -212,20 +206,11 @@ void half_b_gemm_rows(bool trans_b, int64_t m, int64_t n, int64_t k, const float
   if (use_simd()) {
     // A weight of a million elements or more is read by several threads, each its share of the
     // columns (a thread costs ~40 us to start; reading 2 MB from memory takes ~200).
-    const int64_t threads = n * k >= (int64_t{1} << 20) ? std::min<int64_t>({max_threads(), n / 64, 8}) : 1;
+    const int64_t threads = n * k >= (int64_t{1} << 20) ? std::min<int64_t>({hardware_threads(), n / 64, 8}) : 1;
     if (threads <= 1) return rows_avx2(trans_b, m, 0, n, k, a, lda, b, ldb, c, ldc);
-    const int64_t share = ((n + threads - 1) / threads + 15) / 16 * 16;  // whole 16-column tiles
-    std::vector<std::thread> pool;
-    for (int64_t j = share; j < n; j += share) {
-      auto part = [=] { rows_avx2(trans_b, m, j, std::min(n, j + share), k, a, lda, b, ldb, c, ldc); };
-      try {
-        pool.emplace_back(part);
-      } catch (const std::system_error&) {  // no thread to be had (a limit): this one does the share
-        part();
-      }
-    }
-    rows_avx2(trans_b, m, 0, std::min(n, share), k, a, lda, b, ldb, c, ldc);
-    for (auto& t : pool) t.join();
+    run_in_shares(n, threads, 16, [&](int64_t c0, int64_t c1) {  // whole 16-column tiles
+      rows_avx2(trans_b, m, c0, c1, k, a, lda, b, ldb, c, ldc);
+    });
     return;
   }
 #endif

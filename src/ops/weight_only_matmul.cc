@@ -2,8 +2,11 @@
 // The CPU kernel never widens the whole weight: a few rows of A (decode) take a tile of a few
 // output channels by one K group at a time, dequantized into a buffer that stays in L1, and
 // accumulate their dot products; more rows widen a panel of 64 channels and multiply it with BLAS.
-#include <thread>
 
+#include <algorithm>
+#include <vector>
+
+#include "core/parallel.h"
 #include "ops/gemm_util.h"
 #include "ops/op.h"
 #include "ops/weight_quant.h"
@@ -132,21 +135,9 @@ void direct_columns(const Weights& w, const float* a, int64_t m, float* y, int64
 // reading 1 MB of weight about as long), as half_b_gemm_rows does.
 void direct(const Weights& w, const float* a, int64_t m, float* y) {
   const int64_t n = w.f.n;
-  const int64_t hw = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
-  const int64_t threads = n * w.f.k >= (int64_t{1} << 20) ? std::min<int64_t>({hw, n / 64, 8}) : 1;
+  const int64_t threads = n * w.f.k >= (int64_t{1} << 20) ? std::min<int64_t>({hardware_threads(), n / 64, 8}) : 1;
   if (threads <= 1) return direct_columns(w, a, m, y, 0, n);
-  const int64_t share = ((n + threads - 1) / threads + kTileCols - 1) / kTileCols * kTileCols;
-  std::vector<std::thread> pool;
-  for (int64_t j = share; j < n; j += share) {
-    auto part = [=, &w] { direct_columns(w, a, m, y, j, std::min(n, j + share)); };
-    try {
-      pool.emplace_back(part);
-    } catch (const std::system_error&) {  // no thread to be had: this one does the share
-      part();
-    }
-  }
-  direct_columns(w, a, m, y, 0, std::min(n, share));
-  for (auto& t : pool) t.join();
+  run_in_shares(n, threads, kTileCols, [&](int64_t c0, int64_t c1) { direct_columns(w, a, m, y, c0, c1); });
 }
 
 // More rows: a panel of channels widened (64 x K floats, never the whole weight), then BLAS.

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <vector>
 
+#include "core/parallel.h"
 #include "ops/common.h"
 #include "ops/op.h"
 
@@ -31,16 +33,22 @@ Result<WeightQuantFormat> read_weight_quant_format(const ir::Node& node) {
 
 namespace {
 
-// The float value of weight element (k, column c) of a [K, N] or (trans) [N, K] tensor.
+// A block's columns are widened to floats, each column contiguous, before they are quantized:
+// a quantizer reads a column several times, and a [K, N] weight's column is strided (32 float16
+// columns of a row are one cache line).
+constexpr int64_t kBlockCols = 32;
+
+// Columns [c0, c0 + nc) of a [K, N_total] (trans: [N_total, K]) weight as floats: out[c * k + kk].
 template <typename T>
-struct WeightReader {
-  const T* p;
-  int64_t k, n_total;
-  bool trans;
-  float at(int64_t kk, int64_t c) const {
-    return static_cast<float>(load(p[trans ? c * k + kk : kk * n_total + c]));
+void gather_columns(const T* p, int64_t k, int64_t n_total, bool trans, int64_t c0, int64_t nc, float* out) {
+  if (trans) {
+    for (int64_t c = 0; c < nc; ++c)
+      for (int64_t kk = 0; kk < k; ++kk) out[c * k + kk] = static_cast<float>(load(p[(c0 + c) * k + kk]));
+    return;
   }
-};
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t c = 0; c < nc; ++c) out[c * k + kk] = static_cast<float>(load(p[kk * n_total + c0 + c]));
+}
 
 // Rounds `s` to T, as the plan stores it; the codes are chosen against the stored scale.
 template <typename T>
@@ -49,48 +57,87 @@ float stored(float s) {
 }
 
 template <typename T>
-void quantize_int8(const WeightReader<T>& w, int64_t n0, const WeightQuantFormat& f, QuantizedWeight& q) {
-  auto* codes = q.packed.mutable_data_as<int8_t>();
-  auto* scales = q.scales.mutable_data_as<T>();
-  for (int64_t c = 0; c < f.n; ++c) {
-    float amax = 0;
-    for (int64_t kk = 0; kk < f.k; ++kk) amax = std::max(amax, std::fabs(w.at(kk, n0 + c)));
-    const float s = stored<T>(amax / 127.f);
-    scales[c] = store<T>(s);
-    for (int64_t kk = 0; kk < f.k; ++kk) {
-      const float v = s > 0 ? std::nearbyint(w.at(kk, n0 + c) / s) : 0.f;
-      codes[c * f.k + kk] = static_cast<int8_t>(std::clamp(v, -127.f, 127.f));
-    }
+void quantize_int8(const float* w, int64_t k, T* scale, int8_t* codes) {
+  float amax = 0;
+  for (int64_t kk = 0; kk < k; ++kk) amax = std::max(amax, std::fabs(w[kk]));
+  const float s = stored<T>(amax / 127.f);
+  *scale = store<T>(s);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const float v = s > 0 ? std::nearbyint(w[kk] / s) : 0.f;
+    codes[kk] = static_cast<int8_t>(std::clamp(v, -127.f, 127.f));
   }
 }
 
 // Asymmetric: the group's [min, max] (widened to hold 0, so zero stays exact) over 15 steps.
 template <typename T>
-void quantize_int4(const WeightReader<T>& w, int64_t n0, const WeightQuantFormat& f, QuantizedWeight& q) {
-  auto* packed = q.packed.mutable_data_as<uint8_t>();
-  auto* scales = q.scales.mutable_data_as<T>();
-  auto* zeros = q.zeros.mutable_data_as<uint8_t>();
-  const int64_t groups = f.groups(), row = f.row_bytes();
-  std::fill(packed, packed + f.n * row, uint8_t{0});
-  for (int64_t c = 0; c < f.n; ++c)
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t k0 = g * f.group, k1 = std::min(f.k, k0 + f.group);
-      float lo = 0, hi = 0;
-      for (int64_t kk = k0; kk < k1; ++kk) {
-        lo = std::min(lo, w.at(kk, n0 + c));
-        hi = std::max(hi, w.at(kk, n0 + c));
-      }
-      float s = stored<T>((hi - lo) / 15.f);
-      if (!(s > 0)) s = 0;
-      const float z = s > 0 ? std::clamp(std::nearbyint(-lo / s), 0.f, 15.f) : 0.f;
-      scales[c * groups + g] = store<T>(s);
-      zeros[c * groups + g] = static_cast<uint8_t>(z);
-      for (int64_t kk = k0; kk < k1; ++kk) {
-        const float v = s > 0 ? std::clamp(std::nearbyint(w.at(kk, n0 + c) / s) + z, 0.f, 15.f) : z;
-        const auto code = static_cast<uint8_t>(v);
-        packed[c * row + kk / 2] |= static_cast<uint8_t>(kk % 2 ? code << 4 : code);
+void quantize_int4(const float* w, const WeightQuantFormat& f, T* scales, uint8_t* zeros, uint8_t* packed) {
+  std::fill(packed, packed + f.row_bytes(), uint8_t{0});
+  for (int64_t g = 0; g < f.groups(); ++g) {
+    const int64_t k0 = g * f.group, k1 = std::min(f.k, k0 + f.group);
+    float lo = 0, hi = 0;
+    for (int64_t kk = k0; kk < k1; ++kk) {
+      lo = std::min(lo, w[kk]);
+      hi = std::max(hi, w[kk]);
+    }
+    float s = stored<T>((hi - lo) / 15.f);
+    if (!(s > 0)) s = 0;
+    const float z = s > 0 ? std::clamp(std::nearbyint(-lo / s), 0.f, 15.f) : 0.f;
+    scales[g] = store<T>(s);
+    zeros[g] = static_cast<uint8_t>(z);
+    for (int64_t kk = k0; kk < k1; ++kk) {
+      const float v = s > 0 ? std::clamp(std::nearbyint(w[kk] / s) + z, 0.f, 15.f) : z;
+      const auto code = static_cast<uint8_t>(v);
+      packed[kk / 2] |= static_cast<uint8_t>(kk % 2 ? code << 4 : code);
+    }
+  }
+}
+
+struct NonFinite {
+  int64_t c = -1, kk = -1;  // c < 0: none
+};
+
+// Quantizes the fmt columns [c_begin, c_end) (of the weight's n0 + c); stops at the first
+// non-finite element in column-major order and returns it.
+template <typename T>
+NonFinite quantize_columns(const T* p, int64_t n_total, bool trans, int64_t n0, const WeightQuantFormat& f,
+                           QuantizedWeight& q, int64_t c_begin, int64_t c_end) {
+  const int64_t k = f.k, groups = f.groups();
+  std::vector<float> cols(static_cast<size_t>(kBlockCols * k));
+  for (int64_t c0 = c_begin; c0 < c_end; c0 += kBlockCols) {
+    const int64_t nc = std::min(kBlockCols, c_end - c0);
+    gather_columns(p, k, n_total, trans, n0 + c0, nc, cols.data());
+    for (int64_t i = 0; i < nc; ++i) {
+      const float* w = cols.data() + i * k;
+      const int64_t c = c0 + i;
+      for (int64_t kk = 0; kk < k; ++kk)
+        if (!std::isfinite(w[kk])) return {n0 + c, kk};
+      T* scales = q.scales.mutable_data_as<T>();
+      if (f.bits == 8) {
+        quantize_int8<T>(w, k, scales + c, q.packed.mutable_data_as<int8_t>() + c * k);
+      } else {
+        quantize_int4<T>(w, f, scales + c * groups, q.zeros.mutable_data_as<uint8_t>() + c * groups,
+                         q.packed.mutable_data_as<uint8_t>() + c * f.row_bytes());
       }
     }
+  }
+  return {};
+}
+
+// Large weights (a million elements or more) are quantized by several threads, each a share of
+// the columns; the result does not depend on the split.
+template <typename T>
+NonFinite quantize_all(const T* p, int64_t n_total, bool trans, int64_t n0, const WeightQuantFormat& f,
+                       QuantizedWeight& q) {
+  const int64_t blocks = (f.n + kBlockCols - 1) / kBlockCols;
+  const int64_t threads = f.n * f.k >= (int64_t{1} << 20) ? std::min<int64_t>({hardware_threads(), blocks, 16}) : 1;
+  std::mutex mu;
+  NonFinite first;
+  run_in_shares(f.n, threads, kBlockCols, [&](int64_t c0, int64_t c1) {
+    const NonFinite bad = quantize_columns<T>(p, n_total, trans, n0, f, q, c0, c1);
+    std::lock_guard<std::mutex> lock(mu);
+    if (bad.c >= 0 && (first.c < 0 || bad.c < first.c)) first = bad;
+  });
+  return first;
 }
 
 }  // namespace
@@ -111,14 +158,10 @@ Result<QuantizedWeight> quantize_weight(const Tensor& w, bool trans, int64_t n0,
     SRT_ASSIGN_OR_RETURN(q.zeros, Tensor::allocate(DataType::kUInt8, f.zero_dims()));
   }
   Status st = dispatch<kFloats>(w.dtype(), where, [&]<typename T>() -> Status {
-    const WeightReader<T> r{w.data_as<T>(), k, n_total, trans};
-    for (int64_t c = n0; c < n0 + f.n; ++c)
-      for (int64_t kk = 0; kk < k; ++kk)
-        if (!std::isfinite(r.at(kk, c)))
-          return invalid_argument(where + ": element (" + std::to_string(kk) + ", " + std::to_string(c) +
-                                  ") is not finite; such a weight cannot be quantized");
-    if (f.bits == 8) quantize_int8<T>(r, n0, f, q);
-    else quantize_int4<T>(r, n0, f, q);
+    const NonFinite bad = quantize_all<T>(w.data_as<T>(), n_total, trans, n0, f, q);
+    if (bad.c >= 0)
+      return invalid_argument(where + ": element (" + std::to_string(bad.kk) + ", " + std::to_string(bad.c) +
+                              ") is not finite; such a weight cannot be quantized");
     return ok_status();
   });
   if (!st.ok()) return st;

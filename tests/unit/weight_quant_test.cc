@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -147,6 +148,52 @@ TEST(WeightQuant, KernelMatchesTheDequantizedProductInDouble) {
         ASSERT_NEAR(got[r * c.n + j], sum, rel * mag + 1e-6) << "row " << r << " column " << j;
       }
   }
+}
+
+// A large weight is quantized by several threads, each a share of the columns: its bytes must be
+// those of quantizing it a few columns at a time (one thread, other block boundaries).
+TEST(WeightQuant, ThreadedQuantizationEqualsNarrowSlices) {
+  const int64_t k = 1000, n = 1100;  // above a million elements; n and k no multiple of 32 or a group
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16})
+    for (bool trans : {false, true})
+      for (auto [bits, group] : {std::pair{8, int64_t{0}}, {4, 32}, {4, 128}}) {
+        SCOPED_TRACE(std::string(dtype_name(t)) + (trans ? " trans" : "") + " bits " + std::to_string(bits));
+        std::vector<float> v = random_floats(static_cast<size_t>(k * n), 31);
+        for (int64_t i = 0; i < k; ++i) v[trans ? 700 * k + i : i * n + 700] = 0.f;  // an all-zero channel
+        const Tensor w = make_tensor(t, trans ? Dims{n, k} : Dims{k, n}, v);
+        const ops::WeightQuantFormat f{bits, group, k, n};
+        auto whole = ops::quantize_weight(w, trans, 0, f, "W");
+        ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+        // Bytes per column of each output.
+        const auto row = static_cast<size_t>(f.row_bytes()), groups = static_cast<size_t>(f.groups());
+        const size_t scale_bytes = dtype_size(t) * (bits == 4 ? groups : 1);
+        auto same = [](const Tensor& part, const Tensor& all, size_t offset, size_t bytes) {
+          return std::memcmp(part.data(), all.data_as<uint8_t>() + offset, bytes) == 0;
+        };
+        for (int64_t n0 = 0; n0 < n; n0 += 7) {
+          const int64_t nc = std::min<int64_t>(7, n - n0);
+          auto part = ops::quantize_weight(w, trans, n0, {bits, group, k, nc}, "W");
+          ASSERT_TRUE(part.ok()) << part.status().to_string();
+          const auto c0 = static_cast<size_t>(n0), cn = static_cast<size_t>(nc);
+          ASSERT_TRUE(same(part->packed, whole->packed, c0 * row, cn * row)) << "codes of columns " << n0 << "..";
+          ASSERT_TRUE(same(part->scales, whole->scales, c0 * scale_bytes, cn * scale_bytes)) << "scales, " << n0;
+          if (bits == 4) {
+            ASSERT_TRUE(same(part->zeros, whole->zeros, c0 * groups, cn * groups)) << "zero points, " << n0;
+          }
+        }
+      }
+}
+
+// The first non-finite element in column order is named, whichever thread finds one first.
+TEST(WeightQuant, NamesTheFirstNonFiniteElementOfALargeWeight) {
+  const int64_t k = 1024, n = 1024;
+  std::vector<float> v = random_floats(static_cast<size_t>(k * n), 5);
+  v[3 * n + 1000] = NAN;       // element (3, 1000): a late thread's share
+  v[900 * n + 40] = INFINITY;  // element (900, 40): the first column with one
+  auto q = ops::quantize_weight(make_tensor(DataType::kFloat32, {k, n}, v), false, 0, {8, 0, k, n}, "Wbig");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("Wbig"), std::string::npos);
+  EXPECT_NE(q.status().message().find("element (900, 40)"), std::string::npos) << q.status().message();
 }
 
 TEST(WeightQuant, KernelAndShapeRuleRefuseWeightsThatDoNotFitTheFormat) {

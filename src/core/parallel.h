@@ -1,0 +1,18 @@
+// Splitting a loop over columns among short-lived threads (large CPU kernels and weight
+// quantization at build time; no pool: a thread costs ~40 us to start).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace streamrt {
+
+// Threads the machine runs at once (at least 1).
+int64_t hardware_threads();
+
+// Calls fn(begin, end) over consecutive shares of [0, n) on up to `threads` threads, each share a
+// multiple of `align` long (the last may be shorter). The calling thread takes the first share, and
+// runs any share whose thread cannot be started (a process limit). Returns when all are done.
+void run_in_shares(int64_t n, int64_t threads, int64_t align, const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace streamrt
