@@ -280,8 +280,8 @@ bool fits(const ir::Graph& g, const Match& m, const ir::Node& root) {
     return false;
   const ir::Value* mask = m.mask != ir::kNoValue ? &g.value(m.mask) : nullptr;
   if (mask && (!mask->has_shape || (mask->dtype != q.dtype && mask->dtype != DataType::kBool))) return false;
-  auto out = ops::attention_output_dims(root, q.dims, k.dims, v.dims, mask ? &mask->dims : nullptr, m.k_transposed,
-                                       0, m.kv_group);
+  auto out = ops::attention_output_dims(root, q.dims, k.dims, v.dims, mask ? &mask->dims : nullptr, nullptr,
+                                       m.k_transposed, 0, m.kv_group);
   const ir::Value& y = g.value(root.outputs[0]);
   if (!out.ok() || !y.has_shape || out->size() != y.dims.size() || y.dtype != q.dtype) return false;
   // A dim shape inference could not tell on one side (a Reshape's -1 at a dynamic batch on Q,

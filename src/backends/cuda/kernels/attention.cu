@@ -13,10 +13,16 @@
 //    fragment of P V needs (rows g and g+8, columns 2t and 2t+1), so P never leaves registers
 //    (rounded to the I/O type for the mma: the one rounding the CPU kernel does not make). The
 //    softmax runs in log2 units (exp2). Causal blocks stop at the last key their last row may see,
-//    and only tiles that cross a limit (causal, Skv, a mask) evaluate masks per element. K with
-//    other strides and unaligned K / V are staged element by element.
+//    sliding-window blocks start at the first key their first row may see, and only tiles that
+//    cross a limit (causal, window, Skv, a mask, a key left out by key_mask) evaluate masks per
+//    element. Each warp reads its tile's key_mask flags once, as two ballots (bit k = key k0 + k
+//    takes part), and skips a tile without any key. K with other strides and unaligned K / V are
+//    staged element by element.
 //  - attention_simple (float32, and any other D / Dv): a warp per query row, lanes split keys
-//    (32 at a time) for the scores and the Dv columns for the output (256 columns per pass).
+//    (32 at a time, from the row's causal / window bounds) for the scores and the Dv columns for
+//    the output (256 columns per pass).
+// A row left without a key of finite score ends with l = 0: NaN (0 with nan_to_zero) or, with a
+// finite mask_fill, the mean of V over all keys, summed in a second pass by the rows that need it.
 //    RuntimeOptions::attention_kernel = kSimple (streamrt run --attention-kernel simple) forces it
 //    for every call.
 #include <atomic>
@@ -38,6 +44,7 @@ struct Params {
   const void* k;
   const void* v;
   const void* mask;
+  const void* key_mask;  // [Bk, Sk] row-major, key_mask_bytes per element; null = none
   void* y;
   int64_t batch, sq, skv, d, dv;
   int64_t k_key, k_dim;        // K element (key j, dim c) at j * k_key + c * k_dim
@@ -47,6 +54,9 @@ struct Params {
   float scale;
   float mask_fill;  // score of a false bool-mask entry
   int causal;
+  int64_t window;  // 0 = none
+  int key_mask_bytes;
+  int fill_finite;  // a row without keys averages V (see attention.h)
   int mask_kind;
   int nan_to_zero;  // a row whose softmax is NaN (l not > 0) is written as 0
   ops::AttentionBatchMap map;  // where each batch index starts in Q, K, V and the mask
@@ -54,17 +64,24 @@ struct Params {
 
 using Offsets = ops::AttentionBatchMap::Offsets;
 
-// Last key (exclusive) that query rows [0, last_row] may see.
-__device__ __forceinline__ int64_t key_limit(const Params& p, int64_t last_row) {
-  if (!p.causal) return p.skv;
-  const int64_t lim = last_row + p.causal_offset + 1;
-  return lim < 0 ? 0 : (lim > p.skv ? p.skv : lim);
+__device__ __forceinline__ ops::KeyBounds bounds(const Params& p, int64_t row) {
+  return ops::key_bounds(row, p.causal_offset, p.skv, p.causal != 0, p.window);
 }
 
-// Score of query i (< Sq) and key j (< Skv) after scale, causal limit and mask, as on the CPU.
+// Whether key j of the key_mask row starting at element `row` is nonzero (any of its bytes: the
+// integer types are nonzero alike whatever their sign).
+__device__ __forceinline__ bool key_on(const Params& p, int64_t row, int64_t j) {
+  const uint8_t* e = static_cast<const uint8_t*>(p.key_mask) + (row + j) * p.key_mask_bytes;
+  uint8_t any = 0;
+  for (int b = 0; b < p.key_mask_bytes; ++b) any |= e[b];
+  return any != 0;
+}
+
+// Score of query i (< Sq) and key j (< Skv) after scale, causal limit, window and mask, as on the CPU.
 template <typename T>
 __device__ __forceinline__ float masked_score(const Params& p, int64_t mask_base, int64_t i, int64_t j, float s) {
-  if (p.causal && j > i + p.causal_offset) return -INFINITY;
+  const int64_t at = i + p.causal_offset;  // the query's position among the keys
+  if ((p.causal && j > at) || (p.window > 0 && at - j >= p.window)) return -INFINITY;
   if (p.mask_kind == kNoMask) return s;
   const int64_t mo = mask_base + i * p.mask_row + j * p.mask_col;
   if (p.mask_kind == kAdditiveMask) {
@@ -93,15 +110,16 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Para
     const int64_t b = row / p.sq, i = row - b * p.sq;
     const Offsets o = p.map.offsets(b);
     const T* qr = q + o.q + i * p.q_row;
-    const int64_t limit = key_limit(p, i);
+    const ops::KeyBounds kb = bounds(p, i);
+    const int64_t limit = kb.hi;
     for (int64_t c0 = 0; c0 < p.dv; c0 += 32 * kSimpleCols) {
       float m = -INFINITY, l = 0.f, acc[kSimpleCols];
 #pragma unroll
       for (int t = 0; t < kSimpleCols; ++t) acc[t] = 0.f;
-      for (int64_t j0 = 0; j0 < limit; j0 += 32) {
+      for (int64_t j0 = kb.lo; j0 < limit; j0 += 32) {
         const int64_t j = j0 + lane;
         float s = -INFINITY;
-        if (j < limit) {
+        if (j < limit && (!p.key_mask || key_on(p, o.key_mask, j))) {
           const T* kr = k + o.k + j * p.k_key;
           float dot = 0.f;
           for (int64_t c = 0; c < p.d; ++c) dot += static_cast<float>(to_acc(qr[c])) * static_cast<float>(to_acc(kr[c * p.k_dim]));
@@ -131,6 +149,17 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Para
           }
         }
         m = m_new;
+      }
+      if (p.fill_finite && l == 0.f) {  // no key: the mean of V (l is the same in every lane)
+        for (int64_t j = 0; j < p.skv; ++j) {
+          const T* vr = v + o.v + j * p.v_row;
+#pragma unroll
+          for (int t = 0; t < kSimpleCols; ++t) {
+            const int64_t c = c0 + lane + 32 * t;
+            if (c < p.dv) acc[t] += static_cast<float>(to_acc(vr[c]));
+          }
+        }
+        l = static_cast<float>(p.skv);
       }
       T* yr = y + o.y + i * p.y_row;
       const bool zero = p.nan_to_zero && !(l > 0.f);
@@ -235,6 +264,12 @@ __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
 }
 
 __device__ __forceinline__ uint32_t load_pair(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+template <typename T>
+__device__ __forceinline__ float half_to_float(uint16_t x) {
+  if constexpr (std::is_same_v<T, __half>) return __half2float(__ushort_as_half(x));
+  else return __bfloat162float(__ushort_as_bfloat16(x));
+}
 
 // Keys [k0, k0 + kBc) of a [key][kD] source whose rows are `stride` elements apart and 16-byte
 // aligned, into dst[kBc][kD + 8]; keys past Skv become zeros (their P is 0, and 0 * zeros stays
@@ -356,7 +391,9 @@ __global__ void __launch_bounds__(kMmaThreads) attention_mma(const Params p, int
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
   const float scale2 = p.scale * kLog2e;
   const int64_t last_row = (q0 + kBr < p.sq ? q0 + kBr : p.sq) - 1;
-  const int64_t kv_end = key_limit(p, last_row);  // same for the whole block: loops stay uniform
+  // Keys any row of the block may see; the same for the whole block, so loops stay uniform.
+  const int64_t kv_end = bounds(p, last_row).hi;
+  const int64_t first_tile = bounds(p, q0).lo / kBc;  // tiles wholly before the window are skipped
   const int64_t n_tiles = (kv_end + kBc - 1) / kBc;
 
   auto stage = [&](int buf, int64_t k0) {
@@ -369,10 +406,17 @@ __global__ void __launch_bounds__(kMmaThreads) attention_mma(const Params p, int
     else stage_scalar<kD>(vs, v, k0, p.skv, p.v_row, 1);
     cp_async_commit();
   };
-  if (n_tiles > 0) stage(0, 0);
-  for (int64_t it = 0; it < n_tiles; ++it) {
-    const int buf = static_cast<int>(it & 1);
+  if (first_tile < n_tiles) stage(0, first_tile * kBc);
+  for (int64_t it = first_tile; it < n_tiles; ++it) {
+    const int buf = static_cast<int>((it - first_tile) & 1);
     const int64_t k0 = it * kBc;
+    // Bit k of on_lo / on_hi (keys k0 + k, k0 + 32 + k): the key exists and key_mask keeps it.
+    uint32_t on_lo = ~0u, on_hi = ~0u;
+    if (p.key_mask) {
+      const int64_t j = k0 + lane;
+      on_lo = __ballot_sync(0xffffffffu, j < p.skv && key_on(p, o.key_mask, j));
+      on_hi = __ballot_sync(0xffffffffu, j + 32 < p.skv && key_on(p, o.key_mask, j + 32));
+    }
     if (it + 1 < n_tiles) {  // the other stage was last read in the previous iteration, before its closing barrier
       stage(buf ^ 1, k0 + kBc);
       cp_async_wait<1>();
@@ -380,66 +424,91 @@ __global__ void __launch_bounds__(kMmaThreads) attention_mma(const Params p, int
       cp_async_wait<0>();
     }
     __syncthreads();
-    const uint16_t* ks = smem + buf * Smem<kD>::kStage;
-    float s[kBc / 8][4];
-    scores_tile<T, kD>(s, qf, ks, k_trans);
+    // A tile whose keys key_mask leaves out adds nothing to this warp's rows (both ballots are
+    // the same in every lane, so the warp stays together for the mma).
+    if (on_lo | on_hi) {
+      const uint16_t* ks = smem + buf * Smem<kD>::kStage;
+      float s[kBc / 8][4];
+      scores_tile<T, kD>(s, qf, ks, k_trans);
 
-    // Scale and masks; element e of block nb is row (e < 2 ? r0 : r1), key k0 + nb*8 + 2t + (e&1).
-    // A tile inside every row's causal limit, inside Skv and without a mask needs only the scale.
-    const bool plain = p.mask_kind == kNoMask && k0 + kBc <= p.skv && (!p.causal || k0 + kBc - 1 <= q0 + p.causal_offset);
-    float mx0 = -INFINITY, mx1 = -INFINITY;
+      // Scale and masks; element e of block nb is row (e < 2 ? r0 : r1), key k0 + nb*8 + 2t + (e&1).
+      // A tile inside every row's causal limit and window, inside Skv, without a mask and with every
+      // key kept needs only the scale.
+      const bool plain = p.mask_kind == kNoMask && k0 + kBc <= p.skv && (on_lo & on_hi) == ~0u &&
+                         (!p.causal || k0 + kBc - 1 <= q0 + p.causal_offset) &&
+                         (p.window == 0 || k0 > last_row + p.causal_offset - p.window);
+      float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-    for (int nb = 0; nb < kBc / 8; ++nb) {
+      for (int nb = 0; nb < kBc / 8; ++nb) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[nb][e] * scale2;
-        if (!plain) {
-          const int64_t i = e < 2 ? r0 : r1;
-          const int64_t j = k0 + nb * 8 + 2 * t + (e & 1);
-          x = i < p.sq && j < p.skv ? masked_score<T>(p, o.mask, i, j, s[nb][e] * p.scale) * kLog2e : -INFINITY;
+        for (int e = 0; e < 4; ++e) {
+          float x = s[nb][e] * scale2;
+          if (!plain) {
+            const int64_t i = e < 2 ? r0 : r1;
+            const int kk = nb * 8 + 2 * t + (e & 1);
+            const int64_t j = k0 + kk;
+            const bool on = ((kk < 32 ? on_lo >> kk : on_hi >> (kk - 32)) & 1u) != 0;
+            x = i < p.sq && j < p.skv && on ? masked_score<T>(p, o.mask, i, j, s[nb][e] * p.scale) * kLog2e : -INFINITY;
+          }
+          s[nb][e] = x;
+          if (e < 2) mx0 = fmaxf(mx0, x);
+          else mx1 = fmaxf(mx1, x);
         }
-        s[nb][e] = x;
-        if (e < 2) mx0 = fmaxf(mx0, x);
-        else mx1 = fmaxf(mx1, x);
       }
-    }
-    // The four lanes of a group (same g) hold one row between them.
+      // The four lanes of a group (same g) hold one row between them.
 #pragma unroll
-    for (int off = 1; off <= 2; off <<= 1) {
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
-    }
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
-    const float alpha0 = fast_exp2(m0 - base0), alpha1 = fast_exp2(m1 - base1);
-    m0 = mn0;
-    m1 = mn1;
-    float sum0 = 0.f, sum1 = 0.f;
+      for (int off = 1; off <= 2; off <<= 1) {
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+      }
+      const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+      const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
+      const float alpha0 = fast_exp2(m0 - base0), alpha1 = fast_exp2(m1 - base1);
+      m0 = mn0;
+      m1 = mn1;
+      float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
-    for (int nb = 0; nb < kBc / 8; ++nb) {
-      s[nb][0] = fast_exp2(s[nb][0] - base0);
-      s[nb][1] = fast_exp2(s[nb][1] - base0);
-      s[nb][2] = fast_exp2(s[nb][2] - base1);
-      s[nb][3] = fast_exp2(s[nb][3] - base1);
-      sum0 += s[nb][0] + s[nb][1];
-      sum1 += s[nb][2] + s[nb][3];
-    }
-    l0 = l0 * alpha0 + sum0;  // this lane's columns only; the group's lanes are summed at the end
-    l1 = l1 * alpha1 + sum1;
+      for (int nb = 0; nb < kBc / 8; ++nb) {
+        s[nb][0] = fast_exp2(s[nb][0] - base0);
+        s[nb][1] = fast_exp2(s[nb][1] - base0);
+        s[nb][2] = fast_exp2(s[nb][2] - base1);
+        s[nb][3] = fast_exp2(s[nb][3] - base1);
+        sum0 += s[nb][0] + s[nb][1];
+        sum1 += s[nb][2] + s[nb][3];
+      }
+      l0 = l0 * alpha0 + sum0;  // this lane's columns only; the group's lanes are summed at the end
+      l1 = l1 * alpha1 + sum1;
 #pragma unroll
-    for (int nb = 0; nb < kD / 8; ++nb) {
-      acc[nb][0] *= alpha0;
-      acc[nb][1] *= alpha0;
-      acc[nb][2] *= alpha1;
-      acc[nb][3] *= alpha1;
+      for (int nb = 0; nb < kD / 8; ++nb) {
+        acc[nb][0] *= alpha0;
+        acc[nb][1] *= alpha0;
+        acc[nb][2] *= alpha1;
+        acc[nb][3] *= alpha1;
+      }
+      accumulate_tile<T, kD>(acc, s, ks + Smem<kD>::kK);
     }
-    accumulate_tile<T, kD>(acc, s, ks + Smem<kD>::kK);
     __syncthreads();  // every warp is done with this stage before it is refilled
   }
 #pragma unroll
   for (int off = 1; off <= 2; off <<= 1) {
     l0 += __shfl_xor_sync(0xffffffffu, l0, off);
     l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+  }
+  // A row without keys (l = 0: its acc is 0) with a finite fill: the mean of V over all keys.
+  const bool mean0 = p.fill_finite && l0 == 0.f && r0 < p.sq, mean1 = p.fill_finite && l1 == 0.f && r1 < p.sq;
+  if (mean0 || mean1) {
+    for (int64_t j = 0; j < p.skv; ++j) {
+      const uint16_t* vr = v + j * p.v_row;
+#pragma unroll
+      for (int nb = 0; nb < kD / 8; ++nb) {
+        const int c = nb * 8 + 2 * t;
+        const float x0 = half_to_float<T>(vr[c]), x1 = half_to_float<T>(vr[c + 1]);
+        if (mean0) acc[nb][0] += x0, acc[nb][1] += x1;
+        if (mean1) acc[nb][2] += x0, acc[nb][3] += x1;
+      }
+    }
+    if (mean0) l0 = static_cast<float>(p.skv);
+    if (mean1) l1 = static_cast<float>(p.skv);
   }
   // Column pairs (2t, 2t + 1) of a row are adjacent: one 4-byte store each (kD is even and Y's
   // rows start 4-byte aligned, as the launcher checks).
@@ -473,6 +542,8 @@ Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g
   p.k = ctx.input(1).data;
   p.v = ctx.input(2).data;
   p.mask = g.mask == ops::AttentionMask::kNone ? nullptr : ctx.input(3).data;
+  p.key_mask = g.key_mask_bytes ? ctx.input(4).data : nullptr;
+  p.key_mask_bytes = g.key_mask_bytes;
   p.y = ctx.output(0).data;
   p.batch = g.batch;
   p.sq = g.sq, p.skv = g.skv, p.d = g.d, p.dv = g.dv;
@@ -483,6 +554,8 @@ Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g
   p.scale = a.scale;
   p.mask_fill = a.mask_fill;
   p.causal = a.causal ? 1 : 0;
+  p.window = a.window;
+  p.fill_finite = std::isfinite(a.mask_fill) ? 1 : 0;
   p.nan_to_zero = a.nan_to_zero ? 1 : 0;
   p.mask_kind = g.mask == ops::AttentionMask::kAdditive ? kAdditiveMask
                 : g.mask == ops::AttentionMask::kBool   ? kBoolMask
