@@ -388,7 +388,9 @@ size_t fuse_attention(ir::Graph& g) {
     for (auto& n : g.nodes)
       if (!n.outputs.empty() && n.outputs[0] == out) n.inputs[3] = it->second;
   }
-  // The sliced mask (shared by every layer, so no chain absorbed it) and its end computation.
+  // The sliced mask (shared by every layer, so no chain absorbed it) and its end computation, and
+  // the masks built from attention_mask once they are the op's own.
+  if (fused && fold_attention_masks(g) > 0) left_dead = true;
   if (left_dead) remove_dead_code(g);
   if (fused) absorb_layout_transposes(g);
   return fused;
