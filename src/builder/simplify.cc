@@ -58,12 +58,6 @@ class Rewirer {
   std::unordered_map<ir::ValueId, ir::ValueId> map_;
 };
 
-std::optional<DataType> cast_to(const ir::Node& n) {
-  auto to = n.attr_int("to");
-  if (!to.ok()) return std::nullopt;
-  return static_cast<DataType>(*to);
-}
-
 }  // namespace
 
 size_t fold_casts(ir::Graph& g) {
