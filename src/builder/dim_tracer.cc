@@ -111,9 +111,14 @@ std::optional<SymDim> DimTracer::trace(ir::ValueId v, int64_t axis) {
   const int p = idx_.producer(v);
   if (p < 0) return std::nullopt;
   const ir::Node& n = g_.nodes[p];
-  if (!n.domain.empty() || n.inputs.empty() || n.outputs[0] != v) return std::nullopt;
   const std::string& op = n.op_type;
   const int64_t r = rank_or_zero(g_, v);
+  // Split (a fused QKV projection): every piece keeps the input's dims off the split axis.
+  if (op == "Split" && n.domain.empty() && !n.inputs.empty() && rank_or_zero(g_, n.inputs[0]) == r) {
+    auto a = int_attr(n, "axis", 0);
+    return a && (*a < 0 ? *a + r : *a) != axis ? dim(n.inputs[0], axis) : std::nullopt;
+  }
+  if (!n.domain.empty() || n.inputs.empty() || n.outputs[0] != v) return std::nullopt;
   static const char* const kSameShape[] = {"Cast", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt",
                                            "Reciprocal", "Erf", "Abs", "Not", "Identity", "Softmax",
                                            "RMSNormalization", "LayerNormalization", "Rotary", "Cos", "Sin",

@@ -13,7 +13,9 @@
 // the mask input is dropped for those. The fill carries over as mask_fill: -inf, or a finite fill
 // low enough to swamp any score (an additive one <= kMaskSwampsScore, which the op already reads so,
 // a bool one <= kLargeNegative): a row that keeps a key gives masked keys exactly the weight 0
-// either way, and a row that keeps none is NaN / uniform in both (attention.h).
+// either way, and a row that keeps none is NaN / uniform in both (attention.h). An additive mask of
+// constant zeros (an all-keep mask a static build folded) is dropped.
+#include <algorithm>
 #include <cmath>
 
 #include "builder/fusion.h"
@@ -197,6 +199,14 @@ bool same_output(const ir::Graph& g, const ir::Node& n, const Folded& f, bool k_
 
 bool is_attention(const ir::Node& n) { return n.op_type == "Attention" && n.domain.empty(); }
 
+// An additive constant mask of zeros (what a static build folds an all-keep mask into) adds nothing.
+bool zero_mask(const ir::Graph& g, const ir::Node& n) {
+  const Tensor* t = g.constant(n.inputs[3]);
+  if (!t || !is_float(t->dtype())) return false;
+  auto v = t->to_float_vector();
+  return v.ok() && std::all_of(v->begin(), v->end(), [](float x) { return x == 0.f; });
+}
+
 }  // namespace
 
 size_t fold_attention_masks(ir::Graph& g) {
@@ -209,6 +219,11 @@ size_t fold_attention_masks(ir::Graph& g) {
     auto causal = n.attr_int("causal", 0), window = n.attr_int("window", 0), bshd = n.attr_int("bshd", 0);
     auto kt = n.attr_int("k_transposed", 0), kv_group = n.attr_int("kv_group", 1);
     if (!causal.ok() || *causal || !window.ok() || *window || !bshd.ok() || *bshd || !kt.ok() || !kv_group.ok()) continue;
+    if (zero_mask(g, n) && same_output(g, n, Folded{}, *kt == 1, *kv_group)) {
+      n.inputs.resize(3);
+      ++folded;
+      continue;
+    }
     auto r = fold(g, idx, tr, forms, n);
     if (!r || !same_output(g, n, r->first, *kt == 1, *kv_group)) continue;
     const auto& [f, fill] = *r;

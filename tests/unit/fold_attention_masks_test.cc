@@ -140,5 +140,16 @@ TEST(FoldAttentionMasks, AnyOtherMaskStays) {
   stays({.zero = 1.f}, "kept keys shifted by 1");
 }
 
+TEST(FoldAttentionMasks, AdditiveZerosGo) {
+  Built b = build({});
+  for (auto& n : b.g.nodes)
+    if (n.op_type == "Attention") n.inputs[3] = constant(b.g, f32({1, 1, kS, kS}, std::vector<float>(kS * kS, 0.f)));
+  remove_dead_code(b.g);
+  const std::vector<float> want = run(b.g);
+  ASSERT_EQ(fold_attention_masks(b.g), 1u);
+  EXPECT_EQ(attention(b.g).inputs.size(), 3u);
+  EXPECT_EQ(run(b.g), want);
+}
+
 }  // namespace
 }  // namespace streamrt::builder
