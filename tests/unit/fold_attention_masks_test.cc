@@ -34,19 +34,6 @@ struct Built {
   ir::ValueId y = ir::kNoValue;
 };
 
-ir::ValueId add(ir::Graph& g, const std::string& op, std::vector<ir::ValueId> in,
-                std::map<std::string, ir::Attribute> attrs = {}) {
-  const ir::ValueId out = g.add_value(op + "_" + std::to_string(g.values.size()));
-  add_node(g, op, std::move(in), {out}, std::move(attrs));
-  return out;
-}
-
-ir::ValueId constant(ir::Graph& g, Tensor t) {
-  const ir::ValueId c = g.add_value("c" + std::to_string(g.values.size()));
-  g.set_constant(c, std::move(t));
-  return c;
-}
-
 Built build(const Variant& v) {
   Built b;
   ir::Graph& g = b.g;
@@ -61,11 +48,11 @@ Built build(const Variant& v) {
   std::vector<int64_t> idx;
   for (int64_t r = 0; r < kB; ++r)
     for (int64_t j = 0; j < kS; ++j) idx.insert(idx.end(), {v.row_is_batch ? r : 0, v.col_is_key ? j : kS - 1 - j});
-  const ir::ValueId padded = add(g, "GatherND", {add(g, "Cast", {am}, {{"to", int_attr(9)}}),  // ONNX bool
-                                                 constant(g, i64({kB, 1, 1, kS, 2}, idx))});
-  const ir::ValueId keep = add(g, "And", {constant(g, Tensor::from_vector(DataType::kBool, {1, 1, kS, kS}, band)), padded});
-  const ir::ValueId mask = add(g, "Where", {keep, constant(g, f32({}, {v.zero})), constant(g, f32({}, {v.fill}))});
-  b.y = add(g, "Attention", {q, k, val, mask}, {{"scale", float_attr(0.5f)}, {"nan_to_zero", int_attr(1)}});
+  const ir::ValueId padded = add_op(g, "GatherND", {add_op(g, "Cast", {am}, {{"to", int_attr(9)}}),  // ONNX bool
+                                                 add_constant(g, i64({kB, 1, 1, kS, 2}, idx))});
+  const ir::ValueId keep = add_op(g, "And", {add_constant(g, Tensor::from_vector(DataType::kBool, {1, 1, kS, kS}, band)), padded});
+  const ir::ValueId mask = add_op(g, "Where", {keep, add_constant(g, f32({}, {v.zero})), add_constant(g, f32({}, {v.fill}))});
+  b.y = add_op(g, "Attention", {q, k, val, mask}, {{"scale", float_attr(0.5f)}, {"nan_to_zero", int_attr(1)}});
   g.outputs = {b.y};
   EXPECT_TRUE(ir::infer_shapes(g).ok());
   return b;
@@ -143,7 +130,7 @@ TEST(FoldAttentionMasks, AnyOtherMaskStays) {
 TEST(FoldAttentionMasks, AdditiveZerosGo) {
   Built b = build({});
   for (auto& n : b.g.nodes)
-    if (n.op_type == "Attention") n.inputs[3] = constant(b.g, f32({1, 1, kS, kS}, std::vector<float>(kS * kS, 0.f)));
+    if (n.op_type == "Attention") n.inputs[3] = add_constant(b.g, f32({1, 1, kS, kS}, std::vector<float>(kS * kS, 0.f)));
   remove_dead_code(b.g);
   const std::vector<float> want = run(b.g);
   ASSERT_EQ(fold_attention_masks(b.g), 1u);
