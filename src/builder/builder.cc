@@ -131,6 +131,13 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
   }
   rep.nodes_removed = builder::remove_identities(g);
   rep.nodes_removed += builder::remove_dead_code(g);
+  // Exporters' plumbing that would hide a pattern from fusion: Casts to a value's own type, unit
+  // scalings, Reshape targets computed from shapes (and their Shape readers of fused tensors).
+  const size_t before_simplify = g.nodes.size();
+  builder::fold_casts(g);
+  builder::drop_unit_scalings(g);
+  builder::fold_reshape_targets(g);
+  rep.nodes_removed += before_simplify - g.nodes.size();
   rep.nodes_fused = builder::run_fusions(g, config.passes);
   // Reduced precision comes first so that weights are quantized from the values the plan would
   // hold (as refit quantizes them); it never meets the split below (weight streaming needs float32).
@@ -139,6 +146,16 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
     auto again = ir::infer_shapes(g, infer);
     if (!again.ok()) return again.status().with_context(std::string("in ") + dtype_name(config.float_precision));
   }
+  // What fusion leaves of exporters' plumbing: Cast and Transpose pairs, Reshape targets computed
+  // from shapes, and the layers' recomputations of one thing (masks, rotary tables, shapes).
+  const size_t before_cleanup = g.nodes.size();
+  builder::fold_casts(g);
+  builder::fold_transposes(g);
+  builder::fold_reshape_targets(g);
+  builder::transposes_to_views(g);
+  builder::merge_reshapes(g);
+  builder::eliminate_common_subexpressions(g);
+  rep.nodes_removed += before_cleanup - g.nodes.size();
   SRT_ASSIGN_OR_RETURN(rep.steps_quantized, builder::quantize_weights(g, config.weight_quant));
   if (rep.steps_quantized > 0) {
     builder::remove_dead_code(g);  // the float weights the compressed ones replace

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ops/attention.h"
+
 namespace streamrt::builder {
 namespace {
 
@@ -109,9 +111,14 @@ std::optional<SymDim> DimTracer::trace(ir::ValueId v, int64_t axis) {
   const int p = idx_.producer(v);
   if (p < 0) return std::nullopt;
   const ir::Node& n = g_.nodes[p];
-  if (!n.domain.empty() || n.inputs.empty() || n.outputs[0] != v) return std::nullopt;
   const std::string& op = n.op_type;
   const int64_t r = rank_or_zero(g_, v);
+  // Split (a fused QKV projection): every piece keeps the input's dims off the split axis.
+  if (op == "Split" && n.domain.empty() && !n.inputs.empty() && rank_or_zero(g_, n.inputs[0]) == r) {
+    auto a = int_attr(n, "axis", 0);
+    return a && (*a < 0 ? *a + r : *a) != axis ? dim(n.inputs[0], axis) : std::nullopt;
+  }
+  if (!n.domain.empty() || n.inputs.empty() || n.outputs[0] != v) return std::nullopt;
   static const char* const kSameShape[] = {"Cast", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt",
                                            "Reciprocal", "Erf", "Abs", "Not", "Identity", "Softmax",
                                            "RMSNormalization", "LayerNormalization", "Rotary", "Cos", "Sin",
@@ -129,15 +136,23 @@ std::optional<SymDim> DimTracer::trace(ir::ValueId v, int64_t axis) {
     if (!perm.ok() || perm->empty()) return dim(n.inputs[0], r - 1 - axis);
     return perm->size() == static_cast<size_t>(r) ? dim(n.inputs[0], (*perm)[axis]) : std::nullopt;
   }
-  if (op == "MatMul" || op == "Attention") {  // rows come from the first operand (Q)
+  if (op == "MatMul") {  // rows from the first operand, columns from the second, batch dims broadcast
     const bool matrices = rank_or_zero(g_, n.inputs[0]) >= 2 && n.inputs.size() > 1 && rank_or_zero(g_, n.inputs[1]) >= 2;
     if (!matrices) return std::nullopt;
     if (axis == r - 2) return dim(n.inputs[0], -2);
-    // Batch dims of x @ W with a 2-D W (a projection) are x's.
-    if (op == "MatMul" && axis < r - 2 && rank_or_zero(g_, n.inputs[1]) == 2 && rank_or_zero(g_, n.inputs[0]) == r)
-      return dim(n.inputs[0], axis);
-    return std::nullopt;
+    if (axis == r - 1) return dim(n.inputs[1], -1);
+    std::vector<SymDim> ds;
+    for (int k = 0; k < 2; ++k) {
+      const int64_t rk = rank_or_zero(g_, n.inputs[k]), a = axis - (r - rk);
+      if (a < 0) continue;
+      auto d = dim(n.inputs[k], a);
+      if (!d) return std::nullopt;
+      ds.push_back(*d);
+    }
+    return broadcast_of(ds);
   }
+  if (op == "Attention") return attention(n, r, axis);
+  if (op.rfind("Reduce", 0) == 0) return reduce(n, axis);
   if (op == "Gather" && n.inputs.size() == 2) {  // data[:a] + indices + data[a + 1:]
     const int64_t rd = rank_or_zero(g_, n.inputs[0]), ri = static_cast<int64_t>(g_.value(n.inputs[1]).dims.size());
     auto a = int_attr(n, "axis", 0);
@@ -159,6 +174,7 @@ std::optional<SymDim> DimTracer::trace(ir::ValueId v, int64_t axis) {
   if (op == "Slice") return slice(n, r, axis);
   if (op == "Unsqueeze" || op == "Squeeze") return squeeze_family(n, r, axis);
   if (op == "Expand" && n.inputs.size() == 2) return expand(n, r, axis);
+  if (op == "GatherND" && n.inputs.size() == 2) return gather_nd(n, axis);
   if (op == "Range" && n.inputs.size() == 3) return range(n);
   return std::nullopt;
 }
@@ -217,6 +233,61 @@ std::optional<SymDim> DimTracer::expand(const ir::Node& n, int64_t r, int64_t ax
     ds.push_back(*e);
   }
   return broadcast_of(ds);
+}
+
+// Attention (ops/attention.h): rows are Q's, the last dim V's and the leading dims Q's, where Q
+// has them (a Q dim of 1 may broadcast against K, V or the mask: not traced); bshd layouts permute.
+std::optional<SymDim> DimTracer::attention(const ir::Node& n, int64_t r, int64_t axis) {
+  auto bits = int_attr(n, "bshd", 0);
+  if (!bits || n.inputs.size() < 3 || rank_or_zero(g_, n.inputs[0]) != r || r < 2) return std::nullopt;
+  auto physical = [&](int64_t logical, int bit) { return (*bits & bit) && r == 4 && (logical == 1 || logical == 2) ? 3 - logical : logical; };
+  const int64_t logical = physical(axis, ops::kBshdY);
+  if (logical == r - 1) return dim(n.inputs[2], -1);
+  auto d = dim(n.inputs[0], physical(logical, ops::kBshdQ));
+  if (logical < r - 2 && d && d->is(1)) return std::nullopt;
+  return d;
+}
+
+// Reduce*(x, axes): the axes not reduced are x's; kept reduced axes are 1. Axes from the input
+// (ReduceSum from opset 13, the others from 18) or the attribute; none given: all, unless
+// noop_with_empty_axes.
+std::optional<SymDim> DimTracer::reduce(const ir::Node& n, int64_t axis) {
+  const int64_t rx = rank_or_zero(g_, n.inputs[0]);
+  auto keep = int_attr(n, "keepdims", 1), noop = int_attr(n, "noop_with_empty_axes", 0);
+  if (!keep || !noop || rx == 0) return std::nullopt;
+  std::vector<int64_t> axes;
+  if (n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue) {
+    const Tensor* t = g_.constant(n.inputs[1]);
+    auto v = t ? t->to_int64_vector() : Result<std::vector<int64_t>>(invalid_argument(""));
+    if (!v.ok()) return std::nullopt;
+    axes = *v;
+  } else if (auto a = n.attr_ints("axes", std::vector<int64_t>{}); a.ok()) {
+    axes = *a;
+  } else {
+    return std::nullopt;
+  }
+  if (axes.empty() && *noop) return dim(n.inputs[0], axis);
+  std::vector<bool> reduced(static_cast<size_t>(rx), axes.empty());
+  for (int64_t a : axes) {
+    const int64_t x = a < 0 ? a + rx : a;
+    if (x < 0 || x >= rx) return std::nullopt;
+    reduced[static_cast<size_t>(x)] = true;
+  }
+  for (int64_t i = 0, out = 0; i < rx; ++i) {
+    if (reduced[static_cast<size_t>(i)] && !*keep) continue;
+    if (out++ == axis) return reduced[static_cast<size_t>(i)] ? SymDim{ir::kNoValue, 1} : dim(n.inputs[0], i);
+  }
+  return std::nullopt;
+}
+
+// GatherND(data, indices) with batch_dims 0: indices' dims but the last, then data's past the
+// indexed ones (as many as indices' static last dim).
+std::optional<SymDim> DimTracer::gather_nd(const ir::Node& n, int64_t axis) {
+  if (int_attr(n, "batch_dims", 0) != 0) return std::nullopt;
+  const ir::Value& ind = g_.value(n.inputs[1]);
+  if (!ind.has_shape || ind.dims.empty() || ind.dims.back() < 0) return std::nullopt;
+  const int64_t lead = static_cast<int64_t>(ind.dims.size()) - 1;
+  return axis < lead ? dim(n.inputs[1], axis) : dim(n.inputs[0], axis - lead + ind.dims.back());
 }
 
 // Range(start, limit, 1) with start a constant 0 has limit elements.
@@ -295,7 +366,7 @@ std::optional<SymDim> DimTracer::slice(const ir::Node& n, int64_t r, int64_t axi
 
 // The -1 of Reshape(x, shape) at `axis`: x's dims and the shape's other entries, with the symbolic
 // ones that appear on both sides cancelled, must leave static sizes whose quotient it is
-// ([B, S, 16] -> [B, S, -1, 8] gives 2 at any B and S).
+// ([B, S, 16] -> [B, S, -1, 8] gives 2 at any B and S), or one symbolic dim times a quotient of 1.
 std::optional<SymDim> DimTracer::inferred_reshape_dim(const ir::Node& n, int64_t axis) {
   const int64_t rin = rank_or_zero(g_, n.inputs[0]), rout = rank_or_zero(g_, n.outputs[0]);
   if (rin == 0 || rout == 0) return std::nullopt;
@@ -307,10 +378,12 @@ std::optional<SymDim> DimTracer::inferred_reshape_dim(const ir::Node& n, int64_t
     if (d->is_static()) num *= d->n;
     else in.push_back(*d);
   }
+  const bool allowzero = int_attr(n, "allowzero", 0) != 0;
   for (int64_t j = 0; j < rout; ++j) {
     if (j == axis) continue;
     auto e = element(n.inputs[1], j);
-    if (!e || (e->is_static() && e->n <= 0)) return std::nullopt;  // 0 copies, a second -1: not handled
+    if (e && e->is(0) && !allowzero && j < rin) e = dim(n.inputs[0], j);  // 0 copies the input's dim
+    if (!e || (e->is_static() && e->n <= 0)) return std::nullopt;  // a second -1: not handled
     if (e->is_static()) {
       den *= e->n;
       continue;
@@ -319,7 +392,11 @@ std::optional<SymDim> DimTracer::inferred_reshape_dim(const ir::Node& n, int64_t
     if (it == in.end()) return std::nullopt;
     in.erase(it);
   }
-  if (!in.empty() || den == 0 || num % den != 0) return std::nullopt;
+  if (den == 0) return std::nullopt;
+  // One symbolic dim left over and the static sizes cancel: the -1 is that dim ([B, 1, 32] ->
+  // [-1, 1, 4, 8]).
+  if (in.size() == 1 && num == den) return in[0];
+  if (!in.empty() || num % den != 0) return std::nullopt;
   return SymDim{ir::kNoValue, num / den};
 }
 
@@ -356,7 +433,8 @@ std::optional<SymDim> DimTracer::slice_element(const ir::Node& n, int64_t k) {
 }
 
 // Where(Equal(x, -1), fill, x): the TorchScript exporter's guard on an Expand shape. A size is
-// never -1, so the element of x passes through wherever it is one.
+// never -1, so the element of x passes through wherever it is one, and where x holds a known -1
+// (a dim the exporter leaves to broadcasting) the element is fill's.
 std::optional<SymDim> DimTracer::unset_dims_element(const ir::Node& n, int64_t k) {
   if (n.inputs.size() != 3) return std::nullopt;
   const ir::ValueId x = n.inputs[2];
@@ -369,6 +447,7 @@ std::optional<SymDim> DimTracer::unset_dims_element(const ir::Node& n, int64_t k
   if (!ones.ok() || ones->empty() || std::any_of(ones->begin(), ones->end(), [](int64_t v) { return v != -1; }))
     return std::nullopt;
   auto d = element(x, k);
+  if (d && d->is(-1)) return element(n.inputs[1], k);  // the guard's own replacement (1 for Expand)
   if (!d || (d->is_static() && d->n < 0)) return std::nullopt;
   return d;
 }

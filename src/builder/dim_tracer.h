@@ -44,6 +44,9 @@ class DimTracer {
   static std::optional<SymDim> broadcast_of(std::vector<SymDim> ds);
   std::optional<SymDim> squeeze_family(const ir::Node& n, int64_t r, int64_t axis);
   std::optional<SymDim> expand(const ir::Node& n, int64_t r, int64_t axis);
+  std::optional<SymDim> gather_nd(const ir::Node& n, int64_t axis);
+  std::optional<SymDim> attention(const ir::Node& n, int64_t r, int64_t axis);
+  std::optional<SymDim> reduce(const ir::Node& n, int64_t axis);
   std::optional<SymDim> range(const ir::Node& n);
   std::optional<SymDim> slice(const ir::Node& n, int64_t r, int64_t axis);
   std::optional<SymDim> concat(const ir::Node& n, int64_t axis);

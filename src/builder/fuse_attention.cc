@@ -280,8 +280,8 @@ bool fits(const ir::Graph& g, const Match& m, const ir::Node& root) {
     return false;
   const ir::Value* mask = m.mask != ir::kNoValue ? &g.value(m.mask) : nullptr;
   if (mask && (!mask->has_shape || (mask->dtype != q.dtype && mask->dtype != DataType::kBool))) return false;
-  auto out = ops::attention_output_dims(root, q.dims, k.dims, v.dims, mask ? &mask->dims : nullptr, m.k_transposed,
-                                       0, m.kv_group);
+  auto out = ops::attention_output_dims(root, q.dims, k.dims, v.dims, mask ? &mask->dims : nullptr, nullptr,
+                                       m.k_transposed, 0, m.kv_group);
   const ir::Value& y = g.value(root.outputs[0]);
   if (!out.ok() || !y.has_shape || out->size() != y.dims.size() || y.dtype != q.dtype) return false;
   // A dim shape inference could not tell on one side (a Reshape's -1 at a dynamic batch on Q,
@@ -388,7 +388,9 @@ size_t fuse_attention(ir::Graph& g) {
     for (auto& n : g.nodes)
       if (!n.outputs.empty() && n.outputs[0] == out) n.inputs[3] = it->second;
   }
-  // The sliced mask (shared by every layer, so no chain absorbed it) and its end computation.
+  // The sliced mask (shared by every layer, so no chain absorbed it) and its end computation, and
+  // the masks built from attention_mask once they are the op's own.
+  if (fused && fold_attention_masks(g) > 0) left_dead = true;
   if (left_dead) remove_dead_code(g);
   if (fused) absorb_layout_transposes(g);
   return fused;

@@ -4,9 +4,11 @@
 // of each Mul; Slice in its opset-1 (attributes) or opset-10 (inputs) form over the last axis.
 // Intermediates must have no other consumer; X's last axis must be static and even.
 // BuilderConfig::passes.rotary_fusion off skips the pass (a diagnostic).
+#include <map>
 #include <string>
 
 #include "builder/fusion.h"
+#include "ops/attention.h"
 
 namespace streamrt::builder {
 namespace {
@@ -87,7 +89,87 @@ size_t fuse_rotary(ir::Graph& g) {
     }
   }
   idx.compact();
+  if (fused) absorb_rotary_transposes(g);
   return fused;
+}
+
+size_t absorb_rotary_transposes(ir::Graph& g) {
+  GraphIndex idx(g);
+  struct Rewrite {
+    size_t attention, rotary, transpose;
+    int input, bit;
+  };
+  std::vector<Rewrite> rewrites;
+  std::vector<bool> drop(g.nodes.size(), false);
+  // cos / sin ([.., 1, S, D], one row for all heads) can be read as [.., S, 1, D] in place.
+  auto one_row_for_all_heads = [&](ir::ValueId c, int64_t d) {
+    const ir::Value& v = g.value(c);
+    const size_t r = v.dims.size();
+    return v.has_shape && r >= 2 && r <= 4 && v.dims[r - 1] == d && (r < 3 || v.dims[r - 3] == 1);
+  };
+  for (size_t a = 0; a < g.nodes.size(); ++a) {
+    const ir::Node& att = g.nodes[a];
+    if (att.op_type != "Attention" || !att.domain.empty()) continue;
+    auto bits = att.attr_int("bshd", 0), kt = att.attr_int("k_transposed", 0);
+    if (!bits.ok() || !kt.ok()) continue;
+    for (auto [input, bit] : {std::pair{0, ops::kBshdQ}, std::pair{1, ops::kBshdK}}) {
+      if ((*bits & bit) || (input == 1 && *kt)) continue;
+      const ir::ValueId y = att.inputs[input];
+      const int r = idx.producer_if(y, "Rotary");
+      if (r < 0 || idx.single_consumer(y) != static_cast<int>(a) || g.nodes[r].inputs.size() != 3) continue;
+      const ir::Node& rot = g.nodes[r];
+      const int t = idx.producer_if(rot.inputs[0], "Transpose");
+      if (t < 0 || idx.single_consumer(rot.inputs[0]) != r) continue;
+      auto perm = g.nodes[t].attr_ints("perm");
+      const ir::Value& yv = g.value(y);
+      if (!perm.ok() || *perm != std::vector<int64_t>{0, 2, 1, 3} || yv.dims.size() != 4 || yv.dims[3] < 1 ||
+          !one_row_for_all_heads(rot.inputs[1], yv.dims[3]) || !one_row_for_all_heads(rot.inputs[2], yv.dims[3]))
+        continue;
+      rewrites.push_back({a, static_cast<size_t>(r), static_cast<size_t>(t), input, bit});
+      drop[static_cast<size_t>(t)] = true;
+    }
+  }
+  if (rewrites.empty()) return 0;
+  // Views of cos / sin, one per tensor, placed before the first rotary that reads them.
+  std::map<ir::ValueId, ir::ValueId> view_of;
+  std::map<size_t, std::vector<ir::Node>> insert_before;
+  auto view = [&](ir::ValueId c, size_t at) {
+    if (auto it = view_of.find(c); it != view_of.end()) return it->second;
+    const ir::Value v = g.value(c);
+    const int64_t d = v.dims.back(), rows = v.dims.size() >= 2 ? v.dims[v.dims.size() - 2] : 1;
+    const bool lead = v.dims.size() == 4;
+    const ir::ValueId shape = add_int64_constant(g, v.name + "/bshd_shape", {lead ? 0 : 1, -1, 1, d});
+    const ir::ValueId out = g.add_value(v.name + "/bshd", v.dtype, {lead ? v.dims[0] : 1, rows, 1, d}, true);
+    ir::Node n;
+    n.name = v.name + "/bshd";
+    n.op_type = "Reshape";
+    n.opset = 14;
+    n.inputs = {c, shape};
+    n.outputs = {out};
+    insert_before[at].push_back(std::move(n));
+    return view_of[c] = out;
+  };
+  for (const Rewrite& w : rewrites) {
+    ir::Node& rot = g.nodes[w.rotary];
+    const ir::Value yv = g.value(rot.outputs[0]);
+    const ir::ValueId x = g.nodes[w.transpose].inputs[0];
+    const ir::ValueId cos = view(rot.inputs[1], w.rotary), sin = view(rot.inputs[2], w.rotary);
+    const ir::ValueId y = g.add_value(yv.name + "/bshd", yv.dtype, {yv.dims[0], yv.dims[2], yv.dims[1], yv.dims[3]}, true);
+    rot.inputs = {x, cos, sin};
+    rot.outputs = {y};
+    ir::Node& att = g.nodes[w.attention];
+    att.inputs[static_cast<size_t>(w.input)] = y;
+    att.attrs["bshd"] = ir::Attribute::make_int(att.attr_int("bshd", 0).value() | w.bit);
+  }
+  std::vector<ir::Node> kept;
+  kept.reserve(g.nodes.size() + insert_before.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (auto it = insert_before.find(i); it != insert_before.end())
+      for (ir::Node& n : it->second) kept.push_back(std::move(n));
+    if (!drop[i]) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+  return rewrites.size();
 }
 
 }  // namespace streamrt::builder

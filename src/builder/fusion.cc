@@ -98,6 +98,13 @@ bool constant_or_absent(const ir::Graph& g, const ir::Node& n, size_t i) {
   return n.opset < 10 || i >= n.inputs.size() || n.inputs[i] == ir::kNoValue || g.is_constant(n.inputs[i]);
 }
 
+ir::ValueId add_int64_constant(ir::Graph& g, const std::string& name, const std::vector<int64_t>& v) {
+  const Dims dims = {static_cast<int64_t>(v.size())};
+  const ir::ValueId c = g.add_value(name, DataType::kInt64, dims, true);
+  g.set_constant(c, Tensor::from_vector(DataType::kInt64, dims, v));
+  return c;
+}
+
 std::optional<std::vector<int64_t>> squeeze_axes(const ir::Graph& g, const ir::Node& n) {
   if (n.opset < 13) {
     auto a = n.attr_ints("axes", std::vector<int64_t>{});

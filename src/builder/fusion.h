@@ -50,6 +50,8 @@ inline size_t rank_of(const ir::Graph& g, ir::ValueId v) {
 std::optional<std::vector<int64_t>> const_ints(const ir::Graph& g, const ir::Node& n, size_t i, const char* attr);
 // False when optional input `i` is given but not a constant (const_ints would read it as absent).
 bool constant_or_absent(const ir::Graph& g, const ir::Node& n, size_t i);
+// A new 1-D int64 constant (a Reshape target) named `name`.
+ir::ValueId add_int64_constant(ir::Graph& g, const std::string& name, const std::vector<int64_t>& v);
 // Squeeze's / Unsqueeze's axes: input 1 from opset 13, the attribute before; empty when absent,
 // nullopt when given but not a constant.
 std::optional<std::vector<int64_t>> squeeze_axes(const ir::Graph& g, const ir::Node& n);
@@ -60,8 +62,18 @@ size_t fuse_rms_norm(ir::Graph& g);
 // MatMul-(scale)-(mask)-Softmax-MatMul -> Attention (fuse_attention.cc). Returns the number fused.
 size_t fuse_attention(ir::Graph& g);
 
+// Attention masks that exporters build from attention_mask (causal, sliding window, padding) ->
+// the op's causal / window / key_mask (fold_attention_masks.cc); fuse_attention runs it. Returns
+// the number of Attention nodes whose mask input it replaced; the caller removes dead code.
+size_t fold_attention_masks(ir::Graph& g);
+
 // X * cos + rotate_half(X) * sin -> Rotary (fuse_rotary.cc). Returns the number fused.
 size_t fuse_rotary(ir::Graph& g);
+// Rotary(Transpose(x, [0, 2, 1, 3]), cos, sin) that only an Attention reads as Q or K becomes
+// Rotary(x, cos', sin') and the Attention reads it laid out [B, S, H, D] (its bshd bit): rotary is
+// element-wise over heads and positions, and cos / sin with one row for all heads ([.., 1, S, D])
+// are the same bytes as [.., S, 1, D] (a Reshape view). fuse_rotary runs it. Returns the number.
+size_t absorb_rotary_transposes(ir::Graph& g);
 
 // Add(MatMul(A, W), b) -> MatMul(A, W, b) with the fused bias (fuse_matmul_bias.cc).
 size_t fuse_matmul_bias(ir::Graph& g);

@@ -56,6 +56,19 @@ std::vector<int64_t> natural_lead(const Dims& logical_dims, bool bshd) {
   for (size_t i = r - 2; i-- > 0;) s[i] = acc, acc *= logical_dims[i];
   return s;
 }
+// key_mask [Bk, Sk] against the output's batch (its outermost leading dim) and Skv, as far as known.
+Status check_key_mask(const ir::Node& node, const Dims& km, int64_t batch, int64_t skv) {
+  if (km.size() != 2)
+    return node.error(StatusCode::kInvalidModel, "key_mask must have rank 2 [batch, keys], got " + dims_to_string(km));
+  if (km[0] >= 0 && batch >= 0 && km[0] != 1 && km[0] < batch)
+    return node.error(StatusCode::kInvalidModel, "key_mask " + dims_to_string(km) + " has fewer rows than the " +
+                                                     std::to_string(batch) + " batches (and not 1)");
+  if (km[1] >= 0 && skv >= 0 && km[1] < skv)
+    return node.error(StatusCode::kInvalidModel, "key_mask " + dims_to_string(km) + " has fewer columns than the " +
+                                                     std::to_string(skv) + " keys");
+  return ok_status();
+}
+
 struct MatrixDims {
   int64_t sq, d, skv, dk, skv_v, dv;
 };
@@ -106,11 +119,15 @@ Result<AttentionAttrs> attention_attrs(const ir::Node& node, int64_t d) {
   SRT_ASSIGN_OR_RETURN(int64_t nan_to_zero, node.attr_int("nan_to_zero", 0));
   if (nan_to_zero != 0 && nan_to_zero != 1) return node.error(StatusCode::kInvalidModel, "nan_to_zero must be 0 or 1");
   a.nan_to_zero = nan_to_zero == 1;
+  SRT_ASSIGN_OR_RETURN(a.window, node.attr_int("window", 0));
+  if (a.window < 0 || a.window > kMaxAttrExtent)
+    return node.error(StatusCode::kInvalidModel, "window must be in [0, 2^30] (0 = none), got " + std::to_string(a.window));
   return a;
 }
 
 Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q_in, const Dims& k_in, const Dims& v_in,
-                                   const Dims* mask, bool k_transposed, int bshd, int64_t kv_group) {
+                                   const Dims* mask, const Dims* key_mask, bool k_transposed, int bshd,
+                                   int64_t kv_group) {
   SRT_RETURN_IF_ERROR(check_bshd(node, q_in, k_in, v_in, k_transposed, bshd));
   const Dims q = logical(q_in, bshd & kBshdQ), k = logical(k_in, bshd & kBshdK), v = logical(v_in, bshd & kBshdV);
   SRT_ASSIGN_OR_RETURN(MatrixDims m, matrix_dims(node, q, k, v, k_transposed));
@@ -128,6 +145,7 @@ Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q_in, const
   auto lead = broadcast_all(leads);
   if (!lead.ok()) return node.error(StatusCode::kInvalidModel, "leading dims: " + lead.status().message());
   Dims out = *lead;
+  if (key_mask) SRT_RETURN_IF_ERROR(check_key_mask(node, *key_mask, out.empty() ? 1 : out[0], m.skv));
   out.push_back(m.sq);
   out.push_back(m.dv);
   if (bshd & kBshdY) {
@@ -141,18 +159,25 @@ Result<Dims> attention_output_dims(const ir::Node& node, const Dims& q_in, const
 
 Result<AttentionGeometry> attention_geometry(const KernelContext& ctx, const AttentionAttrs& attrs) {
   const TensorRef &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
-  const bool has_mask = ctx.has_input(3);
+  const bool has_mask = ctx.has_input(3), has_key_mask = ctx.has_input(4);
   if (!is_float(q.dtype) || k.dtype != q.dtype || v.dtype != q.dtype)
     return ctx.error("Q, K and V must share one float type");
+  if (ctx.num_inputs() > 5) return ctx.unsupported("more than 5 inputs");
   AttentionGeometry g;
+  if (has_key_mask) {
+    const DataType kt = ctx.input(4).dtype;
+    if (kt != DataType::kBool && !is_integer(kt)) return ctx.error("key_mask must be bool or an integer type");
+    g.key_mask_bytes = static_cast<int>(dtype_size(kt));
+  }
   if (has_mask) {
     const DataType mt = ctx.input(3).dtype;
     if (mt != q.dtype && mt != DataType::kBool) return ctx.error("mask must be bool or Q's type");
     g.mask = mt == DataType::kBool ? AttentionMask::kBool : AttentionMask::kAdditive;
   }
   SRT_ASSIGN_OR_RETURN(Dims out_dims, attention_output_dims(ctx.node(), q.dims, k.dims, v.dims,
-                                                            has_mask ? &ctx.input(3).dims : nullptr, attrs.k_transposed,
-                                                            attrs.bshd, attrs.kv_group));
+                                                            has_mask ? &ctx.input(3).dims : nullptr,
+                                                            has_key_mask ? &ctx.input(4).dims : nullptr,
+                                                            attrs.k_transposed, attrs.bshd, attrs.kv_group));
   const int bits = attrs.bshd;
   const Dims ql = logical(q.dims, bits & kBshdQ), kl = logical(k.dims, bits & kBshdK), vl = logical(v.dims, bits & kBshdV);
   const Dims out = logical(out_dims, bits & kBshdY);
@@ -184,6 +209,8 @@ Result<AttentionGeometry> attention_geometry(const KernelContext& ctx, const Att
     g.mask_row = s[s.size() - 2];
     g.mask_col = s.back();
   }
+  // key_mask row b for the outermost leading index b (one row for all when it has one).
+  if (has_key_mask && !lead.empty() && ctx.input(4).dims[0] != 1) g.map.key_mask[0] = ctx.input(4).dims[1];
   return g;
 }
 
@@ -193,13 +220,17 @@ Status infer(InferContext& ctx) {
   for (size_t i = 0; i < 3; ++i) SRT_RETURN_IF_ERROR(require_input(ctx, i, kFloats));
   const DataType t = ctx.input_dtype(0);
   if (ctx.input_dtype(1) != t || ctx.input_dtype(2) != t) return ctx.error("Q, K and V must share one float type");
-  if (ctx.num_inputs() > 4 || ctx.num_outputs() > 1)
+  // ONNX Attention's inputs 4 and 5 are past key / value: a float input 4 is one of those.
+  const bool has_key_mask = ctx.has_input(4);
+  if (ctx.num_inputs() > 5 || ctx.num_outputs() > 1 || (has_key_mask && is_floating_point(ctx.input_dtype(4))))
     return ctx.unsupported("past key/value inputs and extra outputs are not supported");
   const bool has_mask = ctx.has_input(3);
   if (has_mask && ctx.input_dtype(3) != t && ctx.input_dtype(3) != DataType::kBool)
     return ctx.error(std::string("mask must be bool or ") + dtype_name(t) + ", got " + dtype_name(ctx.input_dtype(3)));
+  if (has_key_mask && ctx.input_dtype(4) != DataType::kBool && !is_integer(ctx.input_dtype(4)))
+    return ctx.error(std::string("key_mask must be bool or an integer type, got ") + dtype_name(ctx.input_dtype(4)));
   const bool ranked = ctx.input(0).has_shape && ctx.input(1).has_shape && ctx.input(2).has_shape &&
-                      (!has_mask || ctx.input(3).has_shape);
+                      (!has_mask || ctx.input(3).has_shape) && (!has_key_mask || ctx.input(4).has_shape);
   const int64_t d = ctx.input(0).has_shape && !ctx.input_dims(0).empty() ? ctx.input_dims(0).back() : -1;
   SRT_ASSIGN_OR_RETURN(AttentionAttrs a, attention_attrs(ctx.node(), d));
   if (!ranked) {
@@ -208,9 +239,19 @@ Status infer(InferContext& ctx) {
   }
   SRT_ASSIGN_OR_RETURN(Dims out, attention_output_dims(ctx.node(), ctx.input_dims(0), ctx.input_dims(1),
                                                        ctx.input_dims(2), has_mask ? &ctx.input_dims(3) : nullptr,
-                                                       a.k_transposed, a.bshd, a.kv_group));
+                                                       has_key_mask ? &ctx.input_dims(4) : nullptr, a.k_transposed,
+                                                       a.bshd, a.kv_group));
   ctx.set_output(0, t, std::move(out));
   return ok_status();
+}
+
+// Whether key j of key_mask row `row` (element size `bytes`) is nonzero: integer types of one size
+// are nonzero alike whatever their sign, so the bytes decide.
+bool key_on(const uint8_t* key_mask, int bytes, int64_t row, int64_t j) {
+  const uint8_t* e = key_mask + (row + j) * bytes;
+  for (int b = 0; b < bytes; ++b)
+    if (e[b]) return true;
+  return false;
 }
 
 // One (batch, head) slice at a time: K and V converted to float once, then per query row the
@@ -222,43 +263,61 @@ void attend(const KernelContext& ctx, const AttentionGeometry& g, const Attentio
   const T* v = ctx.input(2).as<const T>();
   const T* mask_add = g.mask == AttentionMask::kAdditive ? ctx.input(3).as<const T>() : nullptr;
   const uint8_t* mask_bool = g.mask == AttentionMask::kBool ? ctx.input(3).as<const uint8_t>() : nullptr;
+  const uint8_t* key_mask = g.key_mask_bytes ? ctx.input(4).as<const uint8_t>() : nullptr;
   T* y = ctx.output(0).as<T>();
   const int64_t sq = g.sq, skv = g.skv, d = g.d, dv = g.dv;
   std::vector<float> kf(static_cast<size_t>(skv * d)), vf(static_cast<size_t>(skv * dv)), qf(static_cast<size_t>(d));
-  std::vector<float> s(static_cast<size_t>(skv)), acc(static_cast<size_t>(dv));
+  std::vector<float> s(static_cast<size_t>(skv)), acc(static_cast<size_t>(dv)), mean_v(static_cast<size_t>(dv));
+  std::vector<uint8_t> on(static_cast<size_t>(skv), 1);
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const bool fill_finite = std::isfinite(a.mask_fill);
   for (int64_t b = 0; b < g.batch; ++b) {
     const AttentionBatchMap::Offsets o = g.map.offsets(b);
     for (int64_t j = 0; j < skv; ++j) {
       for (int64_t c = 0; c < d; ++c) kf[j * d + c] = load(k[o.k + j * g.k_key + c * g.k_dim]);
       for (int64_t c = 0; c < dv; ++c) vf[j * dv + c] = load(v[o.v + j * g.v_row + c]);
+      if (key_mask) on[j] = key_on(key_mask, g.key_mask_bytes, o.key_mask, j);
+    }
+    if (fill_finite) {  // what a row without keys gets (see attention.h)
+      std::fill(mean_v.begin(), mean_v.end(), 0.f);
+      for (int64_t j = 0; j < skv; ++j)
+        for (int64_t c = 0; c < dv; ++c) mean_v[c] += vf[j * dv + c];
+      for (float& m : mean_v) m /= static_cast<float>(skv);
     }
     for (int64_t i = 0; i < sq; ++i) {
       for (int64_t c = 0; c < d; ++c) qf[c] = load(q[o.q + i * g.q_row + c]);
-      // Keys past the causal limit are masked: leave them out entirely.
-      const int64_t limit = a.causal ? std::clamp<int64_t>(i + g.causal_offset() + 1, 0, skv) : skv;
+      // Keys outside the causal limit and the window are masked: leave them out entirely.
+      const KeyBounds kb = key_bounds(i, g.causal_offset(), skv, a.causal, a.window);
       float mx = kNegInf;
-      for (int64_t j = 0; j < limit; ++j) {
-        float dot = 0.f;
-        for (int64_t c = 0; c < d; ++c) dot += qf[c] * kf[j * d + c];
-        float sc = dot * a.scale;
-        const int64_t mo = o.mask + i * g.mask_row + j * g.mask_col;
-        if (mask_add) {
-          const float m = static_cast<float>(load(mask_add[mo]));
-          sc = m <= kMaskSwampsScore ? m : sc + m;
+      for (int64_t j = kb.lo; j < kb.hi; ++j) {
+        float sc = kNegInf;
+        if (on[j]) {
+          float dot = 0.f;
+          for (int64_t c = 0; c < d; ++c) dot += qf[c] * kf[j * d + c];
+          sc = dot * a.scale;
+          const int64_t mo = o.mask + i * g.mask_row + j * g.mask_col;
+          if (mask_add) {
+            const float m = static_cast<float>(load(mask_add[mo]));
+            sc = m <= kMaskSwampsScore ? m : sc + m;
+          }
+          if (mask_bool && !mask_bool[mo]) sc = a.mask_fill;
         }
-        if (mask_bool && !mask_bool[mo]) sc = a.mask_fill;
         s[j] = sc;
         mx = std::max(mx, sc);
       }
+      T* yr = y + o.y + i * g.y_row;
+      if (mx == kNegInf) {  // no key with a finite score
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        for (int64_t c = 0; c < dv; ++c) yr[c] = store<T>(fill_finite ? mean_v[c] : a.nan_to_zero ? 0.f : nan);
+        continue;
+      }
       float sum = 0.f;
       std::fill(acc.begin(), acc.end(), 0.f);
-      for (int64_t j = 0; j < limit; ++j) {
-        const float p = std::exp(s[j] - mx);  // NaN for a row of -inf, as Softmax gives
+      for (int64_t j = kb.lo; j < kb.hi; ++j) {
+        const float p = std::exp(s[j] - mx);  // NaN for a NaN score, as Softmax gives
         sum += p;
         for (int64_t c = 0; c < dv; ++c) acc[c] += p * vf[j * dv + c];
       }
-      T* yr = y + o.y + i * g.y_row;
       const bool zero = a.nan_to_zero && !(sum > 0.f);  // the row's softmax is NaN
       for (int64_t c = 0; c < dv; ++c) yr[c] = store<T>(zero ? 0.f : acc[c] / sum);
     }
@@ -291,12 +350,18 @@ double flops(const ir::Node& node, std::span<const Dims* const> in, const Dims& 
   };
   const int64_t skv = (attr("bshd") & 2) && k.size() == 4 ? k[1] : attr("k_transposed") == 1 ? k.back() : k[k.size() - 2];
   const bool causal = attr("causal") == 1;
-  return 2.0 * 4.0 * estimate_numel(out) * static_cast<double>(std::max<int64_t>(skv, 1)) * (causal ? 0.5 : 1.0);
+  const int64_t window = attr("window");
+  const int64_t keys = window > 0 && window < skv ? window : std::max<int64_t>(skv, 1);
+  return 2.0 * 4.0 * estimate_numel(out) * static_cast<double>(keys) * (causal && keys == skv ? 0.5 : 1.0);
 }
+
+// Plan load: the attributes the kernels index with (window, kv_group, bshd, causal) within their
+// ranges, also where the inputs' ranks are unknown and the shape rule stops early.
+Status verify(const InferContext& ctx) { return attention_attrs(ctx.node(), -1).status(); }
 
 }  // namespace
 
-STREAMRT_REGISTER_OP(Attention, {.op_type = "Attention", .infer = infer, .cpu = cpu,
+STREAMRT_REGISTER_OP(Attention, {.op_type = "Attention", .infer = infer, .cpu = cpu, .verify = verify,
                                  .cpu_dtypes = dtypes(kFloats), .flops = flops});
 
 }  // namespace streamrt::ops

@@ -199,6 +199,7 @@ const ir::Node* find_op(const ir::Graph& g, const std::string& op) {
 struct Expect {
   bool causal;
   size_t inputs;  // of the Attention node
+  int64_t window = 0;
 };
 
 Expect expected(const Variant& v) {
@@ -209,6 +210,8 @@ Expect expected(const Variant& v) {
       return {true, 3};
     case Mask::kNone:
       return {false, 3};
+    case Mask::kWhereConstOther:  // keeps j >= i: a window of one key ending at each query, unbounded above
+      return {false, 3, 1};
     default:
       return {false, 4};
   }
@@ -227,6 +230,7 @@ TEST_P(AttentionFusion, FusesToOneNodeWithSameResult) {
   EXPECT_EQ(b.g.nodes.size(), 1u);
   const Expect e = expected(v);
   EXPECT_EQ(a->attr_int("causal", 0).value(), e.causal ? 1 : 0);
+  EXPECT_EQ(a->attr_int("window", 0).value(), e.window);
   EXPECT_EQ(a->attr_int("k_transposed", -1).value(), v.transpose_k ? 0 : 1);
   EXPECT_EQ(a->inputs.size(), e.inputs);
   const float scale = v.scale == Scale::kNone ? 1.f : v.scale == Scale::kSplit ? 0.5625f : 0.5f;
@@ -305,15 +309,15 @@ TEST(AttentionFusionNegative, LeavesGraphsAloneWhereARuleFails) {
 }
 
 // Where's fill becomes mask_fill, so a finite fill over fully masked rows (uniform weights in the
-// unfused graph) gives the same result; such a constant is no causal mask.
+// unfused graph) gives the same result, also where the mask becomes the op's causal flag.
 TEST(AttentionFusion, WhereFillIsKeptExactly) {
-  auto same = [](Built b, float fill, const char* why) {
+  auto same = [](Built b, float fill, bool causal, const char* why) {
     const std::vector<float> want = values_f32(interpret(b));
     ASSERT_EQ(fuse_attention(b.g), 1u) << why;
     const ir::Node* a = find_op(b.g, "Attention");
     ASSERT_NE(a, nullptr) << why;
-    EXPECT_EQ(a->attr_int("causal", 0).value(), 0) << why;
-    ASSERT_EQ(a->inputs.size(), 4u) << why;
+    EXPECT_EQ(a->attr_int("causal", 0).value(), causal ? 1 : 0) << why;
+    ASSERT_EQ(a->inputs.size(), causal ? 3u : 4u) << why;
     EXPECT_EQ(a->attr_float("mask_fill", 0.f).value(), fill) << why;
     ASSERT_TRUE(ir::infer_shapes(b.g).ok());
     expect_close(values_f32(interpret(b)), want);
@@ -321,11 +325,13 @@ TEST(AttentionFusion, WhereFillIsKeptExactly) {
   {
     Built b = build({.mask = Mask::kWhereCausal});  // a small fill is no -inf: a bool mask, not causal
     b.g.set_constant(b.g.find_value("fill"), f32({}, {-1.f}));
-    same(std::move(b), -1.f, "small fill");
+    same(std::move(b), -1.f, false, "small fill");
   }
   {
-    Built b = build({.mask = Mask::kWhereCausal, .sq = 6, .skv = 4});  // Sq > Skv: rows 0, 1 fully masked
-    same(std::move(b), -1e4f, "causal triangle with fully masked rows");
+    // Sq > Skv: rows 0, 1 keep no key and average V uniformly, as the op's causal rows do with a
+    // finite fill.
+    Built b = build({.mask = Mask::kWhereCausal, .sq = 6, .skv = 4});
+    same(std::move(b), -1e4f, true, "causal triangle with fully masked rows");
   }
   {
     Built b = build({.mask = Mask::kWhereNotInput});  // a run-time mask with a fully masked row
@@ -333,7 +339,7 @@ TEST(AttentionFusion, WhereFillIsKeptExactly) {
     std::vector<float> keep(25, 1.f);
     std::fill(keep.begin() + 5, keep.begin() + 10, 0.f);
     b.values[3] = bool_tensor({1, 1, 5, 5}, keep);
-    same(std::move(b), -1e4f, "run-time mask");
+    same(std::move(b), -1e4f, false, "run-time mask");
   }
 }
 
@@ -341,6 +347,12 @@ TEST(AttentionFusion, MaskedConditionIsNegatedOnceForSeveralLayers) {
   // Two attention chains reading one constant "masked" condition share one negated constant.
   Built b = build({.mask = Mask::kWhereConstOther});
   ir::Graph& g = b.g;
+  // Every other key masked: no causal or window band the op could take instead.
+  const ir::ValueId cond = g.find_value("cond");
+  const Dims md = g.constant(cond)->dims();
+  std::vector<float> masked(static_cast<size_t>(dims_numel(md)));
+  for (size_t e = 0; e < masked.size(); ++e) masked[e] = static_cast<float>((e / md.back() + e % md.back()) % 2);
+  g.set_constant(cond, bool_tensor(md, masked));
   const size_t n = g.nodes.size();
   for (size_t i = 0; i < n; ++i) {  // a second copy of every node, on fresh values
     ir::Node c = g.nodes[i];

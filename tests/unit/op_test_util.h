@@ -46,6 +46,21 @@ inline void add_node(ir::Graph& g, const std::string& op, std::vector<ir::ValueI
   g.nodes.push_back(std::move(n));
 }
 
+// Appends node `op` reading `in` and returns its output, a new value.
+inline ir::ValueId add_op(ir::Graph& g, const std::string& op, std::vector<ir::ValueId> in,
+                          std::map<std::string, ir::Attribute> attrs = {}) {
+  const ir::ValueId out = g.add_value(op + "_" + std::to_string(g.values.size()));
+  add_node(g, op, std::move(in), {out}, std::move(attrs));
+  return out;
+}
+
+// A new constant value holding `t`.
+inline ir::ValueId add_constant(ir::Graph& g, Tensor t) {
+  const ir::ValueId c = g.add_value("c" + std::to_string(g.values.size()));
+  g.set_constant(c, std::move(t));
+  return c;
+}
+
 // Runs the node's CPU kernel; fails the test on error.
 inline std::vector<Tensor> run_ok(const ir::Node& node, const std::vector<Tensor>& inputs) {
   auto r = ops::evaluate_on_host(node, inputs);

@@ -7,9 +7,12 @@
 // l = 0 and gives NaN, like the CPU kernel and the unfused Softmax.
 //  - the tensor-core kernel (float16 / bfloat16, D == Dv in {64, 128, 256}): attention_tc.cu.
 //  - attention_simple (float32, and any other D / Dv): a warp per query row, lanes split keys
-//    (32 at a time) for the scores and the Dv columns for the output (256 columns per pass).
+//    (32 at a time, from the row's causal / window bounds) for the scores and the Dv columns for
+//    the output (256 columns per pass).
 //    RuntimeOptions::attention_kernel = kSimple (streamrt run --attention-kernel simple) forces it
 //    for every call.
+// A row left without a key of finite score ends with l = 0: NaN (0 with nan_to_zero) or, with a
+// finite mask_fill, the mean of V over all keys, summed in a second pass by the rows that need it.
 #include <cmath>
 #include <string>
 
@@ -19,8 +22,10 @@
 namespace streamrt::cuda {
 namespace {
 
+using attention::bounds;
 using attention::kAdditiveMask;
 using attention::kBoolMask;
+using attention::key_on;
 using attention::kNoMask;
 using attention::masked_score;
 using attention::Offsets;
@@ -45,15 +50,16 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Para
     const int64_t b = row / p.sq, i = row - b * p.sq;
     const Offsets o = p.map.offsets(b);
     const T* qr = q + o.q + i * p.q_row;
-    const int64_t limit = key_limit(p, i);
+    const ops::KeyBounds kb = bounds(p, i);
+    const int64_t limit = kb.hi;
     for (int64_t c0 = 0; c0 < p.dv; c0 += 32 * kSimpleCols) {
       float m = -INFINITY, l = 0.f, acc[kSimpleCols];
 #pragma unroll
       for (int t = 0; t < kSimpleCols; ++t) acc[t] = 0.f;
-      for (int64_t j0 = 0; j0 < limit; j0 += 32) {
+      for (int64_t j0 = kb.lo; j0 < limit; j0 += 32) {
         const int64_t j = j0 + lane;
         float s = -INFINITY;
-        if (j < limit) {
+        if (j < limit && (!p.key_mask || key_on(p, o.key_mask, j))) {
           const T* kr = k + o.k + j * p.k_key;
           float dot = 0.f;
           for (int64_t c = 0; c < p.d; ++c) dot += static_cast<float>(to_acc(qr[c])) * static_cast<float>(to_acc(kr[c * p.k_dim]));
@@ -84,6 +90,17 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Para
         }
         m = m_new;
       }
+      if (p.fill_finite && l == 0.f) {  // no key: the mean of V (l is the same in every lane)
+        for (int64_t j = 0; j < p.skv; ++j) {
+          const T* vr = v + o.v + j * p.v_row;
+#pragma unroll
+          for (int t = 0; t < kSimpleCols; ++t) {
+            const int64_t c = c0 + lane + 32 * t;
+            if (c < p.dv) acc[t] += static_cast<float>(to_acc(vr[c]));
+          }
+        }
+        l = static_cast<float>(p.skv);
+      }
       T* yr = y + o.y + i * p.y_row;
       const bool zero = p.nan_to_zero && !(l > 0.f);
 #pragma unroll
@@ -108,6 +125,8 @@ Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g
   p.k = ctx.input(1).data;
   p.v = ctx.input(2).data;
   p.mask = g.mask == ops::AttentionMask::kNone ? nullptr : ctx.input(3).data;
+  p.key_mask = g.key_mask_bytes ? ctx.input(4).data : nullptr;
+  p.key_mask_bytes = g.key_mask_bytes;
   p.y = ctx.output(0).data;
   p.batch = g.batch;
   p.sq = g.sq, p.skv = g.skv, p.d = g.d, p.dv = g.dv;
@@ -118,6 +137,8 @@ Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g
   p.scale = a.scale;
   p.mask_fill = a.mask_fill;
   p.causal = a.causal ? 1 : 0;
+  p.window = a.window;
+  p.fill_finite = std::isfinite(a.mask_fill) ? 1 : 0;
   p.nan_to_zero = a.nan_to_zero ? 1 : 0;
   p.mask_kind = g.mask == ops::AttentionMask::kAdditive ? kAdditiveMask
                 : g.mask == ops::AttentionMask::kBool   ? kBoolMask

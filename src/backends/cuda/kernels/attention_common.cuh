@@ -18,6 +18,7 @@ struct Params {
   const void* k;
   const void* v;
   const void* mask;
+  const void* key_mask;  // [Bk, Sk] row-major, key_mask_bytes per element; null = none
   void* y;
   int64_t batch, sq, skv, d, dv;
   int64_t k_key, k_dim;        // K element (key j, dim c) at j * k_key + c * k_dim
@@ -27,6 +28,9 @@ struct Params {
   float scale;
   float mask_fill;  // score of a false bool-mask entry
   int causal;
+  int64_t window;  // 0 = none
+  int key_mask_bytes;
+  int fill_finite;  // a row without keys averages V (see ops/attention.h)
   int mask_kind;
   int nan_to_zero;  // a row whose softmax is NaN (l not > 0) is written as 0
   ops::AttentionBatchMap map;  // where each batch index starts in Q, K, V and the mask
@@ -42,17 +46,26 @@ struct Params {
 
 using Offsets = ops::AttentionBatchMap::Offsets;
 
-// Last key (exclusive) that query rows [0, last_row] may see.
-__device__ __forceinline__ int64_t key_limit(const Params& p, int64_t last_row) {
-  if (!p.causal) return p.skv;
-  const int64_t lim = last_row + p.causal_offset + 1;
-  return lim < 0 ? 0 : (lim > p.skv ? p.skv : lim);
+// The keys [lo, hi) query i may see under causal and window.
+__device__ __forceinline__ ops::KeyBounds bounds(const Params& p, int64_t i) {
+  return ops::key_bounds(i, p.causal_offset, p.skv, p.causal != 0, p.window);
 }
 
-// Score of query i (< Sq) and key j (< Skv) after scale, causal limit and mask, as on the CPU.
+// Whether key j of the key_mask row starting at element `row` is nonzero (any of its bytes: the
+// integer types are nonzero alike whatever their sign).
+__device__ __forceinline__ bool key_on(const Params& p, int64_t row, int64_t j) {
+  const uint8_t* e = static_cast<const uint8_t*>(p.key_mask) + (row + j) * p.key_mask_bytes;
+  uint8_t any = 0;
+  for (int b = 0; b < p.key_mask_bytes; ++b) any |= e[b];
+  return any != 0;
+}
+
+// Score of query i (< Sq) and key j (< Skv) after scale, causal limit, window and mask, as on the CPU
+// (key_mask aside).
 template <typename T>
 __device__ __forceinline__ float masked_score(const Params& p, int64_t mask_base, int64_t i, int64_t j, float s) {
-  if (p.causal && j > i + p.causal_offset) return -INFINITY;
+  const int64_t at = i + p.causal_offset;  // the query's position among the keys
+  if ((p.causal && j > at) || (p.window > 0 && at - j >= p.window)) return -INFINITY;
   if (p.mask_kind == kNoMask) return s;
   const int64_t mo = mask_base + i * p.mask_row + j * p.mask_col;
   if (p.mask_kind == kAdditiveMask) {

@@ -11,8 +11,11 @@
 //  - Scores stay unscaled until the exponent: the row max is taken over raw scores and
 //    p = 2^(s * scale * log2(e) - m) is one FFMA and one EX2 per score (scale > 0). Masks are written
 //    into the raw scores (an additive mask as m / scale). Causal blocks stop at the last key their
-//    last row may see; only tiles that cross a limit (causal, Skv) or carry a mask are checked per
-//    element, and the variant without a mask input has no mask code at all (fewer registers).
+//    last row may see and sliding-window blocks start at the first key their first row may see;
+//    each warp reads a tile's key_mask flags once, as ballots, and skips a tile without a kept
+//    key; only tiles that cross a limit (causal, window, Skv), leave a key out or carry a mask are
+//    checked per element, and the variant without a mask input has no mask code (fewer registers).
+//    A row left without keys under a finite mask_fill gets the mean of V (ops/attention.h).
 //  - Grouped-query heads with fewer than kBr query rows (decode) share a block: row r of packed
 //    batch bk is query r / group of batch index bk * group + r % group, so a K/V tile staged once
 //    serves every query head that reads it.
@@ -236,12 +239,14 @@ __device__ __forceinline__ void accumulate_tile(float (&acc)[C::kD / 8][4], cons
   }
 }
 
-// The raw score `s` of (query i, key j) with the masks applied: -inf where the key is out of reach,
-// else a value that scale * log2(e) turns into the masked score's log2 units.
+// The raw score `s` of (query i, key j) with the masks applied: -inf where the key is out of reach
+// (past Skv, causal, window, left out by key_mask: `on` false), else a value that scale * log2(e)
+// turns into the masked score's log2 units.
 template <typename T, bool kMasked>
-__device__ __forceinline__ float mask_raw(const Params& p, int64_t mask_base, bool row_valid, int i, int j, float s,
-                                          float inv_scale) {
-  if (!row_valid || j >= p.skv || (p.causal && j > i + p.causal_offset)) return -INFINITY;
+__device__ __forceinline__ float mask_raw(const Params& p, int64_t mask_base, bool row_valid, int i, int j, bool on,
+                                          float s, float inv_scale) {
+  const int64_t at = i + p.causal_offset;
+  if (!row_valid || !on || j >= p.skv || (p.causal && j > at) || (p.window > 0 && at - j >= p.window)) return -INFINITY;
   if constexpr (kMasked) {
     const int64_t mo = mask_base + i * p.mask_row + j * p.mask_col;
     if (p.mask_kind == kAdditiveMask) {
@@ -251,6 +256,29 @@ __device__ __forceinline__ float mask_raw(const Params& p, int64_t mask_base, bo
     return static_cast<const uint8_t*>(p.mask)[mo] ? s : p.mask_fill * inv_scale;
   }
   return s;
+}
+
+// Bit k: key k0 + k exists and key_mask keeps it, for the tile's first 32 keys (`lo`) and the
+// next 32 (`hi`, 64-key tiles). Every lane of the warp gets the same words.
+__device__ __forceinline__ void key_flags(const Params& p, int64_t row, int k0, int keys, uint32_t& lo, uint32_t& hi) {
+  const int lane = threadIdx.x % 32;
+  const int j = k0 + lane;
+  lo = __ballot_sync(0xffffffffu, j < p.skv && key_on(p, row, j));
+  hi = keys > 32 ? __ballot_sync(0xffffffffu, j + 32 < p.skv && key_on(p, row, j + 32)) : 0u;
+}
+
+// The mean of V over all Skv keys for columns c, c + 1 (a row whose every key the unfused graph
+// filled with the same finite score: its softmax is uniform).
+template <typename T>
+__device__ __forceinline__ void mean_of_v(const Params& p, const uint16_t* v, int c, float& a, float& b) {
+  a = b = 0.f;
+  for (int64_t j = 0; j < p.skv; ++j) {
+    const T* vr = reinterpret_cast<const T*>(v + j * p.v_row);
+    a += static_cast<float>(to_acc(vr[c]));
+    b += static_cast<float>(to_acc(vr[c + 1]));
+  }
+  a /= static_cast<float>(p.skv);
+  b /= static_cast<float>(p.skv);
 }
 
 template <typename T, int kD, int kWarps, bool kMasked>
@@ -286,9 +314,11 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
   const int skv = static_cast<int>(p.skv);
   const int first_i = q0 / p.group;
   const int last_i = ((q0 + C::kBr < p.rows ? q0 + C::kBr : p.rows) - 1) / p.group;
-  const int kv_end = static_cast<int>(key_limit(p, last_i));  // same for the whole block: loops stay uniform
+  const int kv_end = static_cast<int>(bounds(p, last_i).hi);  // same for the whole block: loops stay uniform
   const int all_tiles = (kv_end + C::kBc - 1) / C::kBc;
-  const int tile_begin = split * p.split_tiles;
+  // Tiles wholly before the block's first row's window add nothing.
+  const int first_tile = static_cast<int>(bounds(p, first_i).lo / C::kBc);
+  const int tile_begin = split * p.split_tiles > first_tile ? split * p.split_tiles : first_tile;
   const int tile_end = tile_begin + p.split_tiles < all_tiles ? tile_begin + p.split_tiles : all_tiles;
 
   auto stage = [&](int buf, int k0) {
@@ -323,20 +353,28 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
     }
     __syncthreads();
     const uint32_t ks = stages_addr + buf * C::kStage * 2;
-    if (active) {
+    // key_mask's flags for this tile; a tile without a kept key adds nothing (uniform per warp).
+    uint32_t on_lo = ~0u, on_hi = C::kBc > 32 ? ~0u : 0u;
+    if (p.key_mask && active) key_flags(p, okv.key_mask, k0, C::kBc, on_lo, on_hi);
+    if (active && (on_lo | on_hi)) {
       float s[C::kBc / 8][4];
       scores_tile<T, C>(s, qw, ks);
       // Element e of block nb is row (e < 2 ? r0 : r1), key k0 + nb*8 + 2t + (e&1). A tile inside
-      // every row's causal limit and inside Skv, without a mask, is used as it is.
-      const bool plain =
-          !kMasked && k0 + C::kBc <= skv && (!p.causal || k0 + C::kBc - 1 <= first_i + p.causal_offset);
+      // every row's causal limit and window and inside Skv, with every key kept and no mask, is
+      // used as it is.
+      const bool plain = !kMasked && k0 + C::kBc <= skv && on_lo == ~0u && (C::kBc <= 32 || on_hi == ~0u) &&
+                         (!p.causal || k0 + C::kBc - 1 <= first_i + p.causal_offset) &&
+                         (p.window == 0 || k0 > last_i + p.causal_offset - p.window);
       if (!plain) {
 #pragma unroll
         for (int nb = 0; nb < C::kBc / 8; ++nb)
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            s[nb][e] = mask_raw<T, kMasked>(p, e < 2 ? mask0 : mask1, e < 2 ? v0 : v1, e < 2 ? i0 : i1,
-                                            k0 + nb * 8 + 2 * t + (e & 1), s[nb][e], inv_scale);
+          for (int e = 0; e < 4; ++e) {
+            const int kk = nb * 8 + 2 * t + (e & 1);
+            const bool on = ((kk < 32 ? on_lo >> kk : on_hi >> (kk - 32)) & 1u) != 0;
+            s[nb][e] = mask_raw<T, kMasked>(p, e < 2 ? mask0 : mask1, e < 2 ? v0 : v1, e < 2 ? i0 : i1, k0 + kk, on,
+                                            s[nb][e], inv_scale);
+          }
       }
       float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
@@ -399,6 +437,19 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
     if (t == 0 && v1) w1[p.dv] = m1, w1[p.dv + 1] = l1;
     return;
   }
+  // A row without keys (l = 0, acc 0) under a finite fill: the mean of V over all keys.
+  const bool mean0 = p.fill_finite && v0 && l0 == 0.f, mean1 = p.fill_finite && v1 && l1 == 0.f;
+  if (mean0 || mean1) {
+#pragma unroll
+    for (int nb = 0; nb < kD / 8; ++nb) {
+      float a, b;
+      mean_of_v<T>(p, v, nb * 8 + 2 * t, a, b);
+      if (mean0) acc[nb][0] = a, acc[nb][1] = b;
+      if (mean1) acc[nb][2] = a, acc[nb][3] = b;
+    }
+    if (mean0) l0 = 1.f;
+    if (mean1) l1 = 1.f;
+  }
   // Column pairs (2t, 2t + 1) of a row are adjacent: one 4-byte store each (kD is even and Y's
   // rows start 4-byte aligned, as the launcher checks).
   uint16_t* y = static_cast<uint16_t*>(p.y);
@@ -438,6 +489,16 @@ __global__ void attention_combine(const Params p, int64_t packed_rows) {
     for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
     const PackedRow row = packed_row(p, pr / p.rows, static_cast<int>(pr % p.rows));
     T* y = static_cast<T*>(p.y) + row.y;
+    if (p.fill_finite && l == 0.f) {  // no key under a finite fill: the mean of V
+      const int64_t b = (pr / p.rows) * p.group + (pr % p.rows) % p.group;
+      const T* v = static_cast<const T*>(p.v) + p.map.offsets(b).v;
+      for (int64_t c = lane; c < p.dv; c += 32) {
+        float a = 0.f;
+        for (int64_t j = 0; j < p.skv; ++j) a += static_cast<float>(to_acc(v[j * p.v_row + c]));
+        y[c] = from_acc<T>(a / static_cast<float>(p.skv));
+      }
+      continue;
+    }
     const bool zero = p.nan_to_zero && !(l > 0.f);
     for (int64_t c0 = 0; c0 < p.dv; c0 += 32) {
       const int64_t c = c0 + lane;
