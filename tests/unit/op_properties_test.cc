@@ -117,7 +117,8 @@ TEST(OpProperties, MovedPropertiesAnswerAsTheCentralListsDid) {
     if (!s.dims_only_inputs.empty()) dims_only.insert(s.op_type);
     if (s.output_dtype_attr) dtype_attrs.insert(s.op_type + "." + s.output_dtype_attr);
   }
-  EXPECT_EQ(streaming, (std::set<std::string>{"MatMul", "Gemm", "Conv", "ConvTranspose", "Gather"}));
+  EXPECT_EQ(streaming, (std::set<std::string>{"MatMul", "Gemm", "Conv", "ConvTranspose", "Gather", "WeightOnlyMatMul"}));
+  EXPECT_EQ(schema("WeightOnlyMatMul").streamable_inputs, (std::vector<int>{1, 2, 3, 4}));  // codes, scales, zeros, bias
   EXPECT_EQ(schema("MatMul").streamable_inputs, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(schema("Gemm").streamable_inputs, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(schema("Conv").streamable_inputs, (std::vector<int>{1, 2}));
