@@ -178,6 +178,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(MatMulNBits, {.op_type = kMatMulNBits, .domain = kMicrosoftDomain, .infer = infer, .cpu = cpu,
-                                   .verify = verify, .cpu_dtypes = dtypes(kFloats)});
+                                   .verify = verify, .cpu_dtypes = dtypes(kFloats), .built_as = kWeightOnlyMatMul});
 
 }  // namespace streamrt::ops

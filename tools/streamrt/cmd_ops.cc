@@ -24,13 +24,17 @@ std::string type_list(ops::DTypeMask m) {
 
 // The CUDA column: the types of the CPU kernel's that the CUDA kernel takes; the others (or all,
 // without a CUDA kernel) run as a host fallback, decided when the engine loads.
+// An op the builder always rewrites (OpSchema::built_as) runs as that op.
 std::string cuda_cell(const ops::OpSchema& s) {
 #ifdef STREAMRT_WITH_CUDA
-  const cuda::CudaKernelEntry* e = s.domain.empty() ? cuda::CudaKernelRegistry::global().entry(s.op_type) : nullptr;
+  const cuda::CudaKernelEntry* e = s.built_as          ? cuda::CudaKernelRegistry::global().entry(s.built_as)
+                                   : s.domain.empty() ? cuda::CudaKernelRegistry::global().entry(s.op_type)
+                                                      : nullptr;
   if (e) {
     const ops::DTypeMask on_device = e->dtypes & s.cpu_dtypes;
     const bool rest = (s.cpu_dtypes & ~e->dtypes) != 0;
-    return type_list(on_device) + (rest ? " (others: host fallback)" : "");
+    return type_list(on_device) + (rest ? " (others: host fallback)" : "") +
+           (s.built_as ? std::string(" (as ") + s.built_as + ")" : "");
   }
 #else
   (void)s;
