@@ -51,6 +51,20 @@ set(STREAMRT_RECURRENT_DIR ${CMAKE_SOURCE_DIR}/tests/fixtures/recurrent)
 add_test(NAME onnx_recurrent
          COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_RECURRENT_DIR} -j 2 --no-skip --rtol 1e-4 --atol 1e-5)
 set_tests_properties(onnx_transformers_corpus onnx_function_ops onnx_recurrent PROPERTIES TIMEOUT 1200 LABELS onnx)
+# Pre-quantized weights (scripts/make_quant_import_cases.py): DequantizeLinear / MatMulNBits read as
+# compressed WeightOnlyMatMul steps, against onnxruntime's outputs; float16 cases at float16's rounding.
+set(STREAMRT_QUANT_IMPORT_DIR ${CMAKE_SOURCE_DIR}/tests/fixtures/quant_import)
+add_test(NAME onnx_quant_import
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_QUANT_IMPORT_DIR}/fp32 ${STREAMRT_QUANT_IMPORT_DIR}/models
+                 -j 2 --no-skip --rtol 1e-4 --atol 1e-5)
+add_test(NAME onnx_quant_import_fp16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_QUANT_IMPORT_DIR}/fp16 -j 2 --no-skip
+                 --rtol 1e-3 --atol 1e-4)
+set_tests_properties(onnx_quant_import onnx_quant_import_fp16 PROPERTIES TIMEOUT 600 LABELS onnx)
+add_test(NAME onnx_quant_import_cuda
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_QUANT_IMPORT_DIR} -j 2 --device cuda --against-cpu
+                 --rtol 1e-3 --atol 2.5e-3)
+set_tests_properties(onnx_quant_import_cuda PROPERTIES TIMEOUT 600 LABELS "onnx;gpu")
 add_test(NAME onnx_transformers_corpus_cuda
          COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_CORPUS_DIR} ${STREAMRT_FUNCTION_OPS_DIR} ${STREAMRT_RECURRENT_DIR} -j 2
                  --device cuda --no-skip --rtol 1e-3 --atol 1e-4)

@@ -138,6 +138,7 @@ struct BuildReport {
   size_t streamable_weights = 0;
   size_t steps_split = 0;          // steps split into chunk steps (stream_chunk_bytes)
   size_t steps_quantized = 0;      // MatMul / Gemm steps reading compressed weights (weight_quant)
+  size_t steps_prequantized = 0;   // steps reading weights the model stored quantized (DequantizeLinear, MatMulNBits)
   size_t steps_tuned = 0;          // steps whose tactic was timed and recorded
   double tactic_ms = 0;            // time spent timing tactics
   // Weight streaming on CUDA: the plan's steps timed on the device at the profile's max shapes

@@ -146,6 +146,8 @@ py::dict build_report(const EngineHandle& h) {
   d["streamable_bytes"] = r.streamable_bytes;
   d["streamable_weights"] = r.streamable_weights;
   d["steps_split"] = r.steps_split;
+  d["steps_quantized"] = r.steps_quantized;
+  d["steps_prequantized"] = r.steps_prequantized;
   if (h.cache) {
     d["cache_hit"] = h.cache->hit;
     d["cache_key"] = h.cache->key.hex();

@@ -7,6 +7,7 @@
 #include "builder/streamable.h"
 #include "builder/lowering.h"
 #include "builder/fusion.h"
+#include "builder/import_quantized.h"
 #include "builder/passes.h"
 #include "builder/precision.h"
 #include "builder/quantize_weights.h"
@@ -121,6 +122,11 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
   auto st = ir::infer_shapes(g, infer);
   if (!st.ok()) return st.status().with_context(source);
   testing::throw_point("passes");
+  // Before folding, which would dequantize them: the model's quantized weights stay compressed.
+  auto prequantized = builder::import_quantized_weights(g);
+  if (!prequantized.ok()) return prequantized.status().with_context(source);
+  rep.steps_prequantized = *prequantized;
+  if (rep.steps_prequantized > 0) builder::remove_dead_code(g);  // the dequantizations they replace
   SRT_ASSIGN_OR_RETURN(rep.nodes_folded, builder::fold_constants(g));
   SRT_RETURN_IF_ERROR(builder::inline_constant_ifs(g).status());
   SRT_ASSIGN_OR_RETURN(size_t sequence_reads, builder::fold_sequences(g));

@@ -18,6 +18,7 @@ bool engine_supports_node(DeviceType device, const ir::Node& node) {
   if (!s || !s->cpu) return false;  // every engine step needs the op's shape rule and host kernel
   if (device == DeviceType::kCpu) return true;
 #if STREAMRT_WITH_CUDA
+  if (s->built_as) return cuda::CudaKernelRegistry::global().find(s->built_as) != nullptr;
   return node.domain.empty() && cuda::CudaKernelRegistry::global().find(node.op_type) != nullptr;
 #else
   return false;

@@ -130,14 +130,53 @@ Status copy_typed(const Src& field, int64_t numel, const std::string& what, Fn&&
   return ok_status();
 }
 
+// ONNX INT4 / UINT4 (opset 21; the linked onnx 1.12 has no names for them): two values a byte,
+// the first in the low nibble, in raw_data, int32_data (one byte each) or external data.
+constexpr int kOnnxUInt4 = 21, kOnnxInt4 = 22;
+
+// A 4-bit tensor as int8 (INT4, sign-extended) / uint8 (UINT4), one value a byte: streamrt has
+// no 4-bit type, and DequantizeLinear, the op that reads such weights, computes the same values
+// from either (builder/import_quantized.cc packs them back to 4 bits for WeightOnlyMatMul).
+Result<Tensor> tensor_from_4bit_proto(const onnx::TensorProto& p, const std::string& base_dir, const Dims& dims,
+                                      int64_t numel, const std::string& what) {
+  const bool is_signed = p.data_type() == kOnnxInt4;
+  const int64_t packed = (numel + 1) / 2;
+  Tensor bytes;
+  if (p.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    SRT_ASSIGN_OR_RETURN(bytes, read_external(p, base_dir, DataType::kUInt8, {packed}, static_cast<uint64_t>(packed), what));
+  } else if (p.has_raw_data()) {
+    if (p.raw_data().size() != static_cast<uint64_t>(packed))
+      return invalid_model(what + ": raw_data has " + std::to_string(p.raw_data().size()) + " bytes, " +
+                           std::to_string(numel) + " 4-bit values need " + std::to_string(packed));
+    SRT_ASSIGN_OR_RETURN(bytes, Tensor::from_bytes(DataType::kUInt8, {packed}, p.raw_data().data(), packed));
+  } else {
+    SRT_ASSIGN_OR_RETURN(bytes, Tensor::allocate(DataType::kUInt8, {packed}));
+    uint8_t* d = bytes.mutable_data_as<uint8_t>();
+    SRT_RETURN_IF_ERROR(copy_typed(p.int32_data(), packed, what + " (4-bit pairs)",
+                                   [&](int64_t i, int32_t v) { d[i] = static_cast<uint8_t>(v); }));
+  }
+  SRT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(is_signed ? DataType::kInt8 : DataType::kUInt8, dims));
+  const uint8_t* src = bytes.data_as<uint8_t>();
+  uint8_t* out = t.mutable_data_as<uint8_t>();
+  for (int64_t i = 0; i < numel; ++i) {
+    const int v = (src[i / 2] >> (i % 2 ? 4 : 0)) & 15;
+    out[i] = static_cast<uint8_t>(is_signed && v >= 8 ? v - 16 : v);
+  }
+  return t;
+}
+
 }  // namespace
 
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir) {
   const std::string what = "tensor '" + p.name() + "'";
-  SRT_ASSIGN_OR_RETURN(DataType dtype, dtype_from_onnx(p.data_type(), what));
   Dims dims(p.dims().begin(), p.dims().end());
   for (int64_t d : dims)
     if (d < 0) return invalid_model(what + ": negative dimension in " + dims_to_string(dims));
+  if (p.data_type() == kOnnxInt4 || p.data_type() == kOnnxUInt4) {
+    SRT_ASSIGN_OR_RETURN(int64_t n4, checked_numel(dims, INT64_MAX / 8));
+    return tensor_from_4bit_proto(p, base_dir, dims, n4, what);
+  }
+  SRT_ASSIGN_OR_RETURN(DataType dtype, dtype_from_onnx(p.data_type(), what));
   // Validate the claimed size against the bytes actually present before allocating.
   SRT_ASSIGN_OR_RETURN(int64_t numel, checked_numel(dims, INT64_MAX / 8));
   const uint64_t nbytes = static_cast<uint64_t>(numel) * dtype_size(dtype);

@@ -233,6 +233,10 @@ struct OpSchema {
   // the builder never computes them at build time (constant folding, value propagation), and the
   // onnx-test runner checks only their dtypes and dims (plus what the values must satisfy).
   bool nondeterministic = false;
+  // The builder always rewrites a step of this op into one of that (default-domain) op before
+  // it reaches a plan (MatMulNBits -> WeightOnlyMatMul): which devices can run it is that op's
+  // question (the delegate partitioner, `streamrt ops`).
+  const char* built_as = nullptr;
 };
 
 // For FlopsFn: the elements of `d`, an unknown (-1) dim counted as 1.

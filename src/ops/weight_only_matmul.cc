@@ -44,8 +44,8 @@ Status check_inputs(const InferContext& ctx, const WeightQuantFormat& f) {
     return ctx.error(std::string("A must be float32, float16 or bfloat16, got ") + dtype_name(t));
   SRT_RETURN_IF_ERROR(check_weight_input(ctx, kPacked, f.packed_dtype(), f.packed_dims(), "packed weight"));
   SRT_RETURN_IF_ERROR(check_weight_input(ctx, kScales, t, f.scale_dims(), "scales"));
-  if (f.bits == 4) SRT_RETURN_IF_ERROR(check_weight_input(ctx, kZeros, DataType::kUInt8, f.zero_dims(), "zero points"));
-  else if (ctx.has_input(kZeros)) return ctx.error("8-bit weights take no zero points (input 3)");
+  if (f.bits == 4 || ctx.has_input(kZeros))
+    SRT_RETURN_IF_ERROR(check_weight_input(ctx, kZeros, f.zero_dtype(), f.zero_dims(), "zero points"));
   if (ctx.has_input(kBias) && ctx.input(kBias).has_shape)
     SRT_RETURN_IF_ERROR(check_bias(ctx.node(), t, ctx.input_dtype(kBias), ctx.input_dims(kBias), f.n));
   const TensorInfo& a = ctx.input(kA);
@@ -75,27 +75,33 @@ struct Weights {
   WeightQuantFormat f;
   const void* packed = nullptr;
   std::vector<float> scales;
-  const uint8_t* zeros = nullptr;
+  const void* zeros = nullptr;  // uint8 [N, G] for 4 bits; int8 [N] or none for 8
 
   // Channel c's weights for k in [k0, k1) into out[0 .. k1 - k0). For 4 bits, [k0, k1) lies in
-  // one group and k0 is even (a group start).
+  // one group and k0 is even.
   void dequantize(int64_t c, int64_t k0, int64_t k1, float* out) const {
     if (f.bits == 8) {
       const int8_t* q = static_cast<const int8_t*>(packed) + c * f.k;
       const float s = scales[c];
-      for (int64_t k = k0; k < k1; ++k) out[k - k0] = static_cast<float>(q[k]) * s;
+      if (!zeros) {
+        for (int64_t k = k0; k < k1; ++k) out[k - k0] = static_cast<float>(q[k]) * s;
+        return;
+      }
+      const float z = static_cast<float>(static_cast<const int8_t*>(zeros)[c]);
+      for (int64_t k = k0; k < k1; ++k) out[k - k0] = (static_cast<float>(q[k]) - z) * s;
       return;
     }
     const uint8_t* row = static_cast<const uint8_t*>(packed) + c * f.row_bytes();
     const int64_t g = c * f.groups() + k0 / f.group;
-    const float s = scales[g], z = static_cast<float>(zeros[g]);
+    const float s = scales[g], z = static_cast<float>(static_cast<const uint8_t*>(zeros)[g]);
     for (int64_t k = k0; k < k1; ++k) {
       const uint8_t b = row[k / 2];
       out[k - k0] = (static_cast<float>(k % 2 ? b >> 4 : b & 15) - z) * s;
     }
   }
-  // The K tile the direct kernel dequantizes at once: a whole group for 4 bits.
-  int64_t tile() const { return f.bits == 4 ? f.group : kTileK; }
+  // The K tile the direct kernel dequantizes at once: inside one group for 4 bits (groups are
+  // powers of two, so a tile of up to kTileK divides them or is one).
+  int64_t tile() const { return f.bits == 4 ? std::min(f.group, kTileK) : kTileK; }
   static constexpr int64_t kTileK = 128;
 };
 
@@ -185,14 +191,14 @@ Status cpu(KernelContext& ctx) {
   // The run-time tensors against the format: the kernel indexes by it.
   auto is = [&](size_t i, DataType t, const Dims& d) { return ctx.has_input(i) && ctx.input(i).dtype == t && ctx.input(i).dims == d; };
   if (!is(kPacked, f.packed_dtype(), f.packed_dims()) || !is(kScales, a.dtype, f.scale_dims()) ||
-      (f.bits == 4 && !is(kZeros, DataType::kUInt8, f.zero_dims())) ||
+      ((f.bits == 4 || ctx.has_input(kZeros)) && !is(kZeros, f.zero_dtype(), f.zero_dims())) ||
       (ctx.has_input(kBias) && (ctx.input(kBias).dtype != a.dtype || ctx.input(kBias).numel() != f.n)))
     return ctx.error("the weights do not have the dims and types that bits / group / K / N give");
   if (a.dims.empty() || a.dims.back() != f.k) return ctx.error("A " + dims_to_string(a.dims) + " must end in K");
   Dims out(a.dims.begin(), a.dims.end() - 1);
   out.push_back(f.n);
   if (ctx.output(0).dims != out) return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims));
-  Weights w{f, ctx.input(kPacked).data, {}, f.bits == 4 ? ctx.input(kZeros).as<uint8_t>() : nullptr};
+  Weights w{f, ctx.input(kPacked).data, {}, ctx.has_input(kZeros) ? ctx.input(kZeros).data : nullptr};
   return dispatch<kFloats>(a.dtype, ctx.node().describe(), [&]<typename T>() { return run_typed<T>(ctx, w); });
 }
 

@@ -13,6 +13,10 @@
 
 namespace streamrt::ops {
 
+bool valid_weight_quant_group(int64_t group) {
+  return group >= 16 && group <= kMaxAttrExtent && (group & (group - 1)) == 0;
+}
+
 Result<WeightQuantFormat> read_weight_quant_format(const ir::Node& node) {
   WeightQuantFormat f;
   SRT_ASSIGN_OR_RETURN(int64_t bits, node.attr_int("bits"));
@@ -22,13 +26,20 @@ Result<WeightQuantFormat> read_weight_quant_format(const ir::Node& node) {
   auto bad = [&](const std::string& what) { return node.error(StatusCode::kInvalidModel, what); };
   if (bits != 4 && bits != 8) return bad("attribute 'bits' must be 4 or 8, got " + std::to_string(bits));
   f.bits = static_cast<int>(bits);
-  if (f.bits == 4 && f.group != 32 && f.group != 64 && f.group != 128)
-    return bad("attribute 'group' must be 32, 64 or 128 for 4 bits, got " + std::to_string(f.group));
+  if (f.bits == 4 && !valid_weight_quant_group(f.group))
+    return bad("attribute 'group' must be a power of two >= 16 for 4 bits, got " + std::to_string(f.group));
   if (f.bits == 8) f.group = 0;
   for (auto [name, v] : {std::pair<const char*, int64_t>{"K", f.k}, {"N", f.n}})
     if (v < 1 || v > kMaxAttrExtent)
       return bad(std::string("attribute '") + name + "' must be in [1, 2^30], got " + std::to_string(v));
   return f;
+}
+
+void set_weight_quant_attrs(ir::Node& node, const WeightQuantFormat& f) {
+  node.attrs["bits"] = ir::Attribute::make_int(f.bits);
+  node.attrs["group"] = ir::Attribute::make_int(f.group);
+  node.attrs["K"] = ir::Attribute::make_int(f.k);
+  node.attrs["N"] = ir::Attribute::make_int(f.n);
 }
 
 namespace {

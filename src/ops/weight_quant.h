@@ -7,15 +7,20 @@
 // ordinary plan weights, so they are stored, streamed and refitted compressed. The layout is
 // output-channel major, [N, ...] (MatMulNBits' too), so a GEMV reads each channel contiguously
 // and a split along N (weight streaming's chunks) slices every input along axis 0:
-//   bits 8: packed int8 [N, K]; scales [N] (A's float type); w = q * scale, symmetric.
+//   bits 8: packed int8 [N, K]; scales [N] (A's float type); w = q * scale, symmetric; or, with
+//           zeros int8 [N] (pre-quantized models' zero points: a uint8 code q with zero point
+//           z is stored as q - 128, z - 128), w = (q - zero) * scale.
 //   bits 4: packed uint8 [N, G * group / 2] with G = ceil(K / group) groups along K, element k of
 //           a row in the low nibble of byte k / 2 when k is even, the high one when odd (the last
 //           group padded); scales [N, G] (A's type); zeros uint8 [N, G] (0..15);
-//           w = (q - zero) * scale.
+//           w = (q - zero) * scale. MatMulNBits' B is this layout as it is.
 // Activations and accumulation stay in A's type (float32, float16, bfloat16; float accumulation).
-// Attributes: bits (4 | 8), group (4 bits: 32 | 64 | 128), K, N. Build records for refit:
-// __source (the original weight's name), __source_dims (its dims), __trans (1: it was stored
-// [N, K], Gemm's transB), __n_offset (the first of the original's columns this step computes).
+// Attributes: bits (4 | 8), group (4 bits: a power of two >= 16; --weight-quant writes 32, 64 or
+// 128), K, N. Build records for refit: __source (the original weight's name), __source_dims (its
+// dims), __trans (1: it was stored [N, K], Gemm's transB), __n_offset (the first of the
+// original's columns this step computes); or, for a weight the model stored quantized
+// (builder/import_quantized.cc), __prequantized (the name of its codes in the model) and
+// __n_offset.
 #pragma once
 
 #include <string>
@@ -37,15 +42,23 @@ struct WeightQuantFormat {
   DataType packed_dtype() const { return bits == 4 ? DataType::kUInt8 : DataType::kInt8; }
   Dims packed_dims() const { return {n, row_bytes()}; }
   Dims scale_dims() const { return bits == 4 ? Dims{n, groups()} : Dims{n}; }
-  Dims zero_dims() const { return {n, groups()}; }
+  // Zero points: required for 4 bits, optional for 8.
+  DataType zero_dtype() const { return bits == 4 ? DataType::kUInt8 : DataType::kInt8; }
+  Dims zero_dims() const { return bits == 4 ? Dims{n, groups()} : Dims{n}; }
 };
 
-// bits / group / K / N of a WeightOnlyMatMul node, checked (bits 4 or 8, group 32 / 64 / 128 for
-// 4 bits, K and N in [1, kMaxAttrExtent]); kInvalidModel naming the node and attribute.
+// A 4-bit group: a power of two in [16, kMaxAttrExtent].
+bool valid_weight_quant_group(int64_t group);
+
+// bits / group / K / N of a WeightOnlyMatMul node, checked (bits 4 or 8, a valid group for 4
+// bits, K and N in [1, kMaxAttrExtent]); kInvalidModel naming the node and attribute.
 Result<WeightQuantFormat> read_weight_quant_format(const ir::Node& node);
 
+// Sets a WeightOnlyMatMul node's bits / group / K / N attributes from `f`.
+void set_weight_quant_attrs(ir::Node& node, const WeightQuantFormat& f);
+
 struct QuantizedWeight {
-  Tensor packed, scales, zeros;  // zeros: 4 bits only
+  Tensor packed, scales, zeros;  // zeros: 4 bits, and 8 bits with zero points (else empty)
 };
 
 // Quantizes columns [n0, n0 + fmt.n) of `w` (float32 / float16 / bfloat16, [K, N_total], or

@@ -148,6 +148,10 @@ Result<std::map<int32_t, Tensor>> quantize_source_weight(const plan::PlanData& p
   };
   for (const ir::Node& s : p.steps) {
     if (s.op_type != ops::kWeightOnlyMatMul || !s.domain.empty()) continue;
+    if (auto codes = s.attr_string("__prequantized", ""); codes.ok() && *codes == name)
+      return unsupported("weight '" + name + "' holds codes the model stored quantized (DequantizeLinear / "
+                         "MatMulNBits), which the plan keeps in its own layout: refit the plan weights '" + name +
+                         "::q', '" + name + "::scales' (and '::zeros'), or refit from the ONNX model");
     auto source = s.attr_string("__source", "");
     if (!source.ok() || *source != name) continue;
     SRT_ASSIGN_OR_RETURN(ops::WeightQuantFormat f, ops::read_weight_quant_format(s));
@@ -174,7 +178,7 @@ BuilderConfig config_from_plan(const plan::PlanData& p, DataType precision) {
   BuilderConfig c;
   // Quantized steps: the scheme they were built with, so the model prepares to the same steps.
   for (const ir::Node& s : p.steps)
-    if (s.op_type == ops::kWeightOnlyMatMul && s.domain.empty()) {
+    if (s.op_type == ops::kWeightOnlyMatMul && s.domain.empty() && !s.has_attr("__prequantized")) {
       auto f = ops::read_weight_quant_format(s);
       if (!f.ok()) break;
       c.weight_quant.scheme = f->bits == 4 ? WeightQuantScheme::kInt4 : WeightQuantScheme::kInt8;

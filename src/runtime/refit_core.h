@@ -31,7 +31,8 @@ Result<std::vector<Tensor>> weights_from_graph(const plan::PlanData& p, const ir
 // compressed is no plan weight; the WeightOnlyMatMul steps that read it name it (__source). Its
 // new value, quantized as the build did, for every plan weight made from it (the packed codes,
 // scales and zero points of each step or chunk step). kNotFound when no step names `name`;
-// kInvalidArgument when the value's dtype or dims are not the original weight's.
+// kInvalidArgument when the value's dtype or dims are not the original weight's; kUnsupported
+// for the codes of a weight the model stored quantized (builder/import_quantized.h).
 Result<std::map<int32_t, Tensor>> quantize_source_weight(const plan::PlanData& p, const std::string& name,
                                                           const Tensor& value);
 

@@ -135,6 +135,15 @@ TEST(DelegatePartitioner, CudaSupportNeedsACudaKernel) {
 #else
   EXPECT_TRUE(engine_supports_node(DeviceType::kCuda, relu));
 #endif
+  // An op the builder always rewrites (OpSchema::built_as) goes by the op it becomes:
+  // com.microsoft MatMulNBits runs as WeightOnlyMatMul, which has a CUDA kernel.
+  ir::Node nbits;
+  nbits.op_type = "MatMulNBits";
+  nbits.domain = "com.microsoft";
+  EXPECT_TRUE(engine_supports_node(DeviceType::kCpu, nbits));
+#if STREAMRT_WITH_CUDA
+  EXPECT_TRUE(engine_supports_node(DeviceType::kCuda, nbits));
+#endif
 }
 
 TEST(DelegatePartitioner, ExtractSubgraphFindsItsBoundary) {

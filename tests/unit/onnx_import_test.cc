@@ -216,6 +216,40 @@ TEST(OnnxTensorProto, RejectsBadInlineData) {
   EXPECT_TRUE(is_error(tensor_from_proto(dbl, "."), StatusCode::kUnsupported, {"'dbl'", "12345"}));
 }
 
+// ONNX INT4 / UINT4 (21, 22; opset 21): two values a byte, the first in the low nibble, in
+// raw_data, int32_data or external data. They import as int8 (sign-extended) / uint8.
+TEST(OnnxTensorProto, FourBitTensorsUnpackToOneByteEach) {
+  const std::vector<uint8_t> packed = {0x21, 0xF8, 0x07};  // 1, 2, 8, 15, 7 (and the pad nibble)
+  onnx::TensorProto u = raw_tensor<uint8_t>("u", 21, {5}, packed);
+  auto r = tensor_from_proto(u, ".");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->dtype(), DataType::kUInt8);
+  EXPECT_EQ(r->dims(), Dims{5});
+  EXPECT_EQ(values_of<uint8_t>(*r), (std::vector<uint8_t>{1, 2, 8, 15, 7}));
+  onnx::TensorProto i = raw_tensor<uint8_t>("i", 22, {5, 1}, packed);
+  r = tensor_from_proto(i, ".");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->dtype(), DataType::kInt8);
+  EXPECT_EQ(r->dims(), (Dims{5, 1}));
+  EXPECT_EQ(values_of<int8_t>(*r), (std::vector<int8_t>{1, 2, -8, -1, 7}));
+  onnx::TensorProto typed;  // int32_data: one packed byte per entry
+  typed.set_name("t");
+  typed.set_data_type(22);
+  typed.add_dims(3);
+  typed.add_int32_data(0x9F);
+  typed.add_int32_data(0x03);
+  r = tensor_from_proto(typed, ".");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(values_of<int8_t>(*r), (std::vector<int8_t>{-1, -7, 3}));
+  // Sizes count packed bytes: 5 values need 3.
+  EXPECT_TRUE(is_error(tensor_from_proto(raw_tensor<uint8_t>("short", 21, {5}, {1, 2}), "."), StatusCode::kInvalidModel,
+                       {"'short'", "2 bytes", "5 4-bit values need 3"}));
+  EXPECT_TRUE(is_error(tensor_from_proto(raw_tensor<uint8_t>("long", 21, {2}, {1, 2}), "."), StatusCode::kInvalidModel,
+                       {"'long'", "need 1"}));
+  typed.add_int32_data(0);
+  EXPECT_TRUE(is_error(tensor_from_proto(typed, "."), StatusCode::kInvalidModel, {"'t'", "3 values", "2"}));
+}
+
 TEST_F(OnnxImport, ConstantNodes) {
   onnx::ModelProto m = make_model();
   auto* g = m.mutable_graph();
@@ -517,6 +551,15 @@ TEST_F(OnnxExternalData, RejectsBadRangesAndFiles) {
   EXPECT_TRUE(is_error(load({int64_t{1} << 34}, "weights.bin"), StatusCode::kInvalidModel, {"past the end"}));
   EXPECT_FALSE(load({1}, "data").ok());  // a folder, not a file
   EXPECT_FALSE(load({1}, ".").ok());
+  // 4-bit tensors read half a byte a value: 64 bytes hold 128 (INT4 = 22).
+  auto int4 = tensor_from_proto(external_tensor("q", 22, {2, 64}, "weights.bin"), model_dir_.string());
+  ASSERT_TRUE(int4.ok()) << int4.status().to_string();
+  EXPECT_EQ(int4->dtype(), DataType::kInt8);
+  // Bytes 4..7 are float 1.0 (00 00 80 3F): values 12..15 are 0, -8, -1 (0xF), 3.
+  const std::vector<int8_t> v = values_of<int8_t>(*int4);
+  EXPECT_EQ(std::vector<int8_t>(v.begin() + 12, v.begin() + 16), (std::vector<int8_t>{0, -8, -1, 3}));
+  EXPECT_TRUE(is_error(tensor_from_proto(external_tensor("q", 22, {129}, "weights.bin"), model_dir_.string()),
+                       StatusCode::kInvalidModel, {"65", "past the end"}));
   // Tensors of other types honour their element size.
   auto i64 = tensor_from_proto(external_tensor("i", onnx::TensorProto_DataType_INT64, {9}, "weights.bin"),
                                model_dir_.string());

@@ -37,10 +37,12 @@ std::vector<double> as_doubles(const Tensor& t) {
 std::vector<double> dequantize_ref(const ops::QuantizedWeight& q, int bits, int64_t group, int64_t k, int64_t n) {
   std::vector<double> w(static_cast<size_t>(n * k));
   const std::vector<double> s = as_doubles(q.scales);
-  if (bits == 8) {
+  if (bits == 8) {  // zero points (int8 [N]) where given
     const auto* c = q.packed.data_as<int8_t>();
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < k; ++i) w[j * k + i] = c[j * k + i] * s[j];
+    for (int64_t j = 0; j < n; ++j) {
+      const double z = q.zeros.empty() ? 0 : q.zeros.data_as<int8_t>()[j];
+      for (int64_t i = 0; i < k; ++i) w[j * k + i] = (c[j * k + i] - z) * s[j];
+    }
     return w;
   }
   const int64_t groups = (k + group - 1) / group, row = groups * group / 2;
@@ -60,27 +62,42 @@ struct Case {
   int64_t group, m, k, n;
   DataType dtype;
   bool trans, bias;
+  bool zeros8 = false;  // 8 bits with zero points (a pre-quantized model's asymmetric codes)
 };
 
 std::string name_of(const Case& c) {
   return "bits " + std::to_string(c.bits) + " group " + std::to_string(c.group) + " m " + std::to_string(c.m) +
          " k " + std::to_string(c.k) + " n " + std::to_string(c.n) + " " + dtype_name(c.dtype) +
-         (c.trans ? " trans" : "") + (c.bias ? " bias" : "");
+         (c.trans ? " trans" : "") + (c.bias ? " bias" : "") + (c.zeros8 ? " zero points" : "");
 }
 
+// Groups 16 and 256 too: pre-quantized models' block sizes (--weight-quant writes 32 / 64 / 128).
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (DataType t : {DataType::kFloat32, DataType::kFloat16})
-    for (auto [bits, group] : {std::pair{8, int64_t{0}}, {4, 32}, {4, 64}, {4, 128}}) {
+    for (auto [bits, group] : {std::pair{8, int64_t{0}}, {4, 16}, {4, 32}, {4, 64}, {4, 128}, {4, 256}}) {
       out.push_back({bits, group, 1, 200, 67, t, false, false});  // K no multiple of any group
       out.push_back({bits, group, 5, 256, 130, t, true, true});
       out.push_back({bits, group, 40, 300, 70, t, false, true});  // the panel (BLAS) path
+      if (bits == 8) {
+        out.push_back({bits, group, 3, 200, 67, t, false, true, true});
+        out.push_back({bits, group, 40, 130, 70, t, true, false, true});
+      }
     }
   return out;
 }
 
+// Zero points for 8-bit codes: int8 [N] in [-20, 20], one channel's 0.
+Tensor zero_points8(int64_t n) {
+  std::vector<float> r = random_floats(static_cast<size_t>(n), 24);
+  std::vector<int8_t> z(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) z[j] = static_cast<int8_t>(j == 0 ? 0 : std::lround(r[j] * 20));
+  return Tensor::from_vector<int8_t>(DataType::kInt8, {n}, z);
+}
+
 TEST(WeightQuant, CodesStayWithinHalfAStepOfTheWeights) {
   for (const Case& c : cases()) {
+    if (c.zeros8) continue;  // the quantizer is symmetric; zero points come from models
     SCOPED_TRACE(name_of(c));
     const Dims wd = c.trans ? Dims{c.n, c.k} : Dims{c.k, c.n};
     // Columns of different ranges, one all zero, one all positive: every scale path.
@@ -120,16 +137,17 @@ TEST(WeightQuant, KernelMatchesTheDequantizedProductInDouble) {
     ops::WeightQuantFormat f{c.bits, c.group, c.k, c.n};
     auto q = ops::quantize_weight(w, c.trans, 0, f, "W");
     ASSERT_TRUE(q.ok()) << q.status().to_string();
+    if (c.zeros8) q->zeros = zero_points8(c.n);
     const Tensor a = make_tensor(c.dtype, {c.m, c.k}, random_floats(static_cast<size_t>(c.m * c.k), 22));
     const Tensor b = make_tensor(c.dtype, {1, c.n}, random_floats(static_cast<size_t>(c.n), 23));
-    ir::Node node = make_node(ops::kWeightOnlyMatMul, c.bias ? 5 : (c.bits == 4 ? 4 : 3), 1,
+    ir::Node node = make_node(ops::kWeightOnlyMatMul, c.bias ? 5 : (q->zeros.empty() ? 3 : 4), 1,
                               {{"bits", ir::Attribute::make_int(c.bits)},
                                {"group", ir::Attribute::make_int(c.group)},
                                {"K", ir::Attribute::make_int(c.k)},
                                {"N", ir::Attribute::make_int(c.n)}});
     std::vector<Tensor> in = {a, q->packed, q->scales};
-    if (node.inputs.size() > 3) in.push_back(c.bits == 4 ? q->zeros : Tensor{});
-    if (c.bits == 8 && node.inputs.size() > 3) node.inputs[3] = ir::kNoValue;
+    if (node.inputs.size() > 3) in.push_back(q->zeros);
+    if (q->zeros.empty() && node.inputs.size() > 3) node.inputs[3] = ir::kNoValue;
     if (c.bias) in.push_back(b);
     std::vector<Tensor> out = run_ok(node, in);
     ASSERT_EQ(out.size(), 1u);
@@ -209,7 +227,9 @@ TEST(WeightQuant, KernelAndShapeRuleRefuseWeightsThatDoNotFitTheFormat) {
                                                 {"N", ir::Attribute::make_int(n)}};
   };
   // Group 64 reads the group-32 codes as half as many groups: the scales' dims give it away.
-  for (auto bad : {attrs(4, 64, k), attrs(4, 48, k), attrs(3, 32, k), attrs(4, 32, k + 32)}) {
+  // Groups are powers of two >= 16.
+  for (auto bad : {attrs(4, 64, k), attrs(4, 48, k), attrs(4, 8, k), attrs(4, 0, k), attrs(3, 32, k),
+                   attrs(4, 32, k + 32)}) {
     ir::Node node = make_node(ops::kWeightOnlyMatMul, 4, 1, bad);
     auto r = ops::evaluate_on_host(node, {a, q->packed, q->scales, q->zeros});
     EXPECT_FALSE(r.ok());
@@ -218,6 +238,16 @@ TEST(WeightQuant, KernelAndShapeRuleRefuseWeightsThatDoNotFitTheFormat) {
   EXPECT_TRUE(ops::evaluate_on_host(good, {a, q->packed, q->scales, q->zeros}).ok());
   const Tensor a_wrong = make_tensor(DataType::kFloat32, {1, k + 1}, random_floats(k + 1, 2));
   EXPECT_FALSE(ops::evaluate_on_host(good, {a_wrong, q->packed, q->scales, q->zeros}).ok());
+  // 8-bit zero points are int8 [N]: uint8 or [N, 1] are refused.
+  auto q8 = ops::quantize_weight(w, false, 0, {8, 0, k, n}, "W");
+  ASSERT_TRUE(q8.ok());
+  ir::Node eight = make_node(ops::kWeightOnlyMatMul, 4, 1, attrs(8, 0, k));
+  const Tensor z8 = zero_points8(n);
+  EXPECT_TRUE(ops::evaluate_on_host(eight, {a, q8->packed, q8->scales, z8}).ok());
+  auto z8u = z8.retyped(DataType::kUInt8).value();
+  auto z8r = z8.reshaped({n, 1}).value();
+  EXPECT_FALSE(ops::evaluate_on_host(eight, {a, q8->packed, q8->scales, z8u}).ok());
+  EXPECT_FALSE(ops::evaluate_on_host(eight, {a, q8->packed, q8->scales, z8r}).ok());
   // A weight that is not finite cannot be quantized.
   std::vector<float> inf = random_floats(k * n, 3);
   inf[5] = INFINITY;

@@ -117,6 +117,9 @@ Command add_build_command(CLI::App& app) {
     if (config->weight_quant.scheme != WeightQuantScheme::kNone)
       std::printf("  weight quantization %s: %zu MatMul / Gemm steps read compressed weights\n",
                   weight_quant_name(config->weight_quant).c_str(), rep.steps_quantized);
+    if (rep.steps_prequantized > 0)
+      std::printf("  pre-quantized weights: %zu steps read the model's DequantizeLinear / MatMulNBits codes "
+                  "compressed\n", rep.steps_prequantized);
     if (s->strip_weights) std::printf("  weights stripped: refit the plan before running it (streamrt refit)\n");
     if (s->opts.weight_streaming)
       std::printf("  weight streaming: %zu weights streamable, %.2f MiB; %zu steps split into chunks of %s\n",

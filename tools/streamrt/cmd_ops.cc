@@ -1,7 +1,9 @@
 // `streamrt ops`: the ops this build supports, per device. `--markdown` writes docs/ops.md: the
 // table, the ONNX function ops the importer expands, and (with --expected-skips) the ONNX node
 // tests of listed ops that do not run here, with the reason.
+#include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "commands.h"
 #include "onnx/functions/function_op.h"
@@ -22,18 +24,32 @@ std::string type_list(ops::DTypeMask m) {
 
 // The CUDA column: the types of the CPU kernel's that the CUDA kernel takes; the others (or all,
 // without a CUDA kernel) run as a host fallback, decided when the engine loads.
+// An op the builder always rewrites (OpSchema::built_as) runs as that op.
 std::string cuda_cell(const ops::OpSchema& s) {
 #ifdef STREAMRT_WITH_CUDA
-  const cuda::CudaKernelEntry* e = s.domain.empty() ? cuda::CudaKernelRegistry::global().entry(s.op_type) : nullptr;
+  const cuda::CudaKernelEntry* e = s.built_as          ? cuda::CudaKernelRegistry::global().entry(s.built_as)
+                                   : s.domain.empty() ? cuda::CudaKernelRegistry::global().entry(s.op_type)
+                                                      : nullptr;
   if (e) {
     const ops::DTypeMask on_device = e->dtypes & s.cpu_dtypes;
     const bool rest = (s.cpu_dtypes & ~e->dtypes) != 0;
-    return type_list(on_device) + (rest ? " (others: host fallback)" : "");
+    return type_list(on_device) + (rest ? " (others: host fallback)" : "") +
+           (s.built_as ? std::string(" (as ") + s.built_as + ")" : "");
   }
 #else
   (void)s;
 #endif
   return "host fallback";
+}
+
+// Every registration by op type, then domain (an op type may exist in more than one domain).
+std::vector<const ops::OpSchema*> sorted_schemas() {
+  std::vector<const ops::OpSchema*> out;
+  for (const ops::OpSchema& s : ops::OpRegistry::global().schemas()) out.push_back(&s);
+  std::sort(out.begin(), out.end(), [](const ops::OpSchema* a, const ops::OpSchema* b) {
+    return std::tie(a->op_type, a->domain) < std::tie(b->op_type, b->domain);
+  });
+  return out;
 }
 
 std::string escape_cell(std::string s) {
@@ -53,14 +69,12 @@ void print_markdown(const std::map<std::string, std::string>& skips, const std::
               "host copies of the tensors (decided when the engine loads), for every type without a CUDA kernel "
               "or for the types it does not take.\n\n");
   std::printf("| op | domain | opset | CPU dtypes | CUDA dtypes |\n| --- | --- | --- | --- | --- |\n");
-  for (const auto& name : reg.op_types()) {
-    const ops::OpSchema* s = reg.find(name);
-    std::printf("| %s | %s | %d | %s | %s |\n", name.c_str(), s->domain.empty() ? "ai.onnx" : s->domain.c_str(),
+  for (const ops::OpSchema* s : sorted_schemas())
+    std::printf("| %s | %s | %d | %s | %s |\n", s->op_type.c_str(), s->domain.empty() ? "ai.onnx" : s->domain.c_str(),
                 s->min_opset, type_list(s->cpu_dtypes).c_str(), cuda_cell(*s).c_str());
-  }
   std::printf("\n%zu ops.\n\n## Function ops\n\nImported as the composition the ONNX standard defines "
               "(src/onnx/functions/); the builder fuses the parts it knows back into streamrt's fused ops.\n\n",
-              reg.op_types().size());
+              reg.schemas().size());
   std::printf("| op | from opset |\n| --- | --- |\n");
   for (const auto& f : onnx_import::FunctionOpRegistry::global().all())
     std::printf("| %s | %d |\n", f.op_type.c_str(), f.min_opset);
@@ -92,10 +106,9 @@ Command add_ops_command(CLI::App& app) {
       print_markdown(skips, *skips_file);
       return 0;
     }
-    const auto& reg = ops::OpRegistry::global();
     std::printf("%-28s %-6s %s  |  %s\n", "op", "opset", "cpu dtypes", "cuda dtypes");
-    for (const auto& name : reg.op_types()) {
-      const ops::OpSchema* s = reg.find(name);
+    for (const ops::OpSchema* s : sorted_schemas()) {
+      const std::string name = s->domain.empty() ? s->op_type : s->domain + "." + s->op_type;
       std::printf("%-28s %-6d %s  |  %s\n", name.c_str(), s->min_opset, type_list(s->cpu_dtypes).c_str(),
                   cuda_cell(*s).c_str());
     }

@@ -19,30 +19,40 @@ struct Format {
   int64_t group, k, n, row_bytes, groups;
 };
 
-// Weights k0 .. k0 + count - 1 of channel c, from the 16 bytes `b` at byte offset `byte0` of its
-// row, into w[] (as floats); entries past K are zero (the padded tail of the last int4 group).
 // Weights k0 .. k0 + kPer - 1 of channel c (kPer = 16 int8 or 32 int4) from the 16 bytes `b` at
 // byte offset `byte0` of its row, into w[]; entries past K are zero (the last int4 group's pad).
-template <typename T, int BITS>
+// ZP: 8-bit zero points (int8 [N]) are present; the symmetric path has no subtraction.
+template <typename T, int BITS, bool ZP>
 __device__ __forceinline__ void dequant16(const Format& f, const uint8_t* b, int64_t byte0, const T* scales,
                                           const uint8_t* zeros, int64_t c, float* w) {
   if constexpr (BITS == 8) {
     const float s = static_cast<float>(to_acc(scales[c]));
+    if constexpr (ZP) {
+      const float z = static_cast<float>(reinterpret_cast<const int8_t*>(zeros)[c]);
 #pragma unroll
-    for (int i = 0; i < 16; ++i) w[i] = byte0 + i < f.k ? static_cast<float>(static_cast<int8_t>(b[i])) * s : 0.f;
+      for (int i = 0; i < 16; ++i)
+        w[i] = byte0 + i < f.k ? (static_cast<float>(static_cast<int8_t>(b[i])) - z) * s : 0.f;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) w[i] = byte0 + i < f.k ? static_cast<float>(static_cast<int8_t>(b[i])) * s : 0.f;
+    }
   } else {
-    const int64_t k0 = byte0 * 2;
-    const int64_t g = c * f.groups + k0 / f.group;  // a 16-byte run lies in one group (group >= 32)
-    const float s = static_cast<float>(to_acc(scales[g])), z = static_cast<float>(zeros[g]);
+    const int64_t k0 = byte0 * 2;  // a multiple of 32
+    // The run's 32 weights lie in one group when group >= 32, in two of 16 otherwise.
+    const int64_t g0 = c * f.groups + k0 / f.group;
+    const int64_t g1 = f.group >= 32 || k0 + 16 >= f.k ? g0 : g0 + 1;
+    const float s0 = static_cast<float>(to_acc(scales[g0])), z0 = static_cast<float>(zeros[g0]);
+    const float s1 = static_cast<float>(to_acc(scales[g1])), z1 = static_cast<float>(zeros[g1]);
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
+      const float s = i < 8 ? s0 : s1, z = i < 8 ? z0 : z1;
       w[2 * i] = k0 + 2 * i < f.k ? (static_cast<float>(b[i] & 15) - z) * s : 0.f;
       w[2 * i + 1] = k0 + 2 * i + 1 < f.k ? (static_cast<float>(b[i] >> 4) - z) * s : 0.f;
     }
   }
 }
 
-template <typename T, int BITS>
+template <typename T, int BITS, bool ZP>
 __global__ void gemv_kernel(Format f, const T* a, int rows, const uint8_t* packed, bool aligned, const T* scales,
                             const uint8_t* zeros, const T* bias, T* y) {
   constexpr int kPer = BITS == 8 ? 16 : 32;  // weights in 16 bytes
@@ -60,7 +70,7 @@ __global__ void gemv_kernel(Format f, const T* a, int rows, const uint8_t* packe
         for (int i = 0; i < 16; ++i) b[i] = byte0 + i < f.row_bytes ? row[byte0 + i] : 0;
       }
       float w[kPer];
-      dequant16<T, BITS>(f, b, byte0, scales, zeros, c, w);
+      dequant16<T, BITS, ZP>(f, b, byte0, scales, zeros, c, w);
       const int64_t k0 = BITS == 8 ? byte0 : byte0 * 2;
       const int64_t valid = f.k - k0;  // > 0: byte0 is inside the row
 #pragma unroll
@@ -87,12 +97,15 @@ __global__ void gemv_kernel(Format f, const T* a, int rows, const uint8_t* packe
 
 constexpr int kTile = 64, kTileK = 32, kThreads = 256;
 
-// W[c][k] dequantized (k < K).
+// W[c][k] dequantized (k < K); 8-bit zero points (int8 [N]) where `zeros` is set.
 template <typename T>
 __device__ __forceinline__ float weight_at(const Format& f, const uint8_t* packed, const T* scales,
                                            const uint8_t* zeros, int64_t c, int64_t k) {
-  if (f.bits == 8)
-    return static_cast<float>(static_cast<int8_t>(packed[c * f.row_bytes + k])) * static_cast<float>(to_acc(scales[c]));
+  if (f.bits == 8) {
+    const float q = static_cast<float>(static_cast<int8_t>(packed[c * f.row_bytes + k]));
+    const float z = zeros ? static_cast<float>(reinterpret_cast<const int8_t*>(zeros)[c]) : 0.f;
+    return (q - z) * static_cast<float>(to_acc(scales[c]));
+  }
   const uint8_t b = packed[c * f.row_bytes + k / 2];
   const int64_t g = c * f.groups + k / f.group;
   return (static_cast<float>(k % 2 ? b >> 4 : b & 15) - static_cast<float>(zeros[g])) *
@@ -152,7 +165,7 @@ Status weight_only_matmul_cuda(CudaKernelContext& ctx) {
     return ctx.has_input(i) && ctx.input(i).dtype == t && ctx.input(i).dims == d;
   };
   if (!is(1, wf.packed_dtype(), wf.packed_dims()) || !is(2, a.dtype, wf.scale_dims()) ||
-      (wf.bits == 4 && !is(3, DataType::kUInt8, wf.zero_dims())) ||
+      ((wf.bits == 4 || ctx.has_input(3)) && !is(3, wf.zero_dtype(), wf.zero_dims())) ||
       (ctx.has_input(4) && (ctx.input(4).dtype != a.dtype || ctx.input(4).numel() != wf.n)))
     return ctx.error("the weights do not have the dims and types that bits / group / K / N give");
   if (a.dims.empty() || a.dims.back() != wf.k) return ctx.error("A " + dims_to_string(a.dims) + " must end in K");
@@ -161,19 +174,20 @@ Status weight_only_matmul_cuda(CudaKernelContext& ctx) {
   const int64_t m = a.numel() / wf.k;
   if (m == 0) return ok_status();
   const auto* packed = static_cast<const uint8_t*>(ctx.input(1).data);
-  const uint8_t* zeros = wf.bits == 4 ? ctx.input(3).as<const uint8_t>() : nullptr;
+  const uint8_t* zeros = ctx.has_input(3) ? ctx.input(3).as<const uint8_t>() : nullptr;
   return cuda_dispatch<ops::kFloats>(a.dtype, ctx.node().describe(), [&]<typename T>() {
     const T* bias = ctx.has_input(4) ? ctx.input(4).as<const T>() : nullptr;
     const T* scales = ctx.input(2).as<const T>();
     if (m <= kGemvMaxRows) {
       const bool aligned = f.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(packed) % 16 == 0;
       const unsigned grid = grid_for(f.n, kGemvWarps);
-      if (f.bits == 8)
-        gemv_kernel<T, 8><<<grid, kGemvWarps * 32, 0, ctx.stream()>>>(f, a.as<const T>(), static_cast<int>(m), packed,
-                                                                        aligned, scales, zeros, bias, ctx.output(0).as<T>());
-      else
-        gemv_kernel<T, 4><<<grid, kGemvWarps * 32, 0, ctx.stream()>>>(f, a.as<const T>(), static_cast<int>(m), packed,
-                                                                        aligned, scales, zeros, bias, ctx.output(0).as<T>());
+      auto launch = [&](auto kernel) {
+        kernel<<<grid, kGemvWarps * 32, 0, ctx.stream()>>>(f, a.as<const T>(), static_cast<int>(m), packed, aligned,
+                                                           scales, zeros, bias, ctx.output(0).as<T>());
+      };
+      if (f.bits == 4) launch(gemv_kernel<T, 4, true>);
+      else if (zeros) launch(gemv_kernel<T, 8, true>);
+      else launch(gemv_kernel<T, 8, false>);
       SRT_CUDA_LAUNCH("weight_only_gemv_kernel");
     } else {
       const int64_t tiles = ((m + kTile - 1) / kTile) * ((f.n + kTile - 1) / kTile);
