@@ -313,8 +313,10 @@ Status run(const Options& o) {
   // buffers have theirs.
   if (engine->streamable_weights_size() > 0) SRT_RETURN_IF_ERROR(engine->set_weight_streaming_budget(0));
   SRT_ASSIGN_OR_RETURN(const uint64_t cache_bytes, allocate_cache(engine->device(), io, positions, start, o.past > 0));
-  const bool in_place = !io.kv.empty() && io.kv.front().in_place;
-  const int64_t capacity = in_place ? io.kv.front().desc.seq_capacity : positions;
+  size_t in_place = 0;  // pairs stored in place (the builder may have left some dense)
+  int64_t capacity = 0;
+  for (const KvPair& p : io.kv)
+    if (p.in_place) ++in_place, capacity = std::max(capacity, p.desc.seq_capacity);
   const size_t pairs = io.kv.size();
   Decoder dec(engine, std::move(io), max_new);
   SRT_RETURN_IF_ERROR(dec.allocate(positions));
@@ -327,9 +329,11 @@ Status run(const Options& o) {
               engine->device() == DeviceType::kCuda ? "cuda" : "cpu",
               format_bytes(engine->streamable_weights_size()).c_str(), format_bytes(budget).c_str(),
               format_budget(spec).c_str(), format_bytes(engine->minimum_device_memory()).c_str());
-  std::printf("KV cache: %zu pairs, %s (%s)\n", pairs, format_bytes(cache_bytes).c_str(),
-              in_place ? ("in place: one buffer of " + std::to_string(capacity) + " positions per pair").c_str()
-                       : ("two buffers of " + std::to_string(positions) + " positions per pair").c_str());
+  std::string layout = in_place == pairs ? "in place: one buffer of " + std::to_string(capacity) + " positions per pair"
+                       : in_place == 0 ? "two buffers of " + std::to_string(positions) + " positions per pair"
+                                       : std::to_string(in_place) + " in place (one buffer of " + std::to_string(capacity) +
+                                             " positions), the others two buffers of " + std::to_string(positions);
+  std::printf("KV cache: %zu pairs, %s (%s)\n", pairs, format_bytes(cache_bytes).c_str(), layout.c_str());
 
   std::vector<int64_t> mask(static_cast<size_t>(start), o.past > 0 ? 1 : 0);
   std::vector<int64_t> out;
@@ -391,7 +395,7 @@ Status run(const Options& o) {
     common << "\"impl\":\"streamrt\",\"label\":\"" << o.label << "\",\"prompt\":" << prompt.size()
            << ",\"budget_bytes\":" << budget << ",\"streamable_bytes\":" << engine->streamable_weights_size()
            << ",\"min_device_memory\":" << engine->minimum_device_memory() << ",\"kv_in_place\":"
-           << (in_place ? "true" : "false") << ",\"cache_bytes\":" << cache_bytes;
+           << in_place << ",\"cache_bytes\":" << cache_bytes;
     if (!prefill.ms.empty()) f << "{" << common.str() << ",\"past\":" << o.past << "," << prefill.json("prefill") << "}\n";
     std::ostringstream ids;
     for (size_t i = 0; i < out.size(); ++i) ids << (i ? "," : "") << out[i];
