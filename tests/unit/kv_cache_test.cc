@@ -96,16 +96,19 @@ void expect_same_run(const TinyDecodeRun& a, const TinyDecodeRun& b) {
 // The same kernels over the same positions: bit for bit the dense plan's results, whether the caller
 // binds one buffer to past and present (only new rows written), two that swap, or fresh copies.
 TEST(KvCacheInPlace, DecodeLoopMatchesTheDensePlan) {
-  auto dense = build_tiny_kv(DeviceType::kCpu, false);
-  auto in_place = build_tiny_kv(DeviceType::kCpu, true);
-  ASSERT_TRUE(dense.ok() && in_place.ok());
-  auto want = run_tiny_decode(DeviceType::kCpu, *dense, CacheBinding::kHostRoundTrip);
-  ASSERT_TRUE(want.ok()) << want.status().to_string();
-  for (CacheBinding b : {CacheBinding::kOneBuffer, CacheBinding::kTwoBuffers, CacheBinding::kHostRoundTrip}) {
-    SCOPED_TRACE("binding " + std::to_string(static_cast<int>(b)));
-    auto got = run_tiny_decode(DeviceType::kCpu, *in_place, b);
-    ASSERT_TRUE(got.ok()) << got.status().to_string();
-    expect_same_run(*want, *got);
+  for (TinyKv t : {TinyKv{}, TinyKv{DataType::kFloat16, 64}}) {
+    SCOPED_TRACE(dtype_name(t.dtype));
+    auto dense = build_tiny_kv(DeviceType::kCpu, false, nullptr, t);
+    auto in_place = build_tiny_kv(DeviceType::kCpu, true, nullptr, t);
+    ASSERT_TRUE(dense.ok() && in_place.ok());
+    auto want = run_tiny_decode(DeviceType::kCpu, *dense, CacheBinding::kHostRoundTrip, t);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    for (CacheBinding b : {CacheBinding::kOneBuffer, CacheBinding::kTwoBuffers, CacheBinding::kHostRoundTrip}) {
+      SCOPED_TRACE("binding " + std::to_string(static_cast<int>(b)));
+      auto got = run_tiny_decode(DeviceType::kCpu, *in_place, b, t);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      expect_same_run(*want, *got);
+    }
   }
 }
 

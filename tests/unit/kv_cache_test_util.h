@@ -6,6 +6,7 @@
 //   y             = Attention(query, present_key, present_value; causal, kv_group 2)   [1, 4, n, 8]
 //
 // Profiles: n in 1..3 (opt 1), P in 1..13 (opt 8), so present reaches 16 positions: the capacity.
+// float32 with head size 8 unless TinyKv says otherwise (float16 with 64 takes CUDA's tensor-core path).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <random>
 
 #include "builder/build_graph.h"
+#include "core/float16.h"
 #include "ir/shape_inference.h"
 #include "streamrt/builder.h"
 #include "streamrt/runtime.h"
@@ -22,13 +24,18 @@
 namespace streamrt::testing {
 
 inline constexpr int64_t kTinyHeads = 4, kTinyKvHeads = 2, kTinyDim = 8, kTinyMaxPast = 13, kTinyMaxNew = 3;
+
+struct TinyKv {
+  DataType dtype = DataType::kFloat32;
+  int64_t dim = kTinyDim;
+};
 inline constexpr int64_t kTinyCapacity = kTinyMaxPast + kTinyMaxNew;
 
-inline ir::Graph tiny_kv_graph() {
+inline ir::Graph tiny_kv_graph(TinyKv t = {}) {
   ir::Graph g;
   g.name = "tiny_kv";
   auto in = [&](const char* name, int64_t heads) {
-    const ir::ValueId v = g.add_value(name, DataType::kFloat32, {1, heads, kDynamicDim, kTinyDim}, true);
+    const ir::ValueId v = g.add_value(name, t.dtype, {1, heads, kDynamicDim, t.dim}, true);
     g.inputs.push_back(v);
     return v;
   };
@@ -53,30 +60,33 @@ inline ir::Graph tiny_kv_graph() {
   return g;
 }
 
-inline BuilderConfig tiny_kv_config(DeviceType device, bool in_place) {
+inline BuilderConfig tiny_kv_config(DeviceType device, bool in_place, TinyKv t = {}) {
   BuilderConfig c;
   c.device = device;
   c.kv_cache_in_place = in_place;
   for (const char* name : {"query", "key", "value"}) {
     const int64_t h = std::string(name) == "query" ? kTinyHeads : kTinyKvHeads;
-    c.profiles[name] = {{1, h, 1, kTinyDim}, {1, h, 1, kTinyDim}, {1, h, kTinyMaxNew, kTinyDim}};
+    c.profiles[name] = {{1, h, 1, t.dim}, {1, h, 1, t.dim}, {1, h, kTinyMaxNew, t.dim}};
   }
   for (const char* name : {"past_key", "past_value"})
-    c.profiles[name] = {{1, kTinyKvHeads, 1, kTinyDim}, {1, kTinyKvHeads, 8, kTinyDim},
-                        {1, kTinyKvHeads, kTinyMaxPast, kTinyDim}};
+    c.profiles[name] = {{1, kTinyKvHeads, 1, t.dim}, {1, kTinyKvHeads, 8, t.dim}, {1, kTinyKvHeads, kTinyMaxPast, t.dim}};
   return c;
 }
 
-inline Result<std::vector<uint8_t>> build_tiny_kv(DeviceType device, bool in_place, BuildReport* report = nullptr) {
-  return builder::build_plan_from_graph(tiny_kv_graph(), tiny_kv_config(device, in_place), report);
+inline Result<std::vector<uint8_t>> build_tiny_kv(DeviceType device, bool in_place, BuildReport* report = nullptr,
+                                                  TinyKv t = {}) {
+  return builder::build_plan_from_graph(tiny_kv_graph(t), tiny_kv_config(device, in_place, t), report);
 }
 
-inline Tensor tiny_random(Dims dims, uint32_t seed) {
+inline Tensor tiny_random(Dims dims, uint32_t seed, DataType dtype = DataType::kFloat32) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> v(static_cast<size_t>(dims_numel(dims)));
   for (float& x : v) x = u(rng);
-  return Tensor::from_vector(DataType::kFloat32, std::move(dims), v);
+  if (dtype == DataType::kFloat32) return Tensor::from_vector(DataType::kFloat32, std::move(dims), v);
+  std::vector<uint16_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) bits[i] = Half::from_float(v[i]);
+  return Tensor::from_vector(DataType::kFloat16, std::move(dims), bits);
 }
 
 // How the loop hands the cache to the engine: host copies every step (dense or packed into the
@@ -95,7 +105,8 @@ inline const std::vector<int64_t>& tiny_steps() {
   return n;
 }
 
-inline Result<TinyDecodeRun> run_tiny_decode(DeviceType device, std::vector<uint8_t> plan, CacheBinding binding) {
+inline Result<TinyDecodeRun> run_tiny_decode(DeviceType device, std::vector<uint8_t> plan, CacheBinding binding,
+                                             TinyKv tk = {}) {
   SRT_ASSIGN_OR_RETURN(auto rt, Runtime::create({device}));
   SRT_ASSIGN_OR_RETURN(auto engine, rt->load_engine_bytes(std::move(plan)));
   SRT_ASSIGN_OR_RETURN(auto ctx, engine->create_execution_context());
@@ -111,10 +122,10 @@ inline Result<TinyDecodeRun> run_tiny_decode(DeviceType device, std::vector<uint
   pairs[0].past = "past_key", pairs[0].present = "present_key";
   pairs[1].past = "past_value", pairs[1].present = "present_value";
   int64_t past = 1;
-  const Dims kv1 = {1, kTinyKvHeads, 1, kTinyDim};
+  const Dims kv1 = {1, kTinyKvHeads, 1, tk.dim};
   for (size_t i = 0; i < pairs.size(); ++i) {
     Pair& p = pairs[i];
-    p.host = tiny_random(kv1, 100 + static_cast<uint32_t>(i));
+    p.host = tiny_random(kv1, 100 + static_cast<uint32_t>(i), tk.dtype);
     if (binding == CacheBinding::kHostRoundTrip) continue;
     const TensorDesc& d = desc.at(p.past);
     for (int b = 0; b < (binding == CacheBinding::kOneBuffer ? 1 : 2); ++b) {
@@ -130,15 +141,15 @@ inline Result<TinyDecodeRun> run_tiny_decode(DeviceType device, std::vector<uint
     const int64_t n = tiny_steps()[s];
     keep.clear();
     for (const char* name : {"query", "key", "value"}) {
-      const Tensor t = tiny_random({1, std::string(name) == "query" ? kTinyHeads : kTinyKvHeads, n, kTinyDim},
-                                   static_cast<uint32_t>(s * 10 + name[0]));
+      const Tensor t = tiny_random({1, std::string(name) == "query" ? kTinyHeads : kTinyKvHeads, n, tk.dim},
+                                   static_cast<uint32_t>(s * 10 + name[0]), tk.dtype);
       SRT_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(device, t.nbytes()));
       SRT_RETURN_IF_ERROR(b.copy_from_host(t.data(), t.nbytes()));
       SRT_RETURN_IF_ERROR(ctx->set_input_shape(name, t.dims()));
       SRT_RETURN_IF_ERROR(ctx->set_tensor_address(name, b.data(), b.size()));
       keep.push_back(std::move(b));
     }
-    const Dims pd = {1, kTinyKvHeads, past, kTinyDim}, qd = {1, kTinyKvHeads, past + n, kTinyDim};
+    const Dims pd = {1, kTinyKvHeads, past, tk.dim}, qd = {1, kTinyKvHeads, past + n, tk.dim};
     std::vector<DeviceBuffer*> present_buf;
     for (Pair& p : pairs) {
       SRT_RETURN_IF_ERROR(ctx->set_input_shape(p.past, pd));
@@ -161,7 +172,7 @@ inline Result<TinyDecodeRun> run_tiny_decode(DeviceType device, std::vector<uint
       SRT_RETURN_IF_ERROR(ctx->set_tensor_address(p.present, o.data(), o.size()));
       present_buf.push_back(&o);
     }
-    Tensor y = Tensor::allocate(DataType::kFloat32, {1, kTinyHeads, n, kTinyDim}).value();
+    Tensor y = Tensor::allocate(tk.dtype, {1, kTinyHeads, n, tk.dim}).value();
     SRT_ASSIGN_OR_RETURN(DeviceBuffer yb, DeviceBuffer::allocate(device, y.nbytes()));
     SRT_RETURN_IF_ERROR(ctx->set_tensor_address("y", yb.data(), yb.size()));
     SRT_RETURN_IF_ERROR(ctx->execute());  // synchronous
@@ -171,7 +182,7 @@ inline Result<TinyDecodeRun> run_tiny_decode(DeviceType device, std::vector<uint
       Pair& p = pairs[i];
       std::vector<uint8_t> stored(present_buf[i]->size());
       SRT_RETURN_IF_ERROR(present_buf[i]->copy_to_host(stored.data(), stored.size()));
-      Tensor dense = Tensor::allocate(DataType::kFloat32, qd).value();
+      Tensor dense = Tensor::allocate(tk.dtype, qd).value();
       SRT_RETURN_IF_ERROR(unpack_from_storage(desc.at(p.present), qd, stored.data(), dense.mutable_data()));
       p.host = dense;
       out.presents[p.present] = std::move(dense);
