@@ -39,7 +39,10 @@ void run_once(Engine& engine, int which) {
     auto n = checked_numel(dims, static_cast<int64_t>(kMaxBytes / std::max<size_t>(1, dtype_size(d.dtype))));
     if (!n.ok()) return;
     if (!(*ctx)->set_input_shape(d.name, dims).ok()) return;
+    const uint64_t stored = d.storage_bytes(dims);  // a KV cache's capacity when it has one
+    if (stored > kMaxBytes) return;
     buffers.push_back(input_bytes(d.dtype, dims, which));
+    buffers.back().resize(stored, 0);
     if (!(*ctx)->set_tensor_address(d.name, buffers.back().data(), buffers.back().size()).ok()) return;
   }
   for (const TensorDesc& d : engine.io_tensors()) {
@@ -49,8 +52,8 @@ void run_once(Engine& engine, int which) {
     uint64_t bytes = 1 << 16;
     if (auto dims = (*ctx)->tensor_shape(d.name); dims.ok()) {
       auto n = checked_numel(*dims, static_cast<int64_t>(kMaxBytes / std::max<size_t>(1, dtype_size(d.dtype))));
-      if (!n.ok()) return;
-      bytes = static_cast<uint64_t>(*n) * dtype_size(d.dtype);
+      if (!n.ok() || d.storage_bytes(*dims) > kMaxBytes) return;
+      bytes = d.storage_bytes(*dims);
     }
     buffers.emplace_back(bytes + 1, 0);
     if (!(*ctx)->set_tensor_address(d.name, buffers.back().data(), bytes).ok()) return;

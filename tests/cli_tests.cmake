@@ -360,6 +360,31 @@ streamrt_cli_test(greedy_decode_not_a_decoder fail "input 'input' is not one of 
 streamrt_cli_test(greedy_decode_bad_budget fail "budget"
   BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_plan
   ARGS ${STREAMRT_CLI_TMP}/llama_decode.plan --prompt 5 --budget lots --device cpu)
+# The same decoder built with --kv-cache-in-place: one buffer of the capacity (63 + 1 positions) per
+# pair, bound to past and present, and the same ids as onnxruntime's loop; a run longer than the
+# capacity is refused before it starts; `run` binds such a plan's caches at their capacity;
+# `compile` refuses the flag.
+streamrt_cli_test(build_llama_decode_in_place pass "KV cache in place: 4 past / present pairs, capacity 64 positions"
+  FILE ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan FIXTURES_SETUP cli_llama_decode_in_place_plan
+  ARGS build ${CMAKE_SOURCE_DIR}/tests/corpus/transformers/llama_decode_dynamo/model.onnx
+       -o ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan --device cpu --weight-streaming --kv-cache-in-place
+       ${STREAMRT_DECODE_PROFILE})
+streamrt_cli_test(greedy_decode_in_place_matches_onnxruntime pass "KV cache: 4 pairs, 16 KiB \\(in place: one buffer of 64 positions per pair\\).*decode 5 tokens after 1 cached.*tokens: 111 232 50 253 232 50"
+  BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_in_place_plan
+  ARGS ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan --prompt 5 --new-tokens 6 --device cpu)
+streamrt_cli_test(greedy_decode_in_place_chunked_prompt pass "prefill 2 tokens.*tokens: 210 203 121 7 119 68"
+  BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_in_place_plan
+  ARGS ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan --prompt 5,6 --new-tokens 6 --device cpu)
+streamrt_cli_test(greedy_decode_in_place_beyond_capacity fail "the run needs 71 cache positions. 'past_key_values.0.key' has room for 64"
+  BIN streamrt_greedy_decode FIXTURES_REQUIRED cli_llama_decode_in_place_plan
+  ARGS ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan --prompt 5 --new-tokens 69 --device cpu)
+streamrt_cli_test(inspect_llama_decode_in_place pass "past_key_values.0.key .* capacity 64 along axis 2.*present.1.value .* capacity 64 along axis 2"
+  FIXTURES_REQUIRED cli_llama_decode_in_place_plan ARGS inspect ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan)
+streamrt_cli_test(run_llama_decode_in_place pass "present.0.key: float32 1x2x9x8"
+  FIXTURES_REQUIRED cli_llama_decode_in_place_plan ARGS run ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan --device cpu)
+streamrt_cli_test(compile_kv_cache_in_place fail "Unsupported: --kv-cache-in-place .* is for engines"
+  ARGS compile ${CMAKE_SOURCE_DIR}/tests/corpus/transformers/llama_decode_dynamo/model.onnx
+       -o ${STREAMRT_CLI_TMP}/never.pte --device cpu --kv-cache-in-place)
 # A gather table outside the budget is read in place on the CPU too (only the gathered rows), never streamed.
 streamrt_cli_test(build_gpt_weight_streaming pass "weight streaming: [1-9][0-9]* weights streamable"
   FILE ${STREAMRT_CLI_TMP}/gpt_ws.plan FIXTURES_SETUP cli_gpt_ws_plan

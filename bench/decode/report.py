@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tables (and a plot) of the decode benchmark: python3 bench/decode/report.py OUTDIR
-reads OUTDIR/streamrt.jsonl and OUTDIR/torch.jsonl (bench/decode/run.sh), writes OUTDIR/decode.md (printed)
-and OUTDIR/decode.png (when matplotlib is there).
+reads OUTDIR/streamrt.jsonl, OUTDIR/streamrt-inplace.jsonl (BENCH_KV_IN_PLACE=1: rows "<point>-inplace", set
+beside the same point's PyTorch peers) and OUTDIR/torch.jsonl (bench/decode/run.sh), writes OUTDIR/decode.md
+(printed) and OUTDIR/decode.png (when matplotlib is there).
 
 Per free-memory point: streamrt's budget, bytes streamed per token, decode tokens/s at each past length and
 the bound (pinned host-to-device GB/s of the same run / bytes streamed per token, "-" when nothing streams),
@@ -25,7 +26,8 @@ def gib(b):
 
 def main():
     out = sys.argv[1]
-    s_rows, t_rows = load(os.path.join(out, "streamrt.jsonl")), load(os.path.join(out, "torch.jsonl"))
+    s_rows = load(os.path.join(out, "streamrt.jsonl")) + load(os.path.join(out, "streamrt-inplace.jsonl"))
+    t_rows = load(os.path.join(out, "torch.jsonl"))
     bw = next((r["gbps"] for r in t_rows if r.get("impl") == "h2d_bandwidth" and "gbps" in r), None)
     points = []
     for r in s_rows + t_rows:
@@ -35,6 +37,8 @@ def main():
     pasts = sorted({r["past"] for r in s_rows + t_rows if r.get("mode") == "decode" and "past" in r})
 
     def find(rows, impl, point, mode, past=None):
+        if rows is t_rows:  # the peers of an in-place row are those of its point
+            point = point.removesuffix("-inplace")
         for r in rows:
             if r.get("impl") == impl and r.get("label", r.get("free")) == point and r.get("mode") == mode and \
                     (past is None or r.get("past") == past):

@@ -10,7 +10,8 @@
 # greedy steps after it: decode at past 2048) and
 # 8 greedy steps after a random 512-position cache. OUTDIR gets small files only (JSON lines and logs).
 # Environment: BENCH_LAYERS (14: 8.2 GB), BENCH_FREE (1GiB,2GiB,4GiB,8GiB,empty), BENCH_TINY=1 (CPU self-test),
-# BENCH_CACHE (/tmp/bench-decode), BENCH_DEVICE (cuda), PYTHON.
+# BENCH_CACHE (/tmp/bench-decode), BENCH_DEVICE (cuda), BENCH_KV_IN_PLACE=1 (build with --kv-cache-in-place:
+# one cache buffer per pair, new rows written in place; JSON lines labelled "<point>-inplace"), PYTHON.
 set -u
 export PYTHONUNBUFFERED=1
 WHAT=${1:?usage: bench/decode/run.sh streamrt|torch OUTDIR}
@@ -58,7 +59,9 @@ cp "$MODEL/export.json" "$OUTDIR/export.json" 2>/dev/null
 # 1..PREFILL+64 cached positions, the mask over both (the ranges agree: shape inference runs the graph's own
 # index arithmetic at the max); opt = one token after PREFILL.
 CHUNK=${BENCH_PREFILL_CHUNK:-$([ "$TINY" = 1 ] && echo 16 || echo 256)}
-PLAN=$MODEL-chunk$CHUNK.plan
+KV_FLAG=(); KV_SUFFIX=
+if [ "${BENCH_KV_IN_PLACE:-0}" = 1 ]; then KV_FLAG=(--kv-cache-in-place); KV_SUFFIX=-inplace; fi
+PLAN=$MODEL-chunk$CHUNK$KV_SUFFIX.plan
 PROFILES=$("$PY" - "$MODEL/model.onnx" $PREFILL $CHUNK <<'PYEOF'
 import sys, onnx
 m = onnx.load(sys.argv[1], load_external_data=False)
@@ -74,15 +77,15 @@ PYEOF
 if [ ! -f "$PLAN" ]; then
   log "build"
   # shellcheck disable=SC2086
-  /usr/bin/time -v "$BIN/streamrt" build "$MODEL/model.onnx" -o "$PLAN" --device "$DEVICE" --weight-streaming $PROFILES \
+  /usr/bin/time -v "$BIN/streamrt" build "$MODEL/model.onnx" -o "$PLAN" --device "$DEVICE" --weight-streaming "${KV_FLAG[@]}" $PROFILES \
     > "$OUTDIR/build.log" 2>&1 || { log "build failed"; tail -30 "$OUTDIR/build.log" >&2; rm -f "$PLAN"; exit 1; }
   "$BIN/streamrt" inspect "$PLAN" --budget 0 > "$OUTDIR/inspect.log" 2>&1
 fi
-grep -E "built|nodes|weights|streaming" "$OUTDIR/build.log" | head -6 >&2
+grep -E "built|nodes|weights|streaming|KV cache" "$OUTDIR/build.log" | head -7 >&2
 grep -E "memory contract|scratch|streamed per run" "$OUTDIR/inspect.log" >&2
 PROMPT=$("$PY" -c "import sys; sys.path.insert(0, '$HERE'); from decode_peer import prompt_ids; import json; \
 c = json.load(open('$MODEL/export.json'))['config']; print(','.join(map(str, prompt_ids($PREFILL, c['vocab_size']))))" 2>/dev/null)
-JSON=$OUTDIR/streamrt.jsonl
+JSON=$OUTDIR/streamrt$KV_SUFFIX.jsonl
 rm -f "$JSON"
 for point in ${FREE//,/ }; do
   HOG=
@@ -94,9 +97,9 @@ for point in ${FREE//,/ }; do
   for args in "--prompt $PROMPT --repeat 3 --new-tokens $((STEPS + 2))" "--past $PAST --new-tokens $((STEPS + 1))"; do
     # shellcheck disable=SC2086
     timeout 120 "$BIN/streamrt_greedy_decode" "$PLAN" $args --budget auto --device "$DEVICE" --json "$JSON" \
-      --label "$point" >> "$OUTDIR/streamrt.log" 2>&1 || log "free $point: streamrt_greedy_decode exit $? (${args:0:12}...)"
+      --label "$point$KV_SUFFIX" >> "$OUTDIR/streamrt$KV_SUFFIX.log" 2>&1 || log "free $point: streamrt_greedy_decode exit $? (${args:0:12}...)"
   done
-  tail -4 "$OUTDIR/streamrt.log" | grep -v "^tokens" >&2
+  tail -5 "$OUTDIR/streamrt$KV_SUFFIX.log" | grep -v "^tokens" >&2
   [ -n "$HOG" ] && { kill "$HOG"; wait "$HOG" 2>/dev/null; }
 done
 log "streamrt: done"

@@ -7,14 +7,15 @@
 //                                                      (in pieces of the profile's most new tokens)
 //   streamrt_greedy_decode PLAN --past 2048 --new-tokens 16             decode after a (random) 2048-token cache
 //
-// The cache never leaves device memory: every past / present pair has two buffers of the run's whole
-// length, a step reads its pasts from one and writes its presents into the other, and the two swap, so per
-// step only the new ids, the mask and the positions go down and the last position's logits come back.
-// (The exported graph itself concatenates past and new keys into the present: that device-side copy of the
-// cache is the graph's, see docs/weight-streaming.md.) Device buffers are allocated before the weight-
-// streaming budget is set, so `--budget auto` gives the weights what the cache and I/O leave free.
-// Batch 1. Prints tokens per second, bytes streamed per token and stall time per token; --json appends the
-// same as one JSON line.
+// The cache never leaves device memory, and per step only the new ids, the mask and the positions go down
+// and the last position's logits come back. A plan built with --kv-cache-in-place (TensorDesc::seq_capacity)
+// gets ONE buffer per past / present pair, of the plan's capacity, bound to both: each step writes only its
+// new positions there. Other plans get two buffers of the run's whole length per pair: a step reads its
+// pasts from one and writes its presents into the other (the exported Concat copies the whole cache there),
+// and the two swap. Device buffers are allocated before the weight-streaming budget is set, so
+// `--budget auto` gives the weights what the cache and I/O leave free.
+// Batch 1. Prints the cache bytes allocated, tokens per second, bytes streamed per token and stall time per
+// token; --json appends the same as one JSON line.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -39,11 +40,14 @@ struct Options {
   bool cuda_graph = false;
 };
 
-// One past / present pair: two buffers of the run's length that swap every step.
+// One past / present pair: one buffer of the plan's capacity bound to both (stored in place), or two
+// buffers of the run's length that swap every step.
 struct KvPair {
   std::string past, present;
-  Dims dims;  // [batch, heads, -1, head_dim]
+  TensorDesc desc;  // the past's: dtype, [batch, heads, -1, head_dim], capacity
+  Dims dims;        // the profile's max
   DataType dtype;
+  bool in_place = false;
   DeviceBuffer buf[2];
   int cur = 0;  // buf[cur] holds the pasts
 };
@@ -74,6 +78,7 @@ Result<Io> discover(const Engine& e) {
         KvPair p;
         p.past = d.name;
         p.present = "present." + d.name.substr(16);
+        p.desc = d;
         p.dims = d.max;
         p.dtype = d.dtype;
         io.kv.push_back(std::move(p));
@@ -91,40 +96,60 @@ Result<Io> discover(const Engine& e) {
   }
   if (!have_ids) return invalid_argument("the plan has no input 'input_ids'");
   if (io.logits.empty() || io.vocab <= 0) return invalid_argument("the plan has no logits output of known width");
-  for (const KvPair& p : io.kv) {
-    bool found = false;
-    for (const TensorDesc& d : e.io_tensors()) found |= !d.is_input && d.name == p.present;
-    if (!found) return invalid_argument("input '" + p.past + "' has no matching output '" + p.present + "'");
+  for (KvPair& p : io.kv) {
+    const TensorDesc* present = nullptr;
+    for (const TensorDesc& d : e.io_tensors())
+      if (!d.is_input && d.name == p.present) present = &d;
+    if (!present) return invalid_argument("input '" + p.past + "' has no matching output '" + p.present + "'");
+    // Stored in place: both with one capacity along the positions' axis, so one buffer serves both.
+    p.in_place = p.desc.seq_capacity > 0 && p.desc.seq_axis == 2 && present->seq_capacity == p.desc.seq_capacity &&
+                 present->seq_axis == 2;
+    if (p.desc.seq_capacity > 0 && !p.in_place)
+      return invalid_argument("'" + p.past + "' and '" + p.present + "' are stored with different capacities");
   }
   return io;
 }
 
-uint64_t kv_bytes(const KvPair& p, int64_t positions) {
-  return static_cast<uint64_t>(p.dims[0] * p.dims[1] * positions * p.dims[3]) * dtype_size(p.dtype);
+Dims kv_dims(const KvPair& p, int64_t positions) { return {p.dims[0], p.dims[1], positions, p.dims[3]}; }
+
+uint64_t kv_bytes(const KvPair& p, int64_t positions) { return p.desc.storage_bytes(kv_dims(p, positions)); }
+
+// Writes `host` (the dense cache of `filled` positions) into the pair's current buffer, in its layout.
+Status fill_cache(KvPair& p, int64_t filled, const std::vector<uint8_t>& host) {
+  std::vector<uint8_t> stored(p.buf[p.cur].size(), 0);
+  SRT_RETURN_IF_ERROR(pack_to_storage(p.desc, kv_dims(p, filled), host.data(), stored.data()));
+  return p.buf[p.cur].copy_from_host(stored.data(), stored.size());
 }
 
-// Device memory for the cache (two buffers per pair, `positions` long) with the first `filled` positions
-// set: zeros, or random values for a synthetic cache.
-Status allocate_cache(DeviceType dev, Io& io, int64_t positions, int64_t filled, bool random) {
+// Device memory for the cache with the first `filled` positions set: zeros, or random values for a
+// synthetic cache. In place: one buffer per pair of the plan's capacity, which must hold `positions`;
+// else two buffers per pair, `positions` long. Returns the bytes allocated.
+Result<uint64_t> allocate_cache(DeviceType dev, Io& io, int64_t positions, int64_t filled, bool random) {
   std::mt19937 rng(7);
   std::normal_distribution<float> n(0.f, 0.5f);
+  uint64_t total = 0;
   for (KvPair& p : io.kv) {
-    for (DeviceBuffer& b : p.buf) {
-      SRT_ASSIGN_OR_RETURN(b, DeviceBuffer::allocate(dev, kv_bytes(p, positions)));
+    if (p.in_place && positions > p.desc.seq_capacity)
+      return invalid_argument("the run needs " + std::to_string(positions) + " cache positions; '" + p.past +
+                              "' has room for " + std::to_string(p.desc.seq_capacity) + " (the plan's profile)");
+    const uint64_t bytes = p.in_place ? kv_bytes(p, p.desc.seq_capacity) : kv_bytes(p, positions);
+    for (int b = 0; b < (p.in_place ? 1 : 2); ++b) {
+      SRT_ASSIGN_OR_RETURN(p.buf[b], DeviceBuffer::allocate(dev, bytes));
+      total += bytes;
     }
     if (filled == 0) continue;
     if (p.dtype != DataType::kFloat16 && p.dtype != DataType::kFloat32)
       return unsupported("cache '" + p.past + "' is " + dtype_name(p.dtype) + ": float16 / float32 only");
-    std::vector<uint8_t> host(kv_bytes(p, filled), 0);
+    std::vector<uint8_t> host(static_cast<size_t>(dims_numel(kv_dims(p, filled))) * dtype_size(p.dtype), 0);
     if (random) {
       for (size_t i = 0; i < host.size() / dtype_size(p.dtype); ++i) {
         if (p.dtype == DataType::kFloat16) reinterpret_cast<uint16_t*>(host.data())[i] = Half::from_float(n(rng));
         else reinterpret_cast<float*>(host.data())[i] = n(rng);
       }
     }
-    SRT_RETURN_IF_ERROR(p.buf[0].copy_from_host(host.data(), host.size()));
+    SRT_RETURN_IF_ERROR(fill_cache(p, filled, host));
   }
-  return ok_status();
+  return total;
 }
 
 float logit(const std::vector<uint8_t>& row, DataType t, int64_t i) {
@@ -184,9 +209,11 @@ class Decoder {
       SRT_RETURN_IF_ERROR(ctx_->set_tensor_address(io_.pos, pos_.data(), pos_.size()));
     }
     for (KvPair& p : io_.kv) {
-      SRT_RETURN_IF_ERROR(ctx_->set_input_shape(p.past, {p.dims[0], p.dims[1], past, p.dims[3]}));
+      SRT_RETURN_IF_ERROR(ctx_->set_input_shape(p.past, kv_dims(p, past)));
       SRT_RETURN_IF_ERROR(ctx_->set_tensor_address(p.past, p.buf[p.cur].data(), p.buf[p.cur].size()));
-      SRT_RETURN_IF_ERROR(ctx_->set_tensor_address(p.present, p.buf[1 - p.cur].data(), p.buf[1 - p.cur].size()));
+      // In place the present is the past's buffer: the step writes only the new positions.
+      DeviceBuffer& out = p.in_place ? p.buf[p.cur] : p.buf[1 - p.cur];
+      SRT_RETURN_IF_ERROR(ctx_->set_tensor_address(p.present, out.data(), out.size()));
     }
     SRT_RETURN_IF_ERROR(ctx_->set_tensor_address(io_.logits, logits_.data(), logits_bytes_));
     SRT_RETURN_IF_ERROR(ctx_->execute());
@@ -205,16 +232,17 @@ class Decoder {
     return r;
   }
 
-  // The presents just written become the pasts.
+  // The presents just written become the pasts (in place they already are).
   void swap_back() {
-    for (KvPair& p : io_.kv) p.cur = 1 - p.cur;
+    for (KvPair& p : io_.kv)
+      if (!p.in_place) p.cur = 1 - p.cur;
   }
 
   // Back to `start` masked-out (zero) positions, to repeat a prefill.
   Status reset(int64_t start) {
     for (KvPair& p : io_.kv) {
-      std::vector<uint8_t> zeros(kv_bytes(p, start), 0);
-      SRT_RETURN_IF_ERROR(p.buf[p.cur].copy_from_host(zeros.data(), zeros.size()));
+      std::vector<uint8_t> zeros(static_cast<size_t>(dims_numel(kv_dims(p, start))) * dtype_size(p.dtype), 0);
+      SRT_RETURN_IF_ERROR(fill_cache(p, start, zeros));
     }
     return ok_status();
   }
@@ -284,7 +312,12 @@ Status run(const Options& o) {
   // The load placed weights at the automatic budget; give that memory back until the cache and the I/O
   // buffers have theirs.
   if (engine->streamable_weights_size() > 0) SRT_RETURN_IF_ERROR(engine->set_weight_streaming_budget(0));
-  SRT_RETURN_IF_ERROR(allocate_cache(engine->device(), io, positions, start, o.past > 0));
+  SRT_ASSIGN_OR_RETURN(const uint64_t cache_bytes, allocate_cache(engine->device(), io, positions, start, o.past > 0));
+  size_t in_place = 0;  // pairs stored in place (the builder may have left some dense)
+  int64_t capacity = 0;
+  for (const KvPair& p : io.kv)
+    if (p.in_place) ++in_place, capacity = std::max(capacity, p.desc.seq_capacity);
+  const size_t pairs = io.kv.size();
   Decoder dec(engine, std::move(io), max_new);
   SRT_RETURN_IF_ERROR(dec.allocate(positions));
   // Weights get what the cache, the I/O buffers and the context leave free.
@@ -296,6 +329,11 @@ Status run(const Options& o) {
               engine->device() == DeviceType::kCuda ? "cuda" : "cpu",
               format_bytes(engine->streamable_weights_size()).c_str(), format_bytes(budget).c_str(),
               format_budget(spec).c_str(), format_bytes(engine->minimum_device_memory()).c_str());
+  std::string layout = in_place == pairs ? "in place: one buffer of " + std::to_string(capacity) + " positions per pair"
+                       : in_place == 0 ? "two buffers of " + std::to_string(positions) + " positions per pair"
+                                       : std::to_string(in_place) + " in place (one buffer of " + std::to_string(capacity) +
+                                             " positions), the others two buffers of " + std::to_string(positions);
+  std::printf("KV cache: %zu pairs, %s (%s)\n", pairs, format_bytes(cache_bytes).c_str(), layout.c_str());
 
   std::vector<int64_t> mask(static_cast<size_t>(start), o.past > 0 ? 1 : 0);
   std::vector<int64_t> out;
@@ -356,7 +394,8 @@ Status run(const Options& o) {
     std::ostringstream common;
     common << "\"impl\":\"streamrt\",\"label\":\"" << o.label << "\",\"prompt\":" << prompt.size()
            << ",\"budget_bytes\":" << budget << ",\"streamable_bytes\":" << engine->streamable_weights_size()
-           << ",\"min_device_memory\":" << engine->minimum_device_memory();
+           << ",\"min_device_memory\":" << engine->minimum_device_memory() << ",\"kv_in_place\":"
+           << in_place << ",\"cache_bytes\":" << cache_bytes;
     if (!prefill.ms.empty()) f << "{" << common.str() << ",\"past\":" << o.past << "," << prefill.json("prefill") << "}\n";
     std::ostringstream ids;
     for (size_t i = 0; i < out.size(); ++i) ids << (i ? "," : "") << out[i];
@@ -381,7 +420,9 @@ int main(int argc, char** argv) {
   app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens per step (default: the profile's most)")->check(CLI::PositiveNumber);
   app.add_option("--budget", o.budget, "weight-streaming budget: auto, a percentage or a size (e.g. 4GiB)");
   app.add_option("--device", o.device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_flag("--cuda-graph", o.cuda_graph, "capture runs as CUDA graphs (re-captured when shapes change)");
+  app.add_flag("--cuda-graph", o.cuda_graph,
+               "capture runs as CUDA graphs (re-captured when shapes change: every decode step, so for comparison "
+               "only; docs/weight-streaming.md)");
   app.add_option("--json", o.json, "append the results as JSON lines to this file");
   app.add_option("--label", o.label, "a label for the JSON lines (e.g. the benchmark point)");
   app.footer("Example: streamrt_greedy_decode llama.plan --prompt 128000,791,6864 --new-tokens 32 --budget auto");

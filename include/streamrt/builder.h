@@ -100,6 +100,16 @@ struct BuilderConfig {
   bool allow_tf32 = false;
   // Store MatMul / Gemm weights quantized (see WeightQuant); none keeps them in float.
   WeightQuant weight_quant;
+  // KV-cache decoders (transformers / optimum layout: a graph input `past` concatenated with the
+  // new keys or values along the sequence axis into a graph output `present` that only fused
+  // Attention steps read): store each such pair with room for the profile's longest present
+  // (TensorDesc::seq_capacity) and append the new positions in place instead of copying the cache
+  // into the present every step. A caller binds one buffer of that capacity to both past and
+  // present (the engine then writes only the new rows) or two (it copies the past first). Pairs
+  // that anything else reads stay dense; BuildReport::kv_pairs_in_place counts the others. The
+  // step timing of a weight-streaming build then times its whole run at the profile's opt shapes
+  // (the decode step) instead of the min. docs/weight-streaming.md, "In-place KV cache".
+  bool kv_cache_in_place = false;
   // Name recorded in the plan (defaults to the ONNX graph name).
   std::string engine_name;
   // Write the plan without its weights (TensorRT's kSTRIP_PLAN): a small plan that must be
@@ -140,6 +150,8 @@ struct BuildReport {
   size_t steps_quantized = 0;      // MatMul / Gemm steps reading compressed weights (weight_quant)
   size_t steps_prequantized = 0;   // steps reading weights the model stored quantized (DequantizeLinear, MatMulNBits)
   size_t steps_tuned = 0;          // steps whose tactic was timed and recorded
+  size_t kv_pairs_in_place = 0;    // past / present pairs stored with capacity (kv_cache_in_place)
+  int64_t kv_capacity = 0;         // their capacity (positions; the largest when they differ)
   double tactic_ms = 0;            // time spent timing tactics
   // Weight streaming on CUDA: the plan's steps timed on the device at the profile's max shapes
   // (plan step_ms), for the residency planner: their total and the time timing took, or

@@ -62,7 +62,24 @@ struct TensorDesc {
   // encoding's bytes), elem_dtype the element type of its tensors.
   ValueKind kind = ValueKind::kTensor;
   DataType elem_dtype = DataType::kUndefined;
+  // KV-cache layout (BuilderConfig::kv_cache_in_place): when seq_capacity > 0 the tensor's data
+  // has room for seq_capacity entries along axis seq_axis. Its dims stay the logical ones (a past
+  // of P positions is [B, H, P, D]), but element (i0, .., s, .., ik) sits where it would if dim
+  // seq_axis were seq_capacity: for [B, H, P, D] at ((b * H + h) * seq_capacity + s) * D + d. A
+  // buffer bound to it holds storage_bytes(dims). 0: dense.
+  int64_t seq_capacity = 0;
+  int32_t seq_axis = 0;
+  // Bytes a buffer bound to this tensor at `dims` must hold: dense, or at seq_capacity along
+  // seq_axis (saturates at UINT64_MAX instead of overflowing).
+  uint64_t storage_bytes(const Dims& dims) const;
 };
+
+// Host copies between a dense tensor of `dims` and the storage layout of `desc` at those dims
+// (identical for a dense desc): what a caller does to hand a cache it holds densely to an engine
+// built with kv_cache_in_place, or to read a present back. `dense` holds dims_numel(dims) elements,
+// `stored` desc.storage_bytes(dims) bytes; entries beyond dims in `stored` are left as they are.
+Status pack_to_storage(const TensorDesc& desc, const Dims& dims, const void* dense, void* stored);
+Status unpack_from_storage(const TensorDesc& desc, const Dims& dims, const void* stored, void* dense);
 
 // A plan's weights section held apart from the plan, in memory its loader owns (ExecuTorch named
 // data, e.g. mapped from a .ptd file): exactly the bytes an inline section would hold.

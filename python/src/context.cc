@@ -185,6 +185,11 @@ py::dict run(ContextHandle& h, py::handle inputs_obj) {
   ExecutionContext& ctx = h.get();
   const Engine& engine = h.engine->get();
   const std::vector<TensorDesc> descs = engine.io_tensors();
+  for (const TensorDesc& d : descs)
+    if (d.seq_capacity > 0)
+      throw_invalid("run: engine '" + engine.name() + "' stores '" + d.name + "' as a KV cache with room for " +
+                    std::to_string(d.seq_capacity) + " positions (built with kv_cache_in_place); run() takes dense "
+                    "arrays: bind device buffers through the C++ API (examples/greedy_decode), or build without it");
   const RunMode m = run_mode(engine, inputs);
 
   std::vector<TensorView> views;     // keep the inputs alive (and DLPack capsules owned) until the end

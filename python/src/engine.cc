@@ -220,6 +220,7 @@ BuilderConfig make_config(DeviceType device, const std::string& precision, bool 
     c.min_streamable_bytes = parse_size(sizes["min_streamable_bytes"], "min_streamable_bytes");
   if (sizes.contains("stream_chunk_bytes") && !sizes["stream_chunk_bytes"].is_none())
     c.stream_chunk_bytes = parse_size(sizes["stream_chunk_bytes"], "stream_chunk_bytes");
+  if (sizes.contains("kv_cache_in_place")) c.kv_cache_in_place = sizes["kv_cache_in_place"].cast<bool>();
   return c;
 }
 
@@ -242,6 +243,11 @@ void register_engine(py::module_& m) {
                              "Inputs: the profile's optimization dims.")
       .def_property_readonly("max_shape", [](const TensorDesc& d) { return dims_tuple(d.max); },
                              "Inputs: the profile's largest dims; outputs: the planned largest dims.")
+      .def_property_readonly("seq_capacity", [](const TensorDesc& d) { return d.seq_capacity; },
+                             "A KV cache stored in place (build(kv_cache_in_place=True)): its room along seq_axis, "
+                             "which its buffers hold whatever the dims; 0 for a dense tensor.")
+      .def_property_readonly("seq_axis", [](const TensorDesc& d) { return d.seq_axis; },
+                             "The axis seq_capacity applies to (0 for a dense tensor).")
       .def("__repr__", &desc_repr);
 
   py::class_<WeightDesc>(m, "WeightInfo", "A weight of an engine, as refit() sees it.")

@@ -130,6 +130,7 @@ def build(model: Any, example_inputs: Any = None, *, device: Optional[str] = Non
           bf16: bool = False, weight_streaming: bool = False,
           profiles: Optional[Mapping[str, Profile]] = None, shapes: Optional[Mapping[str, Shape]] = None,
           min_streamable_bytes: Optional[Size] = None, stream_chunk_bytes: Optional[Size] = None,
+          kv_cache_in_place: bool = False,
           tactics: bool = True, allow_tf32: bool = False, strip_weights: bool = False, name: str = "",
           cache_dir: Union[None, bool, str, os.PathLike] = None, cache_max_size: Optional[Size] = None,
           input_names: Optional[Sequence[str]] = None, output_names: Optional[Sequence[str]] = None,
@@ -146,6 +147,10 @@ def build(model: Any, example_inputs: Any = None, *, device: Optional[str] = Non
     layers in half precision. weight_streaming marks large weights streamable (see
     Engine.weight_streaming_budget); min_streamable_bytes (default 64 KiB) and
     stream_chunk_bytes (default 64 MiB; 0 keeps weights whole) take ints or "64MiB".
+    kv_cache_in_place: a KV-cache decoder's past / present pairs are stored with room for the
+    profile's longest present (TensorInfo.seq_capacity) and appended to in place: for decode loops
+    that bind device buffers through the C++ API (examples/greedy_decode); ExecutionContext.run()
+    takes dense arrays and refuses such an engine.
     profiles: {input: [min_shape, opt_shape, max_shape]} (or {"min":, "opt":, "max":}) for dynamic
     inputs; shapes: {input: shape} fixes dynamic dims. tactics: time GEMM algorithms (CUDA);
     allow_tf32: TF32 tensor cores for float32 (CUDA). strip_weights: a plan without weights, to
@@ -163,7 +168,8 @@ def build(model: Any, example_inputs: Any = None, *, device: Optional[str] = Non
                      dynamic_shapes=dynamic_shapes, opset_version=opset_version) as path:
         return _C._build_onnx(path, device, precision, weight_streaming, _normalize_shapes(shapes), profiles_n,
                               tactics, allow_tf32, strip_weights, name, cache, cache_max_size,
-                              min_streamable_bytes=min_streamable_bytes, stream_chunk_bytes=stream_chunk_bytes)
+                              min_streamable_bytes=min_streamable_bytes, stream_chunk_bytes=stream_chunk_bytes,
+                              kv_cache_in_place=kv_cache_in_place)
 
 
 def compile(model: Any, output: Union[str, os.PathLike], example_inputs: Any = None, *,

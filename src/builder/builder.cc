@@ -8,6 +8,7 @@
 #include "builder/lowering.h"
 #include "builder/fusion.h"
 #include "builder/import_quantized.h"
+#include "builder/kv_cache.h"
 #include "builder/passes.h"
 #include "builder/precision.h"
 #include "builder/quantize_weights.h"
@@ -175,6 +176,14 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
       auto again = ir::infer_shapes(g, infer);
       if (!again.ok()) return again.status().with_context("after splitting large weights");
     }
+  }
+  if (config.kv_cache_in_place) {
+    SRT_ASSIGN_OR_RETURN(KvCacheInPlace kv, store_kv_caches_in_place(g, out.profiles, config.max_tensor_elements));
+    rep.kv_pairs_in_place = kv.pairs;
+    rep.kv_capacity = kv.capacity;
+    if (kv.pairs == 0)
+      log_warning(source + ": kv_cache_in_place found no past / present pair it can store in place (a graph "
+                  "input concatenated into a graph output that only attention reads); the cache stays dense");
   }
   if (config.engine_name.empty() && g.name.empty()) {
     size_t slash = source.find_last_of('/');

@@ -16,12 +16,22 @@ std::optional<int64_t> int_attr(const ir::Node& n, const char* key, int64_t def)
 
 int64_t rank_or_zero(const ir::Graph& g, ir::ValueId v) { return static_cast<int64_t>(rank_of(g, v)); }
 
-// a + b where at most one is symbolic.
+// a + b: a static size added to the other's addend, or two plain dims (no cap, one term each) as
+// one sum whose terms are ordered, so that past + new and new + past are one form.
 std::optional<SymDim> add(const SymDim& a, const SymDim& b) {
-  if (!a.is_static() && !b.is_static()) return std::nullopt;
   if (a.is_static() && b.is_static()) return SymDim{ir::kNoValue, a.n + b.n};
-  SymDim s = a.is_static() ? b : a;
-  s.plus += a.is_static() ? a.n : b.n;
+  if (a.is_static() || b.is_static()) {
+    SymDim s = a.is_static() ? b : a;
+    s.plus += a.is_static() ? a.n : b.n;
+    return s;
+  }
+  if (a.cap || b.cap || a.root2 != ir::kNoValue || b.root2 != ir::kNoValue) return std::nullopt;
+  const bool a_first = std::make_pair(a.root, a.n) <= std::make_pair(b.root, b.n);
+  const SymDim& lo = a_first ? a : b;
+  const SymDim& hi = a_first ? b : a;
+  SymDim s{lo.root, lo.n, 0, a.plus + b.plus};
+  s.root2 = hi.root;
+  s.n2 = hi.n;
   return s;
 }
 
@@ -136,7 +146,8 @@ std::optional<SymDim> DimTracer::trace(ir::ValueId v, int64_t axis) {
     if (!perm.ok() || perm->empty()) return dim(n.inputs[0], r - 1 - axis);
     return perm->size() == static_cast<size_t>(r) ? dim(n.inputs[0], (*perm)[axis]) : std::nullopt;
   }
-  if (op == "MatMul") {  // rows from the first operand, columns from the second, batch dims broadcast
+  if (op == "Attention") return attention(n, r, axis);
+  if (op == "MatMul") {  // rows come from the first operand
     const bool matrices = rank_or_zero(g_, n.inputs[0]) >= 2 && n.inputs.size() > 1 && rank_or_zero(g_, n.inputs[1]) >= 2;
     if (!matrices) return std::nullopt;
     if (axis == r - 2) return dim(n.inputs[0], -2);
@@ -151,7 +162,6 @@ std::optional<SymDim> DimTracer::trace(ir::ValueId v, int64_t axis) {
     }
     return broadcast_of(ds);
   }
-  if (op == "Attention") return attention(n, r, axis);
   if (op.rfind("Reduce", 0) == 0) return reduce(n, axis);
   if (op == "Gather" && n.inputs.size() == 2) {  // data[:a] + indices + data[a + 1:]
     const int64_t rd = rank_or_zero(g_, n.inputs[0]), ri = static_cast<int64_t>(g_.value(n.inputs[1]).dims.size());
@@ -322,7 +332,9 @@ std::optional<SymDim> DimTracer::broadcast_of(std::vector<SymDim> ds) {
   // min(R, N) broadcast with R: R (equal, or N == 1; otherwise the op fails).
   std::optional<SymDim> out;
   for (const SymDim& d : ds) {
-    if (out && (out->root != d.root || out->n != d.n || out->plus != d.plus || (out->cap != d.cap && out->cap && d.cap))) return std::nullopt;
+    if (out && (out->root != d.root || out->n != d.n || out->plus != d.plus || out->root2 != d.root2 ||
+                out->n2 != d.n2 || (out->cap != d.cap && out->cap && d.cap)))
+      return std::nullopt;
     if (!out || d.cap == 0) out = d;
   }
   return out;
@@ -357,7 +369,8 @@ std::optional<SymDim> DimTracer::slice(const ir::Node& n, int64_t r, int64_t axi
     } else if (n.inputs.size() > 2) {
       end = element(n.inputs[2], static_cast<int64_t>(i));
     }
-    if (!in || !in->is_static() || in->n < 1 || !end || end->cap != 0 || end->plus != 0) return std::nullopt;
+    if (!in || !in->is_static() || in->n < 1 || !end || end->cap != 0 || end->plus != 0 || end->root2 != ir::kNoValue)
+      return std::nullopt;
     if (end->is_static()) return end->n < 0 ? std::nullopt : std::optional(SymDim{ir::kNoValue, std::min(end->n, in->n)});
     return SymDim{end->root, end->n, in->n};
   }
@@ -400,7 +413,7 @@ std::optional<SymDim> DimTracer::inferred_reshape_dim(const ir::Node& n, int64_t
   return SymDim{ir::kNoValue, num / den};
 }
 
-// Along its axis a Concat's dim is the sum of its inputs' (one of them symbolic at most);
+// Along its axis a Concat's dim is the sum of its inputs' (at most two of them symbolic);
 // elsewhere it is the first input's.
 std::optional<SymDim> DimTracer::concat(const ir::Node& n, int64_t axis) {
   auto a = n.attr_int("axis");

@@ -16,12 +16,15 @@ namespace streamrt::builder {
 
 // A static size (root == kNoValue, n = the size), or min(dim n of value `root`, cap) + plus, where
 // cap = 0 means no cap (cap comes from Slice(x, 0, E) on an axis of static size cap) and plus is a
-// static addend (a KV cache's past length plus the new tokens).
+// static addend (a KV cache's past length plus the new tokens); or, uncapped, dim n of `root` + dim
+// n2 of `root2` + plus (a past length plus a dynamic count of new tokens; the two terms ordered).
 struct SymDim {
   ir::ValueId root = ir::kNoValue;
   int64_t n = -1;
   int64_t cap = 0;
   int64_t plus = 0;
+  ir::ValueId root2 = ir::kNoValue;
+  int64_t n2 = -1;
   bool is_static() const { return root == ir::kNoValue; }
   bool is(int64_t size) const { return is_static() && n == size; }
   bool operator==(const SymDim&) const = default;

@@ -139,7 +139,7 @@ bool is_sliced_causal(const ir::Graph& g, const GraphIndex& idx, ir::ValueId con
   if (!sq || !skv || !mi || !mj || !(*sq == *skv) || sq->cap != 0 || !(*mi == *mj)) return false;
   // The mask is min(E, n) x min(E, n) with E == S; wherever Where succeeds that is S x S (n >= 2:
   // a 1 x 1 triangle would broadcast as "attend to every key").
-  return sq->is_static() ? *mi == *sq : mi->root == sq->root && mi->n == sq->n;
+  return sq->is_static() ? *mi == *sq : mi->root == sq->root && mi->n == sq->n && sq->root2 == ir::kNoValue;
 }
 
 // Scores side: [scalars] -> MatMul(Q', K'). Fills q, k, scale, k_transposed.

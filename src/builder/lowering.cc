@@ -6,6 +6,7 @@
 #include "builder/memory_planner.h"
 #include "core/logging.h"
 #include "ir/shape_inference.h"
+#include "plan/capacity_layout.h"
 #include "plan/view_steps.h"
 
 namespace streamrt::builder {
@@ -175,6 +176,7 @@ Result<plan::PlanData> lower_to_plan(ir::Graph& g,
   };
   for (ir::ValueId id : g.inputs) plan.inputs.push_back(io(id));
   for (ir::ValueId id : g.outputs) plan.outputs.push_back(io(id));
+  SRT_RETURN_IF_ERROR(plan::record_capacity_layouts(plan));  // KV caches (builder/kv_cache.cc)
   if (report) {
     report->steps = plan.steps.size();
     report->arena_bytes = plan.arena_size;

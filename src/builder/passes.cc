@@ -46,7 +46,10 @@ size_t remove_identities(ir::Graph& g) {
   for (auto& node : g.nodes) {
     for (auto& in : node.inputs)
       if (in != ir::kNoValue) in = resolve(in);
-    bool identity = node.domain.empty() && (node.op_type == "Identity" || node.op_type == "Dropout");
+    // A Concat of one tensor is that tensor (TorchScript exports route a KV cache's first past
+    // through one: Concat(Concat(past), new)).
+    bool identity = node.domain.empty() && (node.op_type == "Identity" || node.op_type == "Dropout" ||
+                                            (node.op_type == "Concat" && node.inputs.size() == 1));
     if (node.op_type == "Dropout") {
       // Only the plain inference form: no mask consumer, no training_mode input.
       bool mask_used = node.outputs.size() > 1 && node.outputs[1] != ir::kNoValue;

@@ -22,7 +22,7 @@ Result<size_t> inline_constant_ifs(ir::Graph& g);
 // number of readers rewritten; the caller re-infers shapes and removes the dead sequence ops.
 // builder/fold_sequences.cc.
 Result<size_t> fold_sequences(ir::Graph& g);
-// Removes Identity and inference-mode Dropout nodes by rewiring their consumers.
+// Removes Identity, inference-mode Dropout and one-input Concat nodes by rewiring their consumers.
 size_t remove_identities(ir::Graph& g);
 
 // Removes nodes that no graph output depends on, and constants nothing uses.

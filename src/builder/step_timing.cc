@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "builder/progress.h"
 #include "core/logging.h"
+#include "ops/op.h"
 #include "runtime/timing_engine.h"
 
 namespace streamrt::builder {
@@ -13,29 +15,60 @@ namespace {
 constexpr int kTimedRuns = 3;    // per-step timing, after one untimed run
 constexpr int kMinShapeRuns = 9;  // whole runs at the min shapes (median), after one untimed run
 
-// Binds zero-filled inputs at the profile's max (or `min`) dims, and outputs sized for them.
-Result<std::vector<DeviceBuffer>> bind_zeros(Engine& engine, ExecutionContext& ctx, const plan::PlanData& plan,
-                                             bool min) {
-  std::vector<DeviceBuffer> buffers;
-  for (const plan::IoTensor& io : plan.inputs) {
-    Dims dims = min ? io.min : io.max;
-    if (dims.empty()) dims = io.dims;
-    uint64_t bytes = dtype_size(io.dtype);
-    for (int64_t d : dims) {
-      if (d < 0) return invalid_argument("input '" + io.name + "' has no static profile dims to time at");
-      bytes *= static_cast<uint64_t>(d);
+enum class Shapes { kMax, kMin, kOpt };
+
+// A KV cache stored in place: the output its appending step writes into the buffer of the input
+// it reads (the ops that declare both an input and an output with a capacity, KvAppend), as a
+// decode loop binds them.
+std::map<int32_t, int32_t> cache_pairs(const plan::PlanData& plan) {
+  std::map<int32_t, int32_t> out_to_in;
+  for (const ir::Node& step : plan.steps) {
+    const ops::OpSchema* s = ops::schema_of(step);
+    if (!s || !s->capacity_layouts) continue;
+    int32_t in = -1, out = -1;
+    for (const ops::CapacityLayout& c : s->capacity_layouts(step)) {
+      const std::vector<int32_t>& slots = c.output ? step.outputs : step.inputs;
+      if (c.index >= 0 && static_cast<size_t>(c.index) < slots.size()) (c.output ? out : in) = slots[c.index];
     }
+    if (in >= 0 && out >= 0) out_to_in[out] = in;
+  }
+  return out_to_in;
+}
+
+// Binds zero-filled inputs at the profile's max, min or opt dims (a KV cache with its capacity,
+// presents sharing their pasts' buffers), and outputs sized for them.
+Result<std::vector<DeviceBuffer>> bind_zeros(Engine& engine, ExecutionContext& ctx, const plan::PlanData& plan,
+                                             Shapes at) {
+  std::vector<DeviceBuffer> buffers;
+  std::map<int32_t, std::pair<void*, uint64_t>> bound;  // input value -> its buffer
+  const std::vector<TensorDesc> descs = engine.io_tensors();
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const plan::IoTensor& io = plan.inputs[i];
+    Dims dims = at == Shapes::kMin ? io.min : at == Shapes::kOpt ? io.opt : io.max;
+    if (dims.empty()) dims = io.dims;
+    if (!dims_static(dims)) return invalid_argument("input '" + io.name + "' has no static profile dims to time at");
+    const uint64_t bytes = descs[i].storage_bytes(dims);
+    if (bytes == UINT64_MAX) return invalid_argument("input '" + io.name + "' is too large to time");
     SRT_RETURN_IF_ERROR(ctx.set_input_shape(io.name, dims));
     SRT_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(engine.device(), bytes));
     std::vector<uint8_t> zeros(bytes, 0);
     SRT_RETURN_IF_ERROR(b.copy_from_host(zeros.data(), bytes));
     SRT_RETURN_IF_ERROR(ctx.set_tensor_address(io.name, b.data(), bytes));
+    bound[io.value] = {b.data(), bytes};
     buffers.push_back(std::move(b));
   }
-  for (const plan::IoTensor& io : plan.outputs) {
+  const std::map<int32_t, int32_t> pairs = cache_pairs(plan);
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    const plan::IoTensor& io = plan.outputs[i];
+    if (auto p = pairs.find(io.value); p != pairs.end() && bound.count(p->second)) {
+      const auto [data, bytes] = bound.at(p->second);
+      SRT_RETURN_IF_ERROR(ctx.set_tensor_address(io.name, data, bytes));
+      continue;
+    }
     SRT_ASSIGN_OR_RETURN(Dims dims, ctx.tensor_shape(io.name));
-    uint64_t bytes = dtype_size(io.dtype);
-    for (int64_t d : dims) bytes *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+    for (int64_t& d : dims) d = std::max<int64_t>(d, 0);
+    const uint64_t bytes = descs[plan.inputs.size() + i].storage_bytes(dims);
+    if (bytes == UINT64_MAX) return invalid_argument("output '" + io.name + "' is too large to time");
     SRT_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(engine.device(), bytes));
     SRT_RETURN_IF_ERROR(ctx.set_tensor_address(io.name, b.data(), bytes));
     buffers.push_back(std::move(b));
@@ -46,7 +79,7 @@ Result<std::vector<DeviceBuffer>> bind_zeros(Engine& engine, ExecutionContext& c
 // Mean ms per step over kTimedRuns eager runs at the max shapes.
 Result<std::vector<float>> time_steps(Engine& engine, const plan::PlanData& plan, PhaseProgress& progress) {
   SRT_ASSIGN_OR_RETURN(auto ctx, engine.create_execution_context());
-  SRT_ASSIGN_OR_RETURN(auto buffers, bind_zeros(engine, *ctx, plan, false));
+  SRT_ASSIGN_OR_RETURN(auto buffers, bind_zeros(engine, *ctx, plan, Shapes::kMax));
   ctx->set_step_timing(true);
   std::vector<float> sum(plan.steps.size(), 0.f);
   for (int run = 0; run <= kTimedRuns; ++run) {
@@ -59,11 +92,18 @@ Result<std::vector<float>> time_steps(Engine& engine, const plan::PlanData& plan
   return sum;
 }
 
-// Median ms of one whole run at the min shapes, replayed as a CUDA graph (`*graph`) where the run
-// can be captured, else eager (a run that cannot be captured is deployed eager too).
+// True for a decode build: an engine input stored as a KV cache with capacity
+// (BuilderConfig::kv_cache_in_place).
+bool stores_kv_cache(const plan::PlanData& plan) {
+  return std::any_of(plan.inputs.begin(), plan.inputs.end(), [](const plan::IoTensor& io) { return io.seq_capacity > 0; });
+}
+
+// Median ms of one whole run at the min shapes (a decode build's: the opt shapes, where a long
+// cache meets one new token), replayed as a CUDA graph (`*graph`) where the run can be captured,
+// else eager (a run that cannot be captured is deployed eager too).
 Result<float> time_min_run(Engine& engine, const plan::PlanData& plan, bool* graph, PhaseProgress& progress) {
   SRT_ASSIGN_OR_RETURN(auto ctx, engine.create_execution_context());
-  SRT_ASSIGN_OR_RETURN(auto buffers, bind_zeros(engine, *ctx, plan, true));
+  SRT_ASSIGN_OR_RETURN(auto buffers, bind_zeros(engine, *ctx, plan, stores_kv_cache(plan) ? Shapes::kOpt : Shapes::kMin));
   *graph = ctx->set_cuda_graph(true).ok();
   Status first = ctx->execute();  // captures
   if (!first.ok() && *graph && first.code() == StatusCode::kUnsupported) {

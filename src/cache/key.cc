@@ -178,7 +178,7 @@ void graph_parts(const ir::Graph& g, const std::string& prefix, std::map<std::st
 // EVERY BuilderConfig field goes in here, one part each. Adding a field to BuilderConfig (or to
 // BuilderPasses)? Add it below (or say here why it does not change the plan) and update the field
 // count; tests/unit/cache_key_test.cc flips every field and expects its part to change.
-static_assert(field_count<BuilderConfig>() == 16,
+static_assert(field_count<BuilderConfig>() == 17,
               "BuilderConfig changed: add the new field to append_builder_config() in src/cache/key.cc, then "
               "update this count");
 static_assert(field_count<BuilderPasses>() == 7,
@@ -218,6 +218,7 @@ void append_builder_config(const BuilderConfig& c, std::map<std::string, std::st
     h.u8(static_cast<uint8_t>(c.weight_quant.scheme));
     h.i64(c.weight_quant.scheme == WeightQuantScheme::kInt4 ? c.weight_quant.group : 0);
   });
+  part("kv_cache_in_place", [&](Canon& h) { h.u8(c.kv_cache_in_place); });
   // Every pass switch, one part each, so a miss names the switch. The fusion switches also change
   // the optimized graph the key describes; the others (view aliasing in lowering, conv tactics,
   // step timing) act after it and are known to the key only through here.

@@ -70,6 +70,10 @@ class ValueTable {
 };
 
 Status check_options(const CompileOptions& o) {
+  // A program's values are dense tensors that its instructions hand each other.
+  if (o.builder.kv_cache_in_place)
+    return unsupported("--kv-cache-in-place (BuilderConfig::kv_cache_in_place) is for engines (streamrt build); a "
+                       "compiled program keeps its tensors dense");
   for (const std::string& op : o.fallback_ops)
     if (!ops::OpRegistry::global().find(op))
       return invalid_argument("--fallback-ops names '" + op + "', which is not an op streamrt knows (see `streamrt ops`)");

@@ -122,6 +122,11 @@ Result<AttentionAttrs> attention_attrs(const ir::Node& node, int64_t d) {
   SRT_ASSIGN_OR_RETURN(a.window, node.attr_int("window", 0));
   if (a.window < 0 || a.window > kMaxAttrExtent)
     return node.error(StatusCode::kInvalidModel, "window must be in [0, 2^30] (0 = none), got " + std::to_string(a.window));
+  SRT_ASSIGN_OR_RETURN(a.kv_capacity, node.attr_int("kv_capacity", 0));
+  if (a.kv_capacity < 0 || a.kv_capacity > kMaxAttrExtent)
+    return node.error(StatusCode::kInvalidModel, "kv_capacity must be in [0, 2^30], got " + std::to_string(a.kv_capacity));
+  if (a.kv_capacity > 0 && (a.k_transposed || (a.bshd & (kBshdK | kBshdV))))
+    return node.error(StatusCode::kInvalidModel, "kv_capacity needs K and V laid out [..., S, D] (not transposed, not bshd)");
   return a;
 }
 
@@ -191,8 +196,16 @@ Result<AttentionGeometry> attention_geometry(const KernelContext& ctx, const Att
   g.map.kv_group = attrs.kv_group;
   std::copy(lead.begin(), lead.end(), g.map.dims);
   lead_strides(leading(ql), natural_lead(ql, bits & kBshdQ), lead, g.map.q);
-  lead_strides(grouped_lead(kl, attrs.kv_group), natural_lead(kl, bits & kBshdK), lead, g.map.k);
-  lead_strides(grouped_lead(vl, attrs.kv_group), natural_lead(vl, bits & kBshdV), lead, g.map.v);
+  // A KV cache stored with capacity: its (batch, head) blocks are kv_capacity rows apart.
+  if (attrs.kv_capacity > 0 && g.skv > attrs.kv_capacity)
+    return ctx.error("K and V hold " + std::to_string(g.skv) + " positions, beyond kv_capacity " +
+                     std::to_string(attrs.kv_capacity));
+  auto stored = [&](Dims d) {
+    if (attrs.kv_capacity > 0) d[d.size() - 2] = attrs.kv_capacity;
+    return d;
+  };
+  lead_strides(grouped_lead(kl, attrs.kv_group), natural_lead(stored(kl), bits & kBshdK), lead, g.map.k);
+  lead_strides(grouped_lead(vl, attrs.kv_group), natural_lead(stored(vl), bits & kBshdV), lead, g.map.v);
   lead_strides(lead, natural_lead(out, bits & kBshdY), lead, g.map.y);
   // Rows: a [B, S, H, D] tensor's rows are H * D apart.
   g.q_row = bits & kBshdQ ? ql[1] * g.d : g.d;
@@ -355,13 +368,20 @@ double flops(const ir::Node& node, std::span<const Dims* const> in, const Dims& 
   return 2.0 * 4.0 * estimate_numel(out) * static_cast<double>(keys) * (causal && keys == skv ? 0.5 : 1.0);
 }
 
-// Plan load: the attributes the kernels index with (window, kv_group, bshd, causal) within their
-// ranges, also where the inputs' ranks are unknown and the shape rule stops early.
+// Plan load: the attributes the kernels index with (window, kv_group, bshd, causal, kv_capacity)
+// within their ranges, also where the inputs' ranks are unknown and the shape rule stops early.
 Status verify(const InferContext& ctx) { return attention_attrs(ctx.node(), -1).status(); }
+
+// K and V of a KV cache stored with capacity (kv_capacity), along their sequence axis.
+std::vector<CapacityLayout> capacity_layouts(const ir::Node& node) {
+  auto c = node.attr_int("kv_capacity", 0);
+  if (!c.ok() || *c <= 0) return {};
+  return {{false, 1, -2, *c}, {false, 2, -2, *c}};
+}
 
 }  // namespace
 
 STREAMRT_REGISTER_OP(Attention, {.op_type = "Attention", .infer = infer, .cpu = cpu, .verify = verify,
-                                 .cpu_dtypes = dtypes(kFloats), .flops = flops});
+                                 .cpu_dtypes = dtypes(kFloats), .capacity_layouts = capacity_layouts, .flops = flops});
 
 }  // namespace streamrt::ops

@@ -26,6 +26,10 @@
 //          head h reads key/value head h / kv_group, so exporters' repeat_kv copies fold away.
 //          nan_to_zero (int): a query whose softmax is NaN (every key masked by -inf, or a NaN
 //          score) gets 0 instead of NaN: exporters' Where(IsNaN(softmax), 0, softmax) folded in.
+//          kv_capacity (int, default 0): K and V are KV-cache tensors stored with room for
+//          kv_capacity positions (ops/op.h CapacityLayout, builder/kv_cache.cc): each (batch, head)
+//          block of keys / values is kv_capacity rows apart, of which the first Skv are read.
+//          K must be [..., Skv, D] (neither transposed nor bshd) and V [..., Skv, Dv].
 // Layout:  attribute bshd (int, bits): an input or the output with its bit set is laid out
 //          [B, S, H, D] (sequence before heads, as projections produce it) instead of [B, H, S, D]:
 //          1 = Q, 2 = K, 4 = V, 8 = Y. Such tensors have rank 4; K with its bit is never transposed.
@@ -70,6 +74,7 @@ struct AttentionAttrs {
   int64_t kv_group = 1;
   bool nan_to_zero = false;
   int64_t window = 0;  // 0 = no sliding window
+  int64_t kv_capacity = 0;  // 0: K and V dense
 };
 
 // Reads the attributes for head dim `d` (scale defaults to 1/sqrt(d)); rejects ONNX Attention

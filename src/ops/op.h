@@ -172,6 +172,21 @@ using VerifyFn = Status (*)(const InferContext&);
 // one), `out` its first output's; unknown dims (-1) count as 1. An estimate, never an error.
 using FlopsFn = double (*)(const ir::Node& node, std::span<const Dims* const> inputs, const Dims& out);
 
+// A tensor stored with room for more entries along one axis than its dims hold: a KV cache laid
+// out for `capacity` positions (BuilderConfig::kv_cache_in_place). Element (i0, .., s, .., ik)
+// sits where it would in a dense tensor whose dim `axis` were `capacity`, so appending positions
+// moves nothing. Only engine inputs and outputs are stored so (the plan records it per I/O tensor,
+// plan/capacity_layout.h), and every step that reads or writes one must declare it.
+struct CapacityLayout {
+  bool output = false;  // output `index`, else input `index`
+  int index = 0;
+  int64_t axis = 0;  // < 0: counted from the last dim
+  int64_t capacity = 0;
+};
+// The inputs / outputs a step's kernels read or write in that layout, from its attributes (a
+// malformed attribute declares nothing: the kernel refuses it).
+using CapacityFn = std::vector<CapacityLayout> (*)(const ir::Node& node);
+
 // The largest magnitude a size-like attribute of a plan step (pads, strides, dilations, kernel
 // sizes, block sizes, ...) may have: far beyond any real tensor dim, yet small enough that the
 // sums and products of a few such values in a shape rule cannot overflow int64.
@@ -226,6 +241,9 @@ struct OpSchema {
   // An INT attribute naming the output's float data type (Cast's `to`): the reduced-precision
   // pass turns a float32 there into the target type.
   const char* output_dtype_attr = nullptr;
+  // Inputs / outputs its kernels address with a capacity stride (CapacityLayout above): the
+  // plan verifier holds them against the engine I/O tensors' recorded layouts.
+  CapacityFn capacity_layouts = nullptr;
   // Arithmetic of one step at the given dims, for the residency planner's time estimates
   // (optional: an op without it counts as bound by the bytes it reads and writes).
   FlopsFn flops = nullptr;

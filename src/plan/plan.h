@@ -38,6 +38,11 @@
 //     and dims;
 //   - inputs/outputs: value index in range, same dtype as the value; min/opt/max each empty or
 //     of the rank of dims, static, min <= opt <= max, and equal to dims where dims is static;
+//   - inputs/outputs' capacity layout (seq_capacity / seq_axis, plan/capacity_layout.h): 0 / 0,
+//     or a tensor with seq_axis < rank, max (or, without one, the static dims) <= seq_capacity
+//     along it, and the element count at that capacity in int64; every step's input and output
+//     is read / written in the layout its op declares (ops::OpSchema::capacity_layouts, dims-only
+//     inputs aside), which must be its value's: only engine I/O tensors are stored with capacity;
 //   - weights: static dims, size == numel * dtype_size, offset 64-aligned, unique names, and
 //     (unless stripped) [offset, offset + size) inside the weights section;
 //   - step_ms: empty or one per step, each finite and >= 0; min_run_ms finite and >= 0;
@@ -117,6 +122,9 @@ struct IoTensor {
   DataType dtype = DataType::kUndefined;
   Dims dims;            // -1 for dynamic
   Dims min, opt, max;   // optimization profile (inputs; equal to dims when static)
+  // Stored with room for seq_capacity entries along seq_axis (TensorDesc::seq_capacity); 0: dense.
+  int64_t seq_capacity = 0;
+  int32_t seq_axis = 0;
 };
 
 struct WeightEntry {

@@ -286,6 +286,8 @@ IoTensor decode_io(const fb::IoTensor* io) {
   t.min = vec(io->min());
   t.opt = vec(io->opt());
   t.max = vec(io->max());
+  t.seq_capacity = io->seq_capacity();  // verify_plan checks it against dims and steps
+  t.seq_axis = io->seq_axis();
   return t;
 }
 

@@ -9,6 +9,7 @@
 #include "builder/memory_planner.h"
 #include "ir/shape_inference.h"
 #include "ir/subgraph.h"
+#include "plan/capacity_layout.h"
 #include "plan/plan.h"
 #include "plan/view_steps.h"
 
@@ -415,6 +416,7 @@ Status verify_plan(const PlanData& plan, uint64_t weights_section_size) {
   SRT_RETURN_IF_ERROR(check_step_times(plan));
   SRT_RETURN_IF_ERROR(check_steps(plan));
   // The checks above make every index safe to follow.
+  SRT_RETURN_IF_ERROR(check_capacity_layouts(plan));
   return check_arena_layout(plan);
 }
 

@@ -163,7 +163,7 @@ Off<fb::IoTensor> build_io(Builder& b, const IoTensor& io) {
   auto min = dims_vec(b, io.min);
   auto opt = dims_vec(b, io.opt);
   auto max = dims_vec(b, io.max);
-  return fb::CreateIoTensor(b, name, io.value, to_fb(io.dtype), dims, min, opt, max);
+  return fb::CreateIoTensor(b, name, io.value, to_fb(io.dtype), dims, min, opt, max, io.seq_capacity, io.seq_axis);
 }
 
 Off<fb::Value> build_value(Builder& b, const ValueEntry& v) {

@@ -1,12 +1,13 @@
 #include "runtime/context_base.h"
 
+#include "core/capacity_layout.h"
 #include "ir/shape_inference.h"
 #include "ops/sequence_value.h"
 
 namespace streamrt {
 
 ContextBase::ContextBase(std::shared_ptr<const Engine> engine)
-    : engine_(std::move(engine)), es_(&engine_->state()) {
+    : engine_(std::move(engine)), es_(&engine_->state()), layouts_(plan::value_layouts(plan())) {
   const size_t nv = plan().values.size();
   input_dims_.resize(nv);
   bound_.assign(nv, nullptr);
@@ -73,7 +74,7 @@ Result<Dims> ContextBase::tensor_shape(const std::string& name) const {
       return invalid_state("input '" + io.name + "' has no shape yet; call set_input_shape");
     opts.input_dims[io.value] = input_dims_[io.value];
     // Small inputs may be shape tensors (Reshape targets, Range bounds): their contents count.
-    if (bound_[io.value] && dims_numel(input_dims_[io.value]) <= 4096) {
+    if (bound_[io.value] && io.seq_capacity == 0 && dims_numel(input_dims_[io.value]) <= 4096) {
       Tensor t = input_on_host(io.value);
       if (!t.empty()) opts.known_values[io.value] = std::move(t);
     }
@@ -116,6 +117,19 @@ Result<SequenceValue> ContextBase::sequence_output(const std::string& name) cons
   return ops::to_public(sv);
 }
 
+Result<uint64_t> ContextBase::stored_bytes(int32_t v, const Dims& dims) const {
+  const plan::ValueLayout& l = layouts_[static_cast<size_t>(v)];
+  const size_t esize = dtype_size(plan().values[v].dtype);
+  if (l.capacity == 0) return static_cast<uint64_t>(dims_numel(dims)) * esize;
+  const uint64_t n = stored_numel(dims, l.axis, l.capacity);
+  uint64_t bytes = 0;
+  if (n == UINT64_MAX || __builtin_mul_overflow(n, esize, &bytes))
+    return invalid_argument("'" + plan().values[v].name + "' of dims " + dims_to_string(dims) +
+                            " does not fit its capacity of " + std::to_string(l.capacity) + " along axis " +
+                            std::to_string(l.axis));
+  return bytes;
+}
+
 Tensor ContextBase::input_on_host(int32_t v) const {
   const plan::IoTensor* io = input_desc(v);
   return Tensor::view(io->dtype, input_dims_[v], bound_[v], nullptr);
@@ -128,10 +142,13 @@ Status ContextBase::check_bindings() const {
       return invalid_state("input '" + io.name + "' has dynamic dims " + dims_to_string(io.dims) +
                            "; call set_input_shape first");
     if (!bound_[v]) return invalid_state("input '" + io.name + "' has no address; call set_tensor_address");
-    uint64_t bytes = static_cast<uint64_t>(dims_numel(input_dims_[v])) * dtype_size(io.dtype);
+    SRT_ASSIGN_OR_RETURN(uint64_t bytes, stored_bytes(v, input_dims_[v]));
     if (bytes > capacity_[v])
-      return invalid_argument("input '" + io.name + "' needs " + std::to_string(bytes) +
-                              " bytes, its buffer holds " + std::to_string(capacity_[v]));
+      return invalid_argument("input '" + io.name + "' needs " + std::to_string(bytes) + " bytes" +
+                              (io.seq_capacity ? " (room for " + std::to_string(io.seq_capacity) + " along axis " +
+                                                     std::to_string(io.seq_axis) + ": TensorDesc::storage_bytes)"
+                                               : std::string()) +
+                              ", its buffer holds " + std::to_string(capacity_[v]));
   }
   for (const auto& io : plan().outputs)
     if (!bound_[io.value] && plan().values[io.value].seq.is_tensor())  // sequences: held by the context
@@ -154,7 +171,8 @@ Result<std::vector<ops::TensorRef>> ContextBase::prepare_outputs(size_t index, s
     if (!info.has_shape || !dims_static(info.dims))
       return internal_error(step.describe() + ": output " + std::to_string(k) + " has no static shape at run time");
     refs[k] = ops::TensorRef{info.dtype, info.dims, nullptr};
-    SRT_RETURN_IF_ERROR(place(step.outputs[k], refs[k].nbytes(), &refs[k].data));
+    SRT_ASSIGN_OR_RETURN(uint64_t bytes, stored_bytes(step.outputs[k], info.dims));
+    SRT_RETURN_IF_ERROR(place(step.outputs[k], bytes, &refs[k].data));
   }
   return refs;
 }

@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "plan/capacity_layout.h"
 #include "runtime/device_backend.h"
 
 namespace streamrt {
@@ -35,6 +36,9 @@ class ContextBase : public ContextImpl {
   // Points output value `v` (bytes long) at the user's buffer, checking its capacity; a sequence /
   // optional output without one gets a buffer the context holds (seq_out_).
   Status output_buffer(int32_t v, uint64_t bytes, void** out) const;
+  // Bytes value `v` of `dims` occupies in its buffer: dense, or an I/O tensor stored with a
+  // capacity (plan/capacity_layout.h); an error names it when dims exceed that capacity.
+  Result<uint64_t> stored_bytes(int32_t v, const Dims& dims) const;
   // Host view of a bound input's contents, for shape-only passes (shape tensors); an empty
   // Tensor when the device cannot provide it cheaply.
   virtual Tensor input_on_host(int32_t v) const;
@@ -44,6 +48,7 @@ class ContextBase : public ContextImpl {
   std::vector<Dims> input_dims_;        // per plan value (inputs)
   std::vector<void*> bound_;            // per plan value (inputs / outputs)
   std::vector<size_t> capacity_;        // per plan value (inputs / outputs)
+  std::vector<plan::ValueLayout> layouts_;  // per plan value: dense, or a KV cache's capacity
   std::vector<Dims> output_dims_;       // per plan value (outputs), valid when have_outputs_
   bool have_outputs_ = false;
   // Sequence / optional inputs and outputs the context holds (streamrt/sequence.h), per plan value.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <queue>
 
+#include "ir/shape_inference.h"
 #include "ops/op.h"
 
 namespace streamrt {
@@ -62,25 +63,27 @@ double simulate(const ResidencyInput& in, const std::vector<uint8_t>& resident, 
 }  // namespace
 
 double estimate_step_seconds(const plan::PlanData& plan, size_t index, const DeviceProfile& device,
-                             bool smallest) {
-  auto planned = [&](const ValueEntry& v) -> const Dims& { return planned_dims(v, smallest); };
+                             bool smallest, const std::vector<Dims>* dims) {
+  auto planned = [&](int32_t v) -> const Dims& {
+    return dims && static_cast<size_t>(v) < dims->size() ? (*dims)[v] : planned_dims(plan.values[v], smallest);
+  };
   const ir::Node& step = plan.steps[index];
   double bytes = 0, flops = 0;
   bool half = false;
   for (int32_t v : step.inputs)
-    if (v >= 0) bytes += estimate_numel(planned(plan.values[v])) * dtype_size(plan.values[v].dtype);
+    if (v >= 0) bytes += estimate_numel(planned(v)) * dtype_size(plan.values[v].dtype);
   for (int32_t v : step.outputs)
     if (v >= 0) {
       const ValueEntry& e = plan.values[v];
-      bytes += estimate_numel(planned(e)) * dtype_size(e.dtype);
+      bytes += estimate_numel(planned(v)) * dtype_size(e.dtype);
       half = half || is_half(e.dtype);
     }
-  const Dims* out = step.outputs.empty() || step.outputs[0] < 0 ? nullptr : &planned(plan.values[step.outputs[0]]);
+  const Dims* out = step.outputs.empty() || step.outputs[0] < 0 ? nullptr : &planned(step.outputs[0]);
   const ops::OpSchema* schema = ops::schema_of(step);
   if (out && schema && schema->flops) {  // the op's own rule (MatMul, Gemm, Conv, Attention, ...)
     std::vector<const Dims*> in(step.inputs.size(), nullptr);
     for (size_t k = 0; k < in.size(); ++k)
-      if (step.inputs[k] >= 0) in[k] = &planned(plan.values[step.inputs[k]]);
+      if (step.inputs[k] >= 0) in[k] = &planned(step.inputs[k]);
     flops = schema->flops(step, in, *out);
   }
   double t_flops = flops / (half ? device.flops_half : device.flops_fp32);
@@ -88,9 +91,29 @@ double estimate_step_seconds(const plan::PlanData& plan, size_t index, const Dev
   return device.step_overhead_s + std::max(t_flops, t_bytes);
 }
 
+namespace {
+
+// Every value's dims at the profile's opt shapes, for a decode build (an input stored as a KV
+// cache with capacity); empty otherwise, or when the shapes cannot be inferred there.
+std::vector<Dims> decode_dims(const plan::PlanData& plan) {
+  bool decode = false;
+  for (const plan::IoTensor& io : plan.inputs) decode |= io.seq_capacity > 0;
+  if (!decode || plan.weights_stripped) return {};
+  ir::InferOptions opts;
+  for (const plan::IoTensor& io : plan.inputs) opts.input_dims[io.value] = io.opt.empty() ? io.dims : io.opt;
+  auto r = ir::infer_shapes_readonly(plan::step_graph(plan), opts);
+  if (!r.ok()) return {};
+  std::vector<Dims> dims(plan.values.size());
+  for (size_t v = 0; v < dims.size(); ++v) dims[v] = r->infos[v].has_shape ? r->infos[v].dims : plan.values[v].dims;
+  return dims;
+}
+
+}  // namespace
+
 ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& device,
                                const std::vector<uint8_t>& device_step) {
   ResidencyInput in;
+  const std::vector<Dims> decode = decode_dims(plan);
   in.device = device;
   const size_t ns = plan.steps.size();
   in.step_seconds.resize(ns);
@@ -102,7 +125,7 @@ ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& 
   const bool measured = plan.step_ms.size() == ns;
   for (size_t s = 0; s < ns; ++s) {
     in.step_seconds[s] = measured && plan.step_ms[s] > 0 ? 1e-3 * plan.step_ms[s] : estimate_step_seconds(plan, s, device);
-    in.step_seconds_small[s] = estimate_step_seconds(plan, s, device, true);
+    in.step_seconds_small[s] = estimate_step_seconds(plan, s, device, true, decode.empty() ? nullptr : &decode);
     if (!device_step.empty() && !device_step[s]) continue;
     for (int32_t v : plan.steps[s].inputs) {
       if (v < 0 || plan.values[v].kind != ValueEntry::Kind::kWeight) continue;

@@ -43,9 +43,10 @@ struct DeviceProfile {
 
 // Estimated compute time of one step (FLOPs of MatMul/Gemm/Conv, bytes moved otherwise), from the
 // values' planned (max) dims, or with `smallest` from their dims with every dynamic dim at 1
-// (e.g. one token of a decoder whose profile allows 2048).
+// (e.g. one token of a decoder whose profile allows 2048), or with `dims` from those (per plan
+// value; a decode build's one-token run: residency_input).
 double estimate_step_seconds(const plan::PlanData& plan, size_t step, const DeviceProfile& device,
-                             bool smallest = false);
+                             bool smallest = false, const std::vector<Dims>* dims = nullptr);
 
 struct ResidencyInput {
   std::vector<double> step_seconds;               // per plan step, at the profile's max shapes
@@ -67,6 +68,9 @@ struct ResidencyInput {
 // and those made the planner choose a worse one-token plan at 90 % (1.039x vs 1.010x the bound
 // replayed on H100 times); unscaled, the estimates were a third low, and the planner kept the
 // early weights resident, so the copy stream waited for compute to reach the streamed ones.
+// A decode build (a KV cache stored in place, BuilderConfig::kv_cache_in_place) estimates its
+// one-token run at the profile's opt shapes instead (one new token after a long cache: the step
+// timing measured min_run_ms there too).
 ResidencyInput residency_input(const plan::PlanData& plan, const DeviceProfile& device,
                                const std::vector<uint8_t>& device_step = {});
 

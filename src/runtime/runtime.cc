@@ -1,6 +1,7 @@
 #include "streamrt/runtime.h"
 
 #include "core/byte_size.h"
+#include "core/capacity_layout.h"
 #include "core/guard.h"
 #include "core/logging.h"
 #include "runtime/device_backend.h"
@@ -240,6 +241,8 @@ std::vector<TensorDesc> Engine::io_tensors() const {
   auto add = [&](const plan::IoTensor& io, bool is_input) {
     const ir::SeqType& seq = state_->plan.data.values[static_cast<size_t>(io.value)].seq;
     out.push_back({io.name, is_input, io.dtype, io.dims, io.min, io.opt, io.max, seq.kind, seq.elem_dtype});
+    out.back().seq_capacity = io.seq_capacity;
+    out.back().seq_axis = io.seq_axis;
   };
   for (const auto& io : state_->plan.data.inputs) add(io, true);
   for (const auto& io : state_->plan.data.outputs) add(io, false);
@@ -256,6 +259,37 @@ Result<std::unique_ptr<ExecutionContext>> Engine::create_execution_context() {
     state_->live_contexts.fetch_add(1);
     return std::unique_ptr<ExecutionContext>(new ExecutionContext(std::move(impl), shared_from_this()));
   });
+}
+
+uint64_t TensorDesc::storage_bytes(const Dims& d) const {
+  const uint64_t n = stored_numel(d, seq_axis, seq_capacity);
+  uint64_t bytes = 0;
+  return n == UINT64_MAX || __builtin_mul_overflow(n, dtype_size(dtype), &bytes) ? UINT64_MAX : bytes;
+}
+
+namespace {
+
+Result<CapacityRows> storage_rows(const TensorDesc& desc, const Dims& dims) {
+  auto r = capacity_rows(dims, desc.seq_axis, desc.seq_capacity);
+  if (!r || desc.storage_bytes(dims) == UINT64_MAX)
+    return invalid_argument("tensor '" + desc.name + "': dims " + dims_to_string(dims) + " do not fit its storage (" +
+                            std::to_string(desc.seq_capacity) + " places along axis " + std::to_string(desc.seq_axis) +
+                            ")");
+  return *r;
+}
+
+}  // namespace
+
+Status pack_to_storage(const TensorDesc& desc, const Dims& dims, const void* dense, void* stored) {
+  SRT_ASSIGN_OR_RETURN(CapacityRows r, storage_rows(desc, dims));
+  copy_dense_to_stored(r, dtype_size(desc.dtype), dense, stored);
+  return ok_status();
+}
+
+Status unpack_from_storage(const TensorDesc& desc, const Dims& dims, const void* stored, void* dense) {
+  SRT_ASSIGN_OR_RETURN(CapacityRows r, storage_rows(desc, dims));
+  copy_stored_to_dense(r, dtype_size(desc.dtype), stored, dense);
+  return ok_status();
 }
 
 }  // namespace streamrt

@@ -43,3 +43,25 @@ def test_corpus_case(case):
             if expected_path.exists():
                 np.testing.assert_allclose(got[n], load_pb(expected_path), rtol=1e-3, atol=1e-3)
         assert ctx.last_run_stats.bytes_streamed > 0
+
+
+def test_kv_cache_in_place():
+    """The transformers KV-cache decode step built with kv_cache_in_place: its pasts and presents say
+    their capacity (the present's length at the profile's max), the rest stay dense, and run(),
+    which takes dense arrays, refuses the engine by name."""
+    d = CORPUS / "llama_decode_dynamo"
+    if not d.exists():
+        pytest.skip(f"{d} is not in this checkout")
+    profiles = {"input_ids": [(1, 1), (1, 1), (1, 1)], "position_ids": [(1, 1), (1, 1), (1, 1)],
+                "attention_mask": [(1, 2), (1, 9), (1, 64)]}
+    for kv in ("0.key", "0.value", "1.key", "1.value"):
+        profiles[f"past_key_values.{kv}"] = [(1, 2, 1, 8), (1, 2, 8, 8), (1, 2, 63, 8)]
+    engine = streamrt.build(str(d / "model.onnx"), device="cpu", profiles=profiles, kv_cache_in_place=True)
+    caps = {t.name: (t.seq_capacity, t.seq_axis) for t in list(engine.inputs) + list(engine.outputs)}
+    for kv in ("0.key", "0.value", "1.key", "1.value"):
+        assert caps[f"past_key_values.{kv}"] == (64, 2)
+        assert caps[f"present.{kv}"] == (64, 2)
+    assert caps["logits"] == (0, 0) and caps["input_ids"] == (0, 0)
+    ctx = engine.create_execution_context()
+    with pytest.raises(ValueError, match="stores 'past_key_values.0.key' as a KV cache with room for 64"):
+        ctx.run({})

@@ -62,6 +62,23 @@ TEST(Passes, RemovesIdentityAndDeadNodes) {
   EXPECT_EQ(f.g.nodes.size(), 3u);
 }
 
+// A Concat of one input is that input (TorchScript's Concat(Concat(past), new) for a KV cache); one of
+// two inputs, and one that writes a graph output, stay.
+TEST(Passes, RemovesOneInputConcat) {
+  ir::Graph g;
+  const ir::ValueId x = g.add_value("x", DataType::kFloat32, {2, 3}, true), y = g.add_value("y", DataType::kFloat32, {2, 3}, true);
+  const ir::ValueId a = g.add_value("a"), b = g.add_value("b"), o = g.add_value("o");
+  g.inputs = {x, y};
+  g.outputs = {b, o};
+  ir::Node one = node("Concat", {x}, {a}), two = node("Concat", {a, y}, {b}), out = node("Concat", {y}, {o});
+  for (ir::Node* n : {&one, &two, &out}) n->attrs["axis"] = ir::Attribute::make_int(0);
+  g.nodes = {one, two, out};
+  EXPECT_EQ(remove_identities(g), 1u);
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[0].inputs, (std::vector<ir::ValueId>{x, y}));
+  EXPECT_EQ(g.nodes[1].outputs[0], o);
+}
+
 TEST(Passes, ShapeOfStaticInputFoldsIntoReshapeTarget) {
   // Reshape(x, Shape(x)) with static x: Shape folds; the reshape stays (it reads x).
   ir::Graph g;

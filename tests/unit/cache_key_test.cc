@@ -147,6 +147,7 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   add("engine_name", [](BuilderConfig& c) { c.engine_name = "mine"; });
   add("stream_chunk_bytes", [](BuilderConfig& c) { c.stream_chunk_bytes = 1 << 20; });
   add("weight_quant", [](BuilderConfig& c) { c.weight_quant.scheme = WeightQuantScheme::kInt8; });
+  add("kv_cache_in_place", [](BuilderConfig& c) { c.kv_cache_in_place = true; });
   add("passes.conv_fusion", [](BuilderConfig& c) { c.passes.conv_fusion = false; });
   add("passes.matmul_bias_fusion", [](BuilderConfig& c) { c.passes.matmul_bias_fusion = false; });
   add("passes.rotary_fusion", [](BuilderConfig& c) { c.passes.rotary_fusion = false; });

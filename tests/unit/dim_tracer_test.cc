@@ -88,5 +88,87 @@ TEST(DimTracer, ProvesNothingItCannot) {
   EXPECT_NE(tr.element(t.guarded, 0), tr.dim(t.a, 0));
 }
 
+// A KV cache's present length when the new tokens are dynamic too: past + new, two sizes of their
+// own, is one form whichever way it is summed (Concat along the axis, Add of Shape elements); a third
+// symbolic term is not traced.
+TEST(DimTracer, SumsTwoSymbolicSizes) {
+  ir::Graph g;
+  const ir::ValueId past = g.add_value("past", DataType::kFloat32, {-1}, true);
+  const ir::ValueId fresh = g.add_value("new", DataType::kFloat32, {-1}, true);
+  g.inputs = {past, fresh};
+  g.input_dim_params[past] = {"p"};
+  g.input_dim_params[fresh] = {"s"};
+  const ir::ValueId c = g.add_value("c"), d = g.add_value("d"), three = g.add_value("three");
+  const ir::ValueId sp = g.add_value("sp"), sf = g.add_value("sf"), sum = g.add_value("sum");
+  const std::map<std::string, ir::Attribute> axis0 = {{"axis", ir::Attribute::make_int(0)}};
+  add_node(g, "Concat", {past, fresh}, {c}, axis0);
+  add_node(g, "Concat", {fresh, past}, {d}, axis0);
+  add_node(g, "Concat", {past, fresh, past}, {three}, axis0);
+  add_node(g, "Shape", {past}, {sp});
+  add_node(g, "Shape", {fresh}, {sf});
+  add_node(g, "Add", {sf, sp}, {sum});
+  g.outputs = {c, d, three, sum};
+  ASSERT_TRUE(ir::infer_shapes(g).ok());
+  GraphIndex idx(g);
+  DimTracer tr(g, idx);
+  const auto pc = tr.dim(c, 0);
+  ASSERT_TRUE(pc && !pc->is_static());
+  EXPECT_NE(pc->root2, ir::kNoValue);
+  EXPECT_EQ(tr.dim(d, 0), pc);
+  EXPECT_EQ(tr.element(sum, 0), pc);
+  EXPECT_NE(tr.dim(past, 0), pc);
+  EXPECT_NE(tr.dim(three, 0), pc);
+  EXPECT_EQ(tr.dim(three, 0), (SymDim{three, 0})) << "past + new + past stays a size of its own";
+}
+
+// A projection [1, S, 128] split into heads [1, -1, 2, 64] keeps S as its -1; [1, -1, 4, 64] halves it,
+// which is no size the tracer names.
+TEST(DimTracer, InferredReshapeDimKeepsTheOneSymbolicDim) {
+  ir::Graph g;
+  const ir::ValueId x = g.add_value("x", DataType::kFloat32, {1, -1, 128}, true);
+  g.inputs = {x};
+  g.input_dim_params[x] = {"", "seq", ""};
+  const ir::ValueId t2 = g.add_value("t2"), t4 = g.add_value("t4"), heads = g.add_value("heads"), half = g.add_value("half");
+  g.set_constant(t2, i64({4}, {1, -1, 2, 64}));
+  g.set_constant(t4, i64({4}, {1, -1, 4, 64}));
+  add_node(g, "Reshape", {x, t2}, {heads});
+  add_node(g, "Reshape", {x, t4}, {half});
+  g.outputs = {heads, half};
+  ASSERT_TRUE(ir::infer_shapes(g).ok());
+  GraphIndex idx(g);
+  DimTracer tr(g, idx);
+  const auto seq = tr.dim(x, 1);
+  ASSERT_TRUE(seq && !seq->is_static());
+  EXPECT_EQ(tr.dim(heads, 1), seq);
+  EXPECT_NE(tr.dim(half, 1), seq);
+}
+
+// MatMul's batch dims are its operands' broadcast, its columns B's; a fused Attention's rows are Q's
+// where its bshd bits put them, its batch the operands' broadcast.
+TEST(DimTracer, MatMulAndAttentionDims) {
+  ir::Graph g;
+  const ir::ValueId q = g.add_value("q", DataType::kFloat32, {-1, -1, 4, 8}, true);   // [B, S, H, D]
+  const ir::ValueId k = g.add_value("k", DataType::kFloat32, {-1, 4, -1, 8}, true);   // [B, H, P, D]
+  g.inputs = {q, k};
+  g.input_dim_params[q] = {"batch", "seq", "", ""};
+  g.input_dim_params[k] = {"batch", "", "past", ""};
+  const ir::ValueId qt = g.add_value("qt"), kt = g.add_value("kt"), s = g.add_value("s"), y = g.add_value("y");
+  add_node(g, "Transpose", {q}, {qt}, {{"perm", ir::Attribute::make_ints({0, 2, 1, 3})}});
+  add_node(g, "Transpose", {k}, {kt}, {{"perm", ir::Attribute::make_ints({0, 1, 3, 2})}});
+  add_node(g, "MatMul", {qt, kt}, {s});
+  add_node(g, "Attention", {q, k, k}, {y}, {{"bshd", ir::Attribute::make_int(9)}});
+  g.outputs = {s, y};
+  ASSERT_TRUE(ir::infer_shapes(g).ok());
+  GraphIndex idx(g);
+  DimTracer tr(g, idx);
+  const auto batch = tr.dim(q, 0), seq = tr.dim(q, 1), past = tr.dim(k, 2);
+  EXPECT_EQ(tr.dim(s, 0), batch);
+  EXPECT_EQ(tr.dim(s, 2), seq);
+  EXPECT_EQ(tr.dim(s, 3), past);
+  EXPECT_EQ(tr.dim(y, 0), batch);
+  EXPECT_EQ(tr.dim(y, 1), seq) << "Y laid out [B, S, H, D]: rows on axis 1";
+  EXPECT_TRUE(tr.dim(y, 2)->is(4));
+}
+
 }  // namespace
 }  // namespace streamrt::builder

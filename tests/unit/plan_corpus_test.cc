@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kv_cache_test_util.h"
 #include "plan/plan.h"
 #include "plan_test_util.h"
 
@@ -76,6 +77,14 @@ Seeds plan_corpus_seeds() {
   huge.weights[2].size = uint64_t{1} << 40;
   huge.values[6].dims = {int64_t{1} << 40};
   seeds.emplace_back("corrupt_huge_weight.plan", plan::assemble_plan(huge, section).value());
+
+  // A KV cache stored with capacity (KvAppend, Attention's kv_capacity), and one whose capacity falls
+  // short of its profile.
+  const std::vector<uint8_t> kv = testing::build_tiny_kv(DeviceType::kCpu, true).value();
+  seeds.emplace_back("valid_kv_append.plan", kv);
+  auto kv_plan = plan::read_plan_bytes(kv.data(), kv.size(), nullptr).value().data;
+  kv_plan.inputs[3].seq_capacity = testing::kTinyMaxPast - 1;  // past_key
+  seeds.emplace_back("corrupt_kv_capacity.plan", serialize(kv_plan));
 
   std::vector<uint8_t> garbage(200);
   for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<uint8_t>(i * 131 + 7);

@@ -156,6 +156,8 @@ inline void expect_plan_eq(const plan::PlanData& a, const plan::PlanData& b) {
       EXPECT_EQ(p[i].min, q[i].min);
       EXPECT_EQ(p[i].opt, q[i].opt);
       EXPECT_EQ(p[i].max, q[i].max);
+      EXPECT_EQ(p[i].seq_capacity, q[i].seq_capacity);
+      EXPECT_EQ(p[i].seq_axis, q[i].seq_axis);
     }
   };
   io_eq(a.inputs, b.inputs);

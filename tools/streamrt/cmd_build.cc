@@ -32,6 +32,10 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
                  "(per output channel) | int4[:GROUP] (GROUP 32, 64 or 128 along K, default 128; scales and zero "
                  "points). Streamed weights stream compressed; activations keep the build's precision")
       ->capture_default_str();
+  app.add_flag("--kv-cache-in-place", o.kv_cache_in_place,
+               "KV-cache decoders: store each past / present pair with room for the profile's longest present and "
+               "append the new positions in place (bind one buffer to both), instead of copying the cache into the "
+               "present every step; the step timing of --weight-streaming builds runs at the profile's opt");
   app.add_flag("--no-tactics", o.no_tactics, "CUDA: skip timing GEMM algorithms at build time (faster builds)");
   app.add_flag("--tf32", o.tf32,
                "CUDA: float32 MatMul/Gemm/Conv may use TF32 tensor cores (faster; about 1e-3 relative error, "
@@ -70,6 +74,7 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   auto quant = parse_weight_quant(o.weight_quant);
   if (!quant.ok()) return quant.status().with_context("--weight-quant");
   c.weight_quant = *quant;
+  c.kv_cache_in_place = o.kv_cache_in_place;
   c.tactics = !o.no_tactics;
   c.max_nodes = o.max_nodes;
   c.max_tensor_elements = o.max_tensor_elements;
@@ -120,6 +125,9 @@ Command add_build_command(CLI::App& app) {
     if (rep.steps_prequantized > 0)
       std::printf("  pre-quantized weights: %zu steps read the model's DequantizeLinear / MatMulNBits codes "
                   "compressed\n", rep.steps_prequantized);
+    if (config->kv_cache_in_place)
+      std::printf("  KV cache in place: %zu past / present pairs, capacity %lld positions\n", rep.kv_pairs_in_place,
+                  static_cast<long long>(rep.kv_capacity));
     if (s->strip_weights) std::printf("  weights stripped: refit the plan before running it (streamrt refit)\n");
     if (s->opts.weight_streaming)
       std::printf("  weight streaming: %zu weights streamable, %.2f MiB; %zu steps split into chunks of %s\n",
@@ -129,7 +137,7 @@ Command add_build_command(CLI::App& app) {
       std::printf("  step times (for the residency planner): %.2f ms at the max shapes, measured in %.0f ms\n",
                   rep.step_ms_total, rep.step_timing_ms);
       if (rep.min_run_ms > 0)
-        std::printf("  one run at the min shapes: %.3f ms (%s)\n", rep.min_run_ms,
+        std::printf("  one run at the %s shapes: %.3f ms (%s)\n", rep.kv_pairs_in_place ? "opt" : "min", rep.min_run_ms,
                     rep.min_run_graph ? "CUDA graph replay" : "eager");
     } else if (s->opts.weight_streaming && config->device == DeviceType::kCuda && !rep.step_timing_note.empty()) {
       std::printf("  step times: %s\n", rep.step_timing_note.c_str());

@@ -21,9 +21,11 @@ nlohmann::json to_json(const plan::LoadedPlan& lp) {
   j["weights_stripped"] = p.weights_stripped;
   auto io = [&](const std::vector<plan::IoTensor>& v) {
     nlohmann::json a = nlohmann::json::array();
-    for (const auto& t : v)
+    for (const auto& t : v) {
       a.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"dims", t.dims},
                    {"min", t.min}, {"opt", t.opt}, {"max", t.max}});
+      if (t.seq_capacity > 0) a.back()["seq_capacity"] = {{"capacity", t.seq_capacity}, {"axis", t.seq_axis}};
+    }
     return a;
   };
   j["inputs"] = io(p.inputs);
@@ -63,10 +65,15 @@ void print_text(const nlohmann::json& j) {
               j["weights_stripped"].get<bool>() ? "weights stripped" : "weights included");
   for (const char* which : {"inputs", "outputs"}) {
     std::printf("%s:\n", which);
-    for (const auto& t : j[which])
-      std::printf("  %-24s %-8s dims %s  profile min %s opt %s max %s\n", t["name"].get<std::string>().c_str(),
+    for (const auto& t : j[which]) {
+      std::printf("  %-24s %-8s dims %s  profile min %s opt %s max %s", t["name"].get<std::string>().c_str(),
                   t["dtype"].get<std::string>().c_str(), t["dims"].dump().c_str(), t["min"].dump().c_str(),
                   t["opt"].dump().c_str(), t["max"].dump().c_str());
+      if (t.contains("seq_capacity"))  // a KV cache stored in place
+        std::printf("  capacity %s along axis %s", t["seq_capacity"]["capacity"].dump().c_str(),
+                    t["seq_capacity"]["axis"].dump().c_str());
+      std::printf("\n");
+    }
   }
   std::printf("layers (%zu):\n", j["layers"].size());
   for (const auto& l : j["layers"]) {

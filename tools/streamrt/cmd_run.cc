@@ -200,10 +200,20 @@ Command add_run_command(CLI::App& app) {
         if (!r.ok()) return report_error(r.status().with_context("output '" + d.name + "'"));
         t = std::move(r).value();
       }
-      auto buf = DeviceBuffer::allocate((*engine)->device(), t.nbytes());
+      // A KV cache stored with a capacity (build --kv-cache-in-place) takes a buffer of that room.
+      const uint64_t bytes = d.storage_bytes(t.dims());
+      if (bytes == UINT64_MAX)
+        return report_error(invalid_argument("'" + d.name + "' of dims " + dims_to_string(t.dims()) +
+                                             " does not fit its capacity " + std::to_string(d.seq_capacity)));
+      auto buf = DeviceBuffer::allocate((*engine)->device(), bytes);
       if (!buf.ok()) return report_error(buf.status());
-      Status st = d.is_input ? buf->copy_from_host(t.data(), t.nbytes()) : ok_status();
-      if (st.ok()) st = (*ctx)->set_tensor_address(d.name, buf->data(), t.nbytes());
+      Status st = ok_status();
+      if (d.is_input) {
+        std::vector<uint8_t> stored(bytes, 0);
+        st = pack_to_storage(d, t.dims(), t.data(), stored.data());
+        if (st.ok()) st = buf->copy_from_host(stored.data(), bytes);
+      }
+      if (st.ok()) st = (*ctx)->set_tensor_address(d.name, buf->data(), bytes);
       if (!st.ok()) return report_error(st);
       tensors[d.name] = std::move(t);
       buffers[d.name] = std::move(buf).value();
@@ -237,7 +247,10 @@ Command add_run_command(CLI::App& app) {
       auto host = Tensor::allocate(d.dtype, *dims);
       if (!host.ok()) return report_error(host.status());
       Tensor out = std::move(host).value();
-      if (Status st = buffers[d.name].copy_to_host(out.mutable_data(), out.nbytes()); !st.ok()) return report_error(st);
+      std::vector<uint8_t> stored(d.storage_bytes(*dims));
+      Status copied = buffers[d.name].copy_to_host(stored.data(), stored.size());
+      if (copied.ok()) copied = unpack_from_storage(d, *dims, stored.data(), out.mutable_data());
+      if (!copied.ok()) return report_error(copied);
       print_summary(d.name, out);
       if (!s->output_dir.empty()) {
         std::string safe = d.name;

@@ -76,6 +76,7 @@ struct BuildOptions {
   bool weight_streaming = false;
   std::string stream_chunk = "64MiB";
   std::string weight_quant = "none";
+  bool kv_cache_in_place = false;
   bool no_tactics = false, tf32 = false;
   uint64_t max_nodes = BuilderConfig{}.max_nodes;
   int64_t max_tensor_elements = BuilderConfig{}.max_tensor_elements;

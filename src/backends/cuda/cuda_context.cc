@@ -130,9 +130,10 @@ Status CudaContext::ensure_host(int32_t v) {
     return unsupported("value '" + plan().values[v].name + "' is needed on the host mid-run (a data-dependent " +
                        "shape); such a run cannot be captured as a CUDA graph");
   auto& buf = host_buffers_[v];
-  SRT_RETURN_IF_ERROR(buf.reserve(d.nbytes() + 64));
-  if (d.nbytes()) {
-    SRT_CUDA(cudaMemcpyAsync(buf.data, d.data, d.nbytes(), cudaMemcpyDeviceToHost, res_.stream));
+  SRT_ASSIGN_OR_RETURN(const uint64_t bytes, stored_bytes(v, d.dims));  // a KV cache: with its capacity
+  SRT_RETURN_IF_ERROR(buf.reserve(bytes + 64));
+  if (bytes) {
+    SRT_CUDA(cudaMemcpyAsync(buf.data, d.data, bytes, cudaMemcpyDeviceToHost, res_.stream));
     SRT_CUDA(cudaStreamSynchronize(res_.stream));
   }
   host_[v] = Tensor::view(d.dtype, d.dims, buf.data, nullptr);
@@ -165,8 +166,9 @@ Status CudaContext::ensure_device(int32_t v) {
   const Tensor& h = host_[v];
   if (h.empty()) return internal_error("value '" + plan().values[v].name + "' was not computed");
   ops::TensorRef r{h.dtype(), h.dims(), nullptr};
-  SRT_RETURN_IF_ERROR(device_slot(v, r.nbytes(), &r.data));
-  if (r.nbytes()) SRT_CUDA(cudaMemcpyAsync(r.data, h.data(), r.nbytes(), cudaMemcpyHostToDevice, res_.stream));
+  SRT_ASSIGN_OR_RETURN(const uint64_t bytes, stored_bytes(v, r.dims));
+  SRT_RETURN_IF_ERROR(device_slot(v, bytes, &r.data));
+  if (bytes) SRT_CUDA(cudaMemcpyAsync(r.data, h.data(), bytes, cudaMemcpyHostToDevice, res_.stream));
   dev_[v] = r;
   return ok_status();
 }
