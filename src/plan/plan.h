@@ -38,6 +38,7 @@
 //     and dims;
 //   - inputs/outputs: value index in range, same dtype as the value; min/opt/max each empty or
 //     of the rank of dims, static, min <= opt <= max, and equal to dims where dims is static;
+//     an input's three all given or all empty;
 //   - weights: static dims, size == numel * dtype_size, offset 64-aligned, unique names, and
 //     (unless stripped) [offset, offset + size) inside the weights section;
 //   - step_ms: empty or one per step, each finite and >= 0; min_run_ms finite and >= 0;
