@@ -402,6 +402,7 @@ extern "C" const char* streamrt_executorch_last_error(void) { return streamrt::e
 
 extern "C" int streamrt_executorch_begin_load(const char* const* keys, const char* const* values, size_t count,
                                              uint64_t* scope) {
+  streamrt::et::t_last_error.clear();
   if (!scope || (count && (!keys || !values))) return c_error("streamrt_executorch_begin_load", "null argument");
   std::vector<streamrt::BackendOption> options;
   for (size_t i = 0; i < count; ++i) {
@@ -475,4 +476,9 @@ extern "C" int streamrt_executorch_engine_record_apart(const char* plan_path, co
     if (out && size >= record.size()) std::memcpy(out, record.data(), record.size());
     return streamrt::ok_status();
   }));
+}
+
+extern "C" int streamrt_executorch_check_ptd(const char* path) {
+  if (!path) return c_error("streamrt_executorch_check_ptd", "null path");
+  return static_cast<int>(streamrt::et::checked("named data file", [&] { return streamrt::et::check_ptd_file(path); }));
 }

@@ -117,6 +117,15 @@ Status engine_record_of_plan(std::span<const uint8_t> plan, std::vector<uint8_t>
 Status engine_record_apart(const std::string& plan_path, const std::string& weights_key, std::vector<uint8_t>& out,
                            plan::PlanParts& parts);
 
+// A .ptd (ExecuTorch named data) checked before ExecuTorch reads it: ExecuTorch 1.5.1 does not
+// verify its FlatBuffer, and a corrupted one crashes its loader (FlatTensorDataMap::load) before
+// any backend is asked. InvalidProgram naming what is wrong: the FlatTensor header, the FlatBuffer
+// and the segment data inside the file, the FlatBuffers verifier, every segment inside the segment
+// data, every named entry's segment in range. check_ptd_file reads only the header and the
+// FlatBuffer (kIoError when it cannot). Loading a .ptd from elsewhere, call it first (ptd_check.cc).
+Status check_ptd(std::span<const uint8_t> ptd);
+Status check_ptd_file(const std::string& path);
+
 // The instance registered in ExecuTorch's registry when the library was loaded.
 ExecuTorchBackend& registered_backend();
 
@@ -133,7 +142,8 @@ extern "C" int streamrt_executorch_get_option(const char* key, char* out, size_t
 // failure, streamrt_executorch_last_error() holds streamrt's message (per thread).
 extern "C" const char* streamrt_executorch_last_error(void);
 // The load-time options of a load scope (see ExecuTorchBackend::begin_load): `count` pairs of
-// key / value strings (budget keys only). Writes the scope id to `scope`.
+// key / value strings (budget keys only). Writes the scope id to `scope`. Clears the calling
+// thread's last error: after a failed load in the scope, a non-empty last error is StreamRTBackend's.
 extern "C" int streamrt_executorch_begin_load(const char* const* keys, const char* const* values, size_t count,
                                              uint64_t* scope);
 extern "C" int streamrt_executorch_end_load(uint64_t scope);
@@ -153,3 +163,5 @@ extern "C" int streamrt_executorch_engine_record(const uint8_t* plan, size_t pla
 extern "C" int streamrt_executorch_engine_record_apart(const char* plan_path, const char* weights_key, uint8_t* out,
                                                       size_t size, size_t* needed, uint64_t* weights_offset,
                                                       uint64_t* weights_size);
+// check_ptd_file (above) for streamrt.executorch.load's data_path: 0 when the .ptd is well formed.
+extern "C" int streamrt_executorch_check_ptd(const char* path);

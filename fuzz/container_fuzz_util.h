@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #define XXH_INLINE_ALL
@@ -15,18 +16,24 @@
 
 namespace streamrt::fuzzing {
 
+// The FlatBuffer checksum recomputed in place; false when the header's offsets lie outside.
+inline bool reseal_container(std::span<uint8_t> bytes) {
+  using program::ContainerHeader;
+  if (bytes.size() < sizeof(ContainerHeader)) return false;
+  ContainerHeader h;
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  if (h.flatbuffer_offset > bytes.size() || h.flatbuffer_size > bytes.size() - h.flatbuffer_offset) return false;
+  h.flatbuffer_checksum = XXH3_64bits(bytes.data() + h.flatbuffer_offset, h.flatbuffer_size);
+  std::memcpy(bytes.data(), &h, sizeof(h));
+  return true;
+}
+
 template <typename Check>
 void check_as_given_and_resealed(const uint8_t* data, size_t size, Check check) {
-  using program::ContainerHeader;
   check(data, size);
-  if (size < sizeof(ContainerHeader)) return;
   std::vector<uint8_t> copy(data, data + size);
-  ContainerHeader h;
-  std::memcpy(&h, copy.data(), sizeof(h));
-  if (h.flatbuffer_offset > size || h.flatbuffer_size > size - h.flatbuffer_offset) return;
-  h.flatbuffer_checksum = XXH3_64bits(copy.data() + h.flatbuffer_offset, h.flatbuffer_size);
-  std::memcpy(copy.data(), &h, sizeof(h));
-  if (std::memcmp(copy.data(), data, sizeof(h)) != 0) check(copy.data(), copy.size());
+  if (!reseal_container(copy)) return;
+  if (std::memcmp(copy.data(), data, sizeof(program::ContainerHeader)) != 0) check(copy.data(), copy.size());
 }
 
 }  // namespace streamrt::fuzzing

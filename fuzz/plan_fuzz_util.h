@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #define XXH_INLINE_ALL
@@ -14,7 +15,9 @@
 
 namespace streamrt::fuzzing {
 
-inline void reseal_plan(std::vector<uint8_t>& bytes) {
+// The metadata checksum, and (when the header's weights section lies inside `bytes`) the
+// weights checksum.
+inline void reseal_plan(std::span<uint8_t> bytes) {
   using plan::PlanHeader;
   if (bytes.size() < sizeof(PlanHeader)) return;
   PlanHeader h;
@@ -25,6 +28,20 @@ inline void reseal_plan(std::vector<uint8_t>& bytes) {
   if (h.weights_size && inside(h.weights_offset, h.weights_size))
     h.weights_checksum = XXH3_64bits(bytes.data() + h.weights_offset, h.weights_size);
   std::memcpy(bytes.data(), &h, sizeof(h));
+}
+
+// A plan head whose weights section is held apart (plan::read_plan_external): the metadata
+// checksum, and the header's weights size and checksum made those of `weights`, as a crafted
+// plan head and .ptd would have them.
+inline void reseal_plan_apart(std::span<uint8_t> head, std::span<const uint8_t> weights) {
+  using plan::PlanHeader;
+  reseal_plan(head);
+  if (head.size() < sizeof(PlanHeader)) return;
+  PlanHeader h;
+  std::memcpy(&h, head.data(), sizeof(h));
+  h.weights_size = weights.size();
+  h.weights_checksum = weights.empty() ? 0 : XXH3_64bits(weights.data(), weights.size());
+  std::memcpy(head.data(), &h, sizeof(h));
 }
 
 }  // namespace streamrt::fuzzing

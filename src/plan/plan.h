@@ -38,6 +38,7 @@
 //     and dims;
 //   - inputs/outputs: value index in range, same dtype as the value; min/opt/max each empty or
 //     of the rank of dims, static, min <= opt <= max, and equal to dims where dims is static;
+//     an input's three all given or all empty;
 //   - inputs/outputs' capacity layout (seq_capacity / seq_axis, plan/capacity_layout.h): 0 / 0,
 //     or a tensor with seq_axis < rank, max (or, without one, the static dims) <= seq_capacity
 //     along it, and the element count at that capacity in int64; every step's input and output

@@ -170,7 +170,7 @@ Status check_profile_dims(const IoTensor& io, const Dims& d, const char* field,
   return ok_status();
 }
 
-Status check_io(const PlanData& p, const std::vector<IoTensor>& list, const char* what) {
+Status check_io(const PlanData& p, const std::vector<IoTensor>& list, const char* what, bool input) {
   for (size_t i = 0; i < list.size(); ++i) {
     const IoTensor& io = list[i];
     const std::string where = std::string(what) + " " + unum(i) + " '" + io.name + "'";
@@ -186,6 +186,11 @@ Status check_io(const PlanData& p, const std::vector<IoTensor>& list, const char
     SRT_RETURN_IF_ERROR(check_profile_dims(io, io.min, "min", where));
     SRT_RETURN_IF_ERROR(check_profile_dims(io, io.opt, "opt", where));
     SRT_RETURN_IF_ERROR(check_profile_dims(io, io.max, "max", where));
+    // An input's profile bounds every shape it may take (set_input_shape compares dims with min and
+    // max element by element): all three or none. An output records only its planned max.
+    if (input && (io.min.empty() != io.max.empty() || io.opt.empty() != io.max.empty()))
+      return invalid_plan(where + " has a partial optimization profile (min " + raw_dims(io.min) + ", opt " +
+                          raw_dims(io.opt) + ", max " + raw_dims(io.max) + "): give all three or none");
     if (!io.min.empty() && !io.opt.empty() && !io.max.empty())
       for (size_t k = 0; k < io.dims.size(); ++k)
         if (io.min[k] > io.opt[k] || io.opt[k] > io.max[k])
@@ -410,8 +415,8 @@ Status verify_plan(const PlanData& plan, uint64_t weights_section_size) {
   // Weights first: values refer to them.
   SRT_RETURN_IF_ERROR(check_weights(plan, weights_section_size));
   SRT_RETURN_IF_ERROR(check_values(plan));
-  SRT_RETURN_IF_ERROR(check_io(plan, plan.inputs, "input"));
-  SRT_RETURN_IF_ERROR(check_io(plan, plan.outputs, "output"));
+  SRT_RETURN_IF_ERROR(check_io(plan, plan.inputs, "input", true));
+  SRT_RETURN_IF_ERROR(check_io(plan, plan.outputs, "output", false));
   SRT_RETURN_IF_ERROR(check_io_kinds(plan));
   SRT_RETURN_IF_ERROR(check_step_times(plan));
   SRT_RETURN_IF_ERROR(check_steps(plan));

@@ -200,7 +200,7 @@ def test_bad_budgets_fail_at_load(graph_break_pte):
 
 def test_bad_baked_budget_is_invalid_program(tmp_path):
     """A program whose compile spec holds a malformed budget (written past save's checks) fails
-    to load with ExecuTorch's InvalidProgram (0x23)."""
+    to load with ExecuTorch's InvalidProgram (0x23): streamrt.InvalidProgramError from se.load."""
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     model, x = Mlp().eval(), torch.randn(2, 64)
@@ -211,8 +211,8 @@ def test_bad_baked_budget_is_invalid_program(tmp_path):
     path.write_bytes(edge.to_executorch().buffer)
     with pytest.raises(RuntimeError, match="0x:?23"):
         Runtime.get().load_program(str(path)).load_method("forward")
-    with pytest.raises(RuntimeError, match="0x:?23"):
-        se.load(path)
+    with pytest.raises(streamrt.InvalidProgramError, match="weight_streaming_budget.*0x:?23"):
+        se.load(path)  # streamrt's kind and StreamRTBackend's message, ExecuTorch's code kept
 
 
 def test_fp16_with_weight_streaming_is_refused(tmp_path):

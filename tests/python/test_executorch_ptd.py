@@ -1,8 +1,10 @@
 """streamrt.executorch with the engines' weights in ExecuTorch named data: save(..., weights="ptd")
 writes model.pte and model.ptd; both ExecuTorch's runtime (load_program(pte, data_path=ptd)) and
 streamrt.executorch.load(pte, data_path=ptd) run it like the inline program. weights="pte" keeps
-them in the .pte's own named data. Skips (visibly) without torch, executorch, onnxscript or the
-adapter library."""
+them in the .pte's own named data. Corrupt inputs: the committed streaming_ptd fixture's .ptd
+flipped and cut, and bad budget values, raise streamrt's errors (ValueError / TypeError for bad
+arguments) or run as the intact program: never a crash. Skips (visibly) without torch, executorch,
+onnxscript or the adapter library."""
 
 import os
 
@@ -10,7 +12,7 @@ import pytest
 
 # Importing test_executorch skips this module as well, visibly, without torch, executorch,
 # onnxscript or the adapter library.
-from test_executorch import Mlp, Runtime, se, torch  # Mlp: two Linear layers around cumsum (two engines)
+from test_executorch import Mlp, Runtime, se, streamrt, torch  # Mlp: two Linear layers around cumsum (two engines)
 
 OPTIONS = dict(weight_streaming=True, min_streamable_bytes="1KiB", device="cpu",
                torch_executed_ops=["aten.cumsum.default"])
@@ -63,9 +65,8 @@ def test_streamrt_load_with_the_ptd_at_budgets(saved):
 
 def test_without_the_ptd_loading_fails_naming_the_key(saved):
     d = saved[0]
-    with pytest.raises(Exception) as info:
-        se.load(d / "model.pte").forward(torch.zeros(2, 64))
-    assert not isinstance(info.value, AssertionError)
+    with pytest.raises(streamrt.InvalidProgramError, match="named data 'streamrt/"):
+        se.load(d / "model.pte")
 
 
 def test_weights_in_the_ptes_own_named_data(tmp_path):
@@ -86,3 +87,94 @@ def test_bad_weights_options_raise_before_exporting(tmp_path):
     with pytest.raises(ValueError, match="ptd_name"):
         se.export(Mlp().eval(), (x,), weights="ptd", ptd_name="a/b", **OPTIONS)
     assert not (tmp_path / "m.pte").exists()
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "executorch", "fixtures")
+
+
+@pytest.fixture(scope="module")
+def fixture_ptd():
+    """streaming_ptd (scripts/make_executorch_fixtures.py): .pte path, .ptd bytes, input, the intact output."""
+    pte = os.path.join(FIXTURES, "streaming_ptd.pte")
+    with open(os.path.join(FIXTURES, "streaming_ptd.ptd"), "rb") as f:
+        ptd = f.read()
+    with open(os.path.join(FIXTURES, "streaming_ptd.input0.bin"), "rb") as f:
+        x = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).reshape(1, 128)
+    prog = se.load(pte, data_path=os.path.join(FIXTURES, "streaming_ptd.ptd"))
+    return pte, ptd, x, prog.forward(x)[0].clone()
+
+
+def ptd_outcome(pte, data, x, want, path):
+    """'refused' (a streamrt.Error at load or forward), or 'ran' with the intact output; anything
+    else (another exception, another output) fails the test, a crash ends the process."""
+    path.write_bytes(data)
+    try:
+        prog = se.load(pte, data_path=path, weight_streaming_budget="50%")
+        got = prog.forward(x)[0]
+    except streamrt.Error:
+        return "refused"
+    assert torch.equal(got, want)
+    return "ran"
+
+
+def test_corrupt_ptd_flipped_and_cut(fixture_ptd, tmp_path):
+    """Every byte of the .ptd's first 512 (FlatTensor header, FlatBuffer, padding, the weights'
+    start) flipped, then every 257th, and the file cut at 128 lengths."""
+    pte, ptd, x, want = fixture_ptd
+    path = tmp_path / "bad.ptd"
+    engines = int(se.get_option("num_engines"))
+    counts = {"refused": 0, "ran": 0}
+    for i in list(range(512)) + list(range(512, len(ptd), 257)):
+        flipped = bytearray(ptd)
+        flipped[i] ^= 0xFF
+        counts[ptd_outcome(pte, bytes(flipped), x, want, path)] += 1
+    for n in range(0, len(ptd), len(ptd) // 128):
+        assert ptd_outcome(pte, ptd[:n], x, want, path) == "refused", f"the .ptd cut at {n} bytes was accepted"
+    assert counts["refused"] > sum(counts.values()) // 2, counts
+    assert int(se.get_option("num_engines")) == engines, "a refused load left an engine"
+
+
+def test_corrupt_weights_in_ptd_name_the_checksum(fixture_ptd, tmp_path):
+    pte, ptd, _, _ = fixture_ptd
+    flipped = bytearray(ptd)
+    flipped[len(ptd) // 2] ^= 0x01  # inside the 64 KiB weight
+    path = tmp_path / "bad.ptd"
+    path.write_bytes(bytes(flipped))
+    with pytest.raises(streamrt.InvalidProgramError, match="weights checksum mismatch"):
+        se.load(pte, data_path=path)
+    with pytest.raises(streamrt.Error):
+        se.load(pte, data_path=tmp_path / "missing.ptd")
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"weight_streaming_budget": 1.5}, TypeError),
+    ({"weight_streaming_budget": True}, TypeError),
+    ({"weight_streaming_budget": b"1KiB"}, TypeError),
+    ({"weight_streaming_budget": [1024]}, TypeError),
+    ({"weight_streaming_budget_per_engine": {"a": 1}}, TypeError),
+    ({"weight_streaming_budget": -1}, ValueError),
+    ({"weight_streaming_budget": 2**64}, ValueError),
+    ({"weight_streaming_budget": ""}, ValueError),
+    ({"weight_streaming_budget": "8gb"}, ValueError),
+    ({"weight_streaming_budget": "101%"}, ValueError),
+    ({"weight_streaming_budget": "-1"}, ValueError),
+    ({"weight_streaming_budget": " 1KiB"}, ValueError),
+    ({"weight_streaming_budget": "1KiB\x00junk"}, ValueError),
+    ({"weight_streaming_budget": "\uff15\uff10%"}, ValueError),  # fullwidth digits
+    ({"weight_streaming_budget": "9" * 40}, ValueError),
+    ({"weight_streaming_budget_per_engine": "16EiB"}, ValueError),
+    ({"weight_streaming_budget": "1KiB", "weight_streaming_budget_per_engine": "1KiB"}, ValueError),
+])
+def test_bad_budget_values_at_load_and_live(fixture_ptd, kwargs, error):
+    """Refused before anything loads, and by a loaded program's set_budget, which keeps its budget."""
+    pte, _, x, want = fixture_ptd
+    data = os.path.join(FIXTURES, "streaming_ptd.ptd")
+    engines = int(se.get_option("num_engines"))
+    with pytest.raises(error):
+        se.load(pte, data_path=data, **kwargs)
+    assert int(se.get_option("num_engines")) == engines
+    prog = se.load(pte, data_path=data, weight_streaming_budget=0)
+    with pytest.raises(error):
+        prog.set_budget(kwargs.get("weight_streaming_budget"), per_engine=kwargs.get("weight_streaming_budget_per_engine"))
+    assert prog.engine_budgets == [0]
+    assert torch.equal(prog.forward(x)[0], want)

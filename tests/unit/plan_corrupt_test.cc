@@ -371,6 +371,9 @@ TEST(PlanCorrupt, IoTensors) {
                   "profile opt [-1, 4] is not static");
   expect_rejected(mutated([](PlanData& p) { p.inputs[0].min = {1, 5}; }),
                   "profile min [1, 5] disagrees with static dims [-1, 4]");
+  // plan_external_fuzz: min without max passed, and set_input_shape read max[i] of an empty max.
+  expect_rejected(mutated([](PlanData& p) { p.inputs[0].max.clear(); }), "max []): give all three or none");
+  expect_rejected(mutated([](PlanData& p) { p.inputs[0].opt.clear(); }), "has a partial optimization profile");
 }
 
 TEST(PlanCorrupt, AttributesWrittenFromBadPlanData) {

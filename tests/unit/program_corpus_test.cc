@@ -5,10 +5,7 @@
 //   STREAMRT_WRITE_PROGRAM_CORPUS=fuzz/corpus build/bin/streamrt_tests --gtest_filter='ProgramCorpus*'
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-
+#include "corpus_test_util.h"
 #include "delegate/engine_record.h"
 #include "delegate_test_util.h"
 #include "plan/plan.h"
@@ -17,8 +14,7 @@
 namespace streamrt {
 namespace {
 
-namespace fs = std::filesystem;
-using Seeds = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
+using testing::Seeds;
 
 Seeds program_seeds() {
   Seeds seeds;
@@ -109,41 +105,17 @@ Status read_record_status(const std::vector<uint8_t>& b) {
   return plan::read_plan_bytes(view.plan.data(), view.plan.size(), nullptr).status();
 }
 
-void expect_named_outcome(const std::string& name, const Status& st) {
-  SCOPED_TRACE(name);
-  if (name.rfind("valid_", 0) == 0) {
-    EXPECT_TRUE(st.ok()) << st.to_string();
-  } else if (name.rfind("corrupt_", 0) == 0) {
-    ASSERT_FALSE(st.ok());
-    EXPECT_TRUE(st.code() == StatusCode::kInvalidProgram || st.code() == StatusCode::kInvalidPlan ||
-                st.code() == StatusCode::kIncompatible)
-        << st.to_string();
-    EXPECT_FALSE(st.message().empty());
-  }
-}
+constexpr std::initializer_list<StatusCode> kRefused = {StatusCode::kInvalidProgram, StatusCode::kInvalidPlan,
+                                                       StatusCode::kIncompatible};
 
 template <typename Read>
 void check_and_maybe_write(const Seeds& seeds, const std::string& folder, Read read) {
-  for (const auto& [name, bytes] : seeds) expect_named_outcome(name, read(bytes));
-  const char* out = std::getenv("STREAMRT_WRITE_PROGRAM_CORPUS");
-  if (!out || !*out) return;
-  const fs::path dir = fs::path(out) / folder;
-  fs::create_directories(dir);
-  for (const auto& [name, bytes] : seeds) testing::write_bytes(dir / name, bytes);
+  testing::check_seeds_and_maybe_write(seeds, "STREAMRT_WRITE_PROGRAM_CORPUS", folder, read, kRefused);
 }
 
 template <typename Read>
 void check_committed(const std::string& folder, Read read) {
-  const fs::path dir = fs::path(STREAMRT_SOURCE_DIR) / "fuzz" / "corpus" / folder;
-  if (!fs::is_directory(dir)) GTEST_SKIP() << dir << " not found";
-  size_t count = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    std::ifstream in(e.path(), std::ios::binary);
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
-    expect_named_outcome(e.path().filename().string(), read(bytes));
-    ++count;
-  }
-  EXPECT_GT(count, 0u);
+  testing::check_committed_corpus(folder, read, kRefused);
 }
 
 TEST(ProgramCorpus, ProgramSeedsBehaveAsNamed) { check_and_maybe_write(program_seeds(), "program", read_program_status); }

@@ -139,11 +139,15 @@ class Program:
         from executorch.runtime import Runtime
 
         data = os.fspath(data_path) if data_path is not None else None
+        if data is not None:
+            _library.check_ptd(data)  # before ExecuTorch's loader, which does not verify it
         self._scope = _library.begin_load(options)
         try:
             self.program = Runtime.get().load_program(path if isinstance(path, bytes) else os.fspath(path),
                                                       data_path=data)
             self.methods = {name: self.program.load_method(name) for name in sorted(self.program.method_names)}
+        except RuntimeError as e:  # ExecuTorch's, for any failed load: streamrt's kind and message
+            raise _library.load_error(e) from e
         finally:
             _library.end_load(self._scope)
 
@@ -188,8 +192,11 @@ def load(path: Union[str, os.PathLike, bytes], *, weight_streaming_budget: Budge
          weight_streaming_budget_per_engine: Budget = None, data_path: Union[None, str, os.PathLike] = None) -> Program:
     """Loads a .pte with ExecuTorch's runtime, the StreamRT engines at this load-time budget
     (over the baked one; None: the baked one, else automatic). A bad budget is TypeError /
-    ValueError before loading; a bad baked budget is ExecuTorch's InvalidProgram at load.
-    data_path: the .ptd saved with a program whose weights are there (save(..., weights="ptd"))."""
+    ValueError before loading. A program that fails to load (a bad baked budget, a corrupt or
+    missing .ptd, a corrupt .pte) raises streamrt's error of ExecuTorch's code (InvalidProgramError
+    for InvalidProgram, ...), with StreamRTBackend's message where the failure was its own.
+    data_path: the .ptd saved with a program whose weights are there (save(..., weights="ptd")),
+    checked before ExecuTorch reads it (InvalidProgramError when malformed, IoError when unreadable)."""
     return Program(path, budget_options(weight_streaming_budget, weight_streaming_budget_per_engine), data_path)
 
 

@@ -3,8 +3,8 @@
 A budget is None (not given), an int of bytes (>= 0) or a budget string streamrt's parser
 accepts ("8GiB", "512MiB", "50%", "auto", "8589934592"). A value of another type is TypeError
 (bool and float included: a float byte count is a mistake worth stopping); a negative int, an
-int past 2^64 - 1, an empty or malformed string is ValueError (streamrt.InvalidArgumentError,
-which is one) naming the argument and the value.
+int past 2^64 - 1, an empty or malformed string, or one holding NUL, is ValueError
+(streamrt.InvalidArgumentError, which is one) naming the argument and the value.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ def budget_text(name: str, value: Union[int, str]) -> str:
         return str(value)
     if not value:
         raise ValueError(f"{name}: empty string (leave it None for the automatic budget)")
+    if "\0" in value:  # the C entry points would read the string up to it
+        raise ValueError(f"{name}: {value!r} holds a NUL character")
     try:
         _library.check_budget(value)
     except ValueError as e:

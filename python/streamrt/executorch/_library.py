@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 from typing import Optional, Sequence, Tuple
 
 from .. import _errors
@@ -70,6 +71,7 @@ for _name, _args in {
     "streamrt_executorch_set_scope_option": [_u64, _cp, _cp],
     "streamrt_executorch_get_scope_option": [_u64, _cp, _cp, _sz],
     "streamrt_executorch_check_budget": [_cp],
+    "streamrt_executorch_check_ptd": [_cp],
     "streamrt_executorch_engine_record": [_cp, _sz, ctypes.c_void_p, _sz, ctypes.POINTER(_sz)],
     "streamrt_executorch_engine_record_apart": [_cp, _cp, ctypes.c_void_p, _sz, ctypes.POINTER(_sz),
                                                 ctypes.POINTER(_u64), ctypes.POINTER(_u64)],
@@ -86,9 +88,27 @@ def _check(rc: int, what: str) -> None:
     raise _ERRORS.get(rc, _errors.Error)(f"{message} (ExecuTorch error 0x{rc:x})")
 
 
+def load_error(error: Exception) -> _errors.Error:
+    """ExecuTorch's exception for a failed load (its message carries ExecuTorch's error code) as
+    streamrt's exception of the matching kind: with StreamRTBackend's message when the failure was
+    StreamRTBackend's (begin_load cleared the last error), ExecuTorch's otherwise (a .ptd or .pte
+    its own loader refused)."""
+    match = re.search(r"0x:?([0-9a-fA-F]+)", str(error))
+    rc = int(match.group(1), 16) if match else -1
+    ours = (LIB.streamrt_executorch_last_error() or b"").decode(errors="replace")
+    return _ERRORS.get(rc, _errors.Error)(f"{ours} ({error})" if ours else str(error))
+
+
 def check_budget(value: str) -> None:
     """InvalidArgumentError (a ValueError) unless streamrt's parser accepts `value`."""
     _check(LIB.streamrt_executorch_check_budget(value.encode()), "check_budget")
+
+
+def check_ptd(path: str) -> None:
+    """InvalidProgramError unless the .ptd at `path` is well formed (its header, FlatBuffer and
+    segments; the weights are checked by the engines), IoError when it cannot be read. ExecuTorch
+    1.5.1 reads a .ptd's FlatBuffer unverified: a corrupted one would crash this process."""
+    _check(LIB.streamrt_executorch_check_ptd(os.fsencode(path)), "check_ptd")
 
 
 def engine_record(plan: bytes) -> bytes:
