@@ -56,11 +56,16 @@ std::optional<ir::ValueId> flattened_transpose(const ir::Graph& g, const GraphIn
   if (!is_static(tr.element(flat, 0), -1) || !same(tr.element(flat, 1), tr.dim(x, -2)) ||
       !same(tr.element(flat, 2), tr.dim(x, -1)))
     return std::nullopt;
-  // [lead..., D, S]: the leading axes restored, the last two swapped.
-  for (int i = 0; i < r - 2; ++i)
-    if (!same(tr.element(back, i), tr.dim(x, i))) return std::nullopt;
-  if (!same(tr.element(back, r - 2), tr.dim(x, -1)) || !same(tr.element(back, r - 1), tr.dim(x, -2)))
-    return std::nullopt;
+  // [lead..., D, S]: the leading axes restored, the last two swapped. One entry may be -1 (a
+  // shape rewritten to infer a dim, as simplify does): the others matching, the element count
+  // makes it the missing one.
+  bool inferred = false;
+  for (int i = 0; i < r; ++i) {
+    const int src = i < r - 2 ? i : (i == r - 2 ? r - 1 : r - 2);
+    auto e = tr.element(back, i);
+    if (is_static(e, -1) && !inferred) inferred = true;
+    else if (!same(e, tr.dim(x, src))) return std::nullopt;
+  }
   chain->insert(chain->end(), {r2, t, r1});
   return x;
 }
