@@ -1,8 +1,9 @@
 // WeightOnlyMatMul on CUDA (ops/weight_quant.h): Y = A @ dequant(W)^T + bias with W int8 / int4,
 // dequantized inside the kernels, never into a full-precision copy in device memory.
-//  - GEMV (rows of A <= kGemvMaxRows, a decode step): one warp per output channel; each lane reads
-//    16 bytes of the channel's packed row at a time (16 int8 or 32 int4 weights), dequantizes them
-//    in registers against every row of A, then the warp reduces. The weight is read once.
+//  - GEMV (rows of A <= kGemvMaxRows, a decode step): one warp per kGemvChannels output channels;
+//    each lane reads 16 bytes of each channel's packed row at a time (16 int8 or 32 int4 codes) and
+//    the matching run of every row of A once (16-byte loads), then the warp reduces. The weight is
+//    read once; codes become floats without integer conversions.
 //  - GEMM (more rows): 64 x 64 output tiles; each K step stages a tile of A and a tile of W,
 //    dequantized, in shared memory, and every thread accumulates 4 x 4 outputs in float.
 #include "backends/cuda/kernels/cuda_types.cuh"
@@ -13,84 +14,123 @@ namespace {
 
 constexpr int kGemvMaxRows = 8;
 constexpr int kGemvWarps = 4;
+constexpr int kGemvChannels = 2;  // per warp: each load of A serves both
 
 struct Format {
   int bits;
   int64_t group, k, n, row_bytes, groups;
 };
 
-// Weights k0 .. k0 + kPer - 1 of channel c (kPer = 16 int8 or 32 int4) from the 16 bytes `b` at
-// byte offset `byte0` of its row, into w[]; entries past K are zero (the last int4 group's pad).
-// ZP: 8-bit zero points (int8 [N]) are present; the symmetric path has no subtraction.
-template <typename T, int BITS, bool ZP>
-__device__ __forceinline__ void dequant16(const Format& f, const uint8_t* b, int64_t byte0, const T* scales,
-                                          const uint8_t* zeros, int64_t c, float* w) {
-  if constexpr (BITS == 8) {
-    const float s = static_cast<float>(to_acc(scales[c]));
-    if constexpr (ZP) {
-      const float z = static_cast<float>(reinterpret_cast<const int8_t*>(zeros)[c]);
+// A code as a float without an integer conversion (a quarter-rate instruction on sm_90): the code
+// in the low mantissa bits of 2^23, minus 2^23 (plus the offset of a signed code).
+__device__ __forceinline__ float nibble(uint32_t b) { return __int_as_float(0x4B000000u | (b & 15u)) - 8388608.f; }
+__device__ __forceinline__ float int8_code(uint32_t b) {
+  return __int_as_float(0x4B000000u | ((b ^ 0x80u) & 0xFFu)) - 8388736.f;
+}
+
+// kPer values of A from p (count of them inside the row; the rest are 0): 16-byte loads when
+// `vec` (A's rows 16-byte aligned) and the run is whole.
+template <typename T, int kPer>
+__device__ __forceinline__ void load_run(const T* p, int64_t count, bool vec, float* out) {
+  constexpr int kPerLoad = 16 / sizeof(T);
+  if (vec && count >= kPer) {
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
-        w[i] = byte0 + i < f.k ? (static_cast<float>(static_cast<int8_t>(b[i])) - z) * s : 0.f;
-    } else {
+    for (int j = 0; j < kPer / kPerLoad; ++j) {
+      union {
+        uint4 u;
+        T t[kPerLoad];
+      } v;
+      v.u = __ldg(reinterpret_cast<const uint4*>(p) + j);
 #pragma unroll
-      for (int i = 0; i < 16; ++i) w[i] = byte0 + i < f.k ? static_cast<float>(static_cast<int8_t>(b[i])) * s : 0.f;
+      for (int i = 0; i < kPerLoad; ++i) out[j * kPerLoad + i] = static_cast<float>(to_acc(v.t[i]));
     }
   } else {
-    const int64_t k0 = byte0 * 2;  // a multiple of 32
-    // The run's 32 weights lie in one group when group >= 32, in two of 16 otherwise.
-    const int64_t g0 = c * f.groups + k0 / f.group;
-    const int64_t g1 = f.group >= 32 || k0 + 16 >= f.k ? g0 : g0 + 1;
-    const float s0 = static_cast<float>(to_acc(scales[g0])), z0 = static_cast<float>(zeros[g0]);
-    const float s1 = static_cast<float>(to_acc(scales[g1])), z1 = static_cast<float>(zeros[g1]);
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const float s = i < 8 ? s0 : s1, z = i < 8 ? z0 : z1;
-      w[2 * i] = k0 + 2 * i < f.k ? (static_cast<float>(b[i] & 15) - z) * s : 0.f;
-      w[2 * i + 1] = k0 + 2 * i + 1 < f.k ? (static_cast<float>(b[i] >> 4) - z) * s : 0.f;
-    }
+    for (int i = 0; i < kPer; ++i) out[i] = i < count ? static_cast<float>(to_acc(p[i])) : 0.f;
   }
 }
 
+// 16 bytes of a packed row (zero past its end).
+__device__ __forceinline__ uint4 load_codes(const uint8_t* row, int64_t byte0, int64_t row_bytes, bool aligned) {
+  if (aligned) return __ldg(reinterpret_cast<const uint4*>(row + byte0));
+  union {
+    uint4 u;
+    uint8_t b[16];
+  } v;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) v.b[i] = byte0 + i < row_bytes ? row[byte0 + i] : 0;
+  return v.u;
+}
+
+// One warp per kGemvChannels output channels. Per 16-byte run of each channel's packed row (kPer =
+// 16 int8 or 32 int4 codes) a lane loads the matching run of each row of A once, for every
+// channel, and takes the zero point out of the dot product: sum a (q - z) s = s (sum a q - z sum a),
+// per half run (a half lies in one 4-bit group: groups are >= 16).
 template <typename T, int BITS, bool ZP>
-__global__ void gemv_kernel(Format f, const T* a, int rows, const uint8_t* packed, bool aligned, const T* scales,
-                            const uint8_t* zeros, const T* bias, T* y) {
-  constexpr int kPer = BITS == 8 ? 16 : 32;  // weights in 16 bytes
+__global__ void gemv_kernel(Format f, const T* a, int rows, const uint8_t* packed, bool aligned, bool a_vec,
+                            const T* scales, const uint8_t* zeros, const T* bias, T* y) {
+  constexpr int kPer = BITS == 8 ? 16 : 32;
+  constexpr int kCh = kGemvChannels;
   const int lane = threadIdx.x & 31;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kGemvWarps;
-  for (int64_t c = blockIdx.x * kGemvWarps + threadIdx.x / 32; c < f.n; c += warps) {
-    const uint8_t* row = packed + c * f.row_bytes;
-    float acc[kGemvMaxRows] = {};
+  for (int64_t c0 = (blockIdx.x * int64_t(kGemvWarps) + threadIdx.x / 32) * kCh; c0 < f.n; c0 += warps * kCh) {
+    float acc[kCh][kGemvMaxRows] = {};
     for (int64_t byte0 = static_cast<int64_t>(lane) * 16; byte0 < f.row_bytes; byte0 += 32 * 16) {
-      uint8_t b[16];
-      if (aligned) {
-        *reinterpret_cast<uint4*>(b) = __ldg(reinterpret_cast<const uint4*>(row + byte0));
-      } else {
-#pragma unroll
-        for (int i = 0; i < 16; ++i) b[i] = byte0 + i < f.row_bytes ? row[byte0 + i] : 0;
-      }
-      float w[kPer];
-      dequant16<T, BITS, ZP>(f, b, byte0, scales, zeros, c, w);
       const int64_t k0 = BITS == 8 ? byte0 : byte0 * 2;
-      const int64_t valid = f.k - k0;  // > 0: byte0 is inside the row
+      uint4 codes[kCh];
+      float s[kCh][2], z[kCh][2];
+#pragma unroll
+      for (int ch = 0; ch < kCh; ++ch) {
+        const int64_t c = c0 + ch < f.n ? c0 + ch : f.n - 1;  // a spare channel repeats the last, unwritten
+        codes[ch] = load_codes(packed + c * f.row_bytes, byte0, f.row_bytes, aligned);
+        if constexpr (BITS == 8) {
+          s[ch][0] = s[ch][1] = static_cast<float>(to_acc(scales[c]));
+          z[ch][0] = z[ch][1] = ZP ? static_cast<float>(reinterpret_cast<const int8_t*>(zeros)[c]) : 0.f;
+        } else {
+          const int64_t g0 = c * f.groups + k0 / f.group;
+          const int64_t g1 = f.group >= 32 || k0 + 16 >= f.k ? g0 : g0 + 1;
+          s[ch][0] = static_cast<float>(to_acc(scales[g0]));
+          s[ch][1] = static_cast<float>(to_acc(scales[g1]));
+          z[ch][0] = static_cast<float>(zeros[g0]);
+          z[ch][1] = static_cast<float>(zeros[g1]);
+        }
+      }
 #pragma unroll
       for (int r = 0; r < kGemvMaxRows; ++r) {
         if (r >= rows) break;
-        const T* ar = a + r * f.k + k0;
-        float s = 0.f;
+        float av[kPer];
+        load_run<T, kPer>(a + r * f.k + k0, f.k - k0, a_vec, av);
+        float sa[2] = {0.f, 0.f};
 #pragma unroll
-        for (int i = 0; i < kPer; ++i)
-          if (i < valid) s += static_cast<float>(to_acc(ar[i])) * w[i];
-        acc[r] += s;
+        for (int i = 0; i < kPer; ++i) sa[i >= kPer / 2] += av[i];
+#pragma unroll
+        for (int ch = 0; ch < kCh; ++ch) {
+          const uint32_t* w = reinterpret_cast<const uint32_t*>(&codes[ch]);
+          float d[2] = {0.f, 0.f};
+#pragma unroll
+          for (int i = 0; i < 16; ++i) {
+            const uint32_t byte = w[i / 4] >> (8 * (i % 4));
+            if constexpr (BITS == 8) {
+              d[i >= 8] += av[i] * int8_code(byte);
+            } else {
+              d[i >= 8] += av[2 * i] * nibble(byte) + av[2 * i + 1] * nibble(byte >> 4);
+            }
+          }
+          acc[ch][r] += s[ch][0] * (d[0] - z[ch][0] * sa[0]) + s[ch][1] * (d[1] - z[ch][1] * sa[1]);
+        }
       }
     }
 #pragma unroll
-    for (int r = 0; r < kGemvMaxRows; ++r) {
-      if (r >= rows) break;
-      float v = acc[r];
+    for (int ch = 0; ch < kCh; ++ch) {
+      const int64_t c = c0 + ch;
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-      if (lane == 0) y[r * f.n + c] = from_acc<T>(v + (bias ? static_cast<float>(to_acc(bias[c])) : 0.f));
+      for (int r = 0; r < kGemvMaxRows; ++r) {
+        if (r >= rows) break;
+        float v = acc[ch][r];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0 && c < f.n) y[r * f.n + c] = from_acc<T>(v + (bias ? static_cast<float>(to_acc(bias[c])) : 0.f));
+      }
     }
   }
 }
@@ -180,10 +220,11 @@ Status weight_only_matmul_cuda(CudaKernelContext& ctx) {
     const T* scales = ctx.input(2).as<const T>();
     if (m <= kGemvMaxRows) {
       const bool aligned = f.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(packed) % 16 == 0;
-      const unsigned grid = grid_for(f.n, kGemvWarps);
+      const bool a_vec = reinterpret_cast<uintptr_t>(a.data) % 16 == 0 && (f.k * sizeof(T)) % 16 == 0;
+      const unsigned grid = grid_for((f.n + kGemvChannels - 1) / kGemvChannels, kGemvWarps);
       auto launch = [&](auto kernel) {
         kernel<<<grid, kGemvWarps * 32, 0, ctx.stream()>>>(f, a.as<const T>(), static_cast<int>(m), packed, aligned,
-                                                           scales, zeros, bias, ctx.output(0).as<T>());
+                                                           a_vec, scales, zeros, bias, ctx.output(0).as<T>());
       };
       if (f.bits == 4) launch(gemv_kernel<T, 4, true>);
       else if (zeros) launch(gemv_kernel<T, 8, true>);
