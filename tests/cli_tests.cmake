@@ -380,6 +380,10 @@ streamrt_cli_test(greedy_decode_in_place_beyond_capacity fail "the run needs 71 
   ARGS ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan --prompt 5 --new-tokens 69 --device cpu)
 streamrt_cli_test(inspect_llama_decode_in_place pass "past_key_values.0.key .* capacity 64 along axis 2.*present.1.value .* capacity 64 along axis 2"
   FIXTURES_REQUIRED cli_llama_decode_in_place_plan ARGS inspect ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan)
+# Batch fixed at 1: folding the first layer's mask makes its output's batch known, so the second
+# layer's mask (the same tensor) folds as well; both read attention_mask as key_mask.
+streamrt_cli_test(inspect_llama_decode_masks_folded pass "\"present.0.value\",\"\",\"attention_mask\"\].*\"present.1.value\",\"\",\"attention_mask\"\]"
+  FIXTURES_REQUIRED cli_llama_decode_in_place_plan ARGS inspect ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan)
 streamrt_cli_test(run_llama_decode_in_place pass "present.0.key: float32 1x2x9x8"
   FIXTURES_REQUIRED cli_llama_decode_in_place_plan ARGS run ${STREAMRT_CLI_TMP}/llama_decode_in_place.plan --device cpu)
 streamrt_cli_test(compile_kv_cache_in_place fail "Unsupported: --kv-cache-in-place .* is for engines"

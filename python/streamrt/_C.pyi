@@ -45,6 +45,13 @@ class TensorInfo:
     def opt_shape(self) -> Tuple[int, ...]: ...
     @property
     def max_shape(self) -> Tuple[int, ...]: ...
+    @property
+    def seq_capacity(self) -> int:
+        """A KV cache stored in place (build(kv_cache_in_place=True)): its room along seq_axis, 0 for a dense
+        tensor."""
+    @property
+    def seq_axis(self) -> int:
+        """The axis seq_capacity applies to (0 for a dense tensor)."""
 
 class WeightInfo:
     """A weight of an engine, as refit() sees it."""

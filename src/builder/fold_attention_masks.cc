@@ -17,6 +17,7 @@
 // constant zeros (an all-keep mask a static build folded) is dropped.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "builder/fusion.h"
 #include "builder/mask_forms.h"
@@ -183,18 +184,27 @@ std::optional<std::pair<Folded, float>> fold(const ir::Graph& g, const GraphInde
   return std::make_pair(*folded, keep->fill);
 }
 
-// The output dims with the new inputs agree with the node's (where both are known).
-bool same_output(const ir::Graph& g, const ir::Node& n, const Folded& f, bool k_transposed, int64_t kv_group) {
+// The output dims with the new inputs, when they agree with the node's where both are known.
+std::optional<Dims> folded_output(const ir::Graph& g, const ir::Node& n, const Folded& f, bool k_transposed,
+                                  int64_t kv_group) {
   const ir::Value &q = g.value(n.inputs[0]), &k = g.value(n.inputs[1]), &v = g.value(n.inputs[2]);
   const ir::Value* km = f.key_mask != ir::kNoValue ? &g.value(f.key_mask) : nullptr;
-  if (!q.has_shape || !k.has_shape || !v.has_shape || (km && !km->has_shape)) return false;
+  if (!q.has_shape || !k.has_shape || !v.has_shape || (km && !km->has_shape)) return std::nullopt;
   auto out = ops::attention_output_dims(n, q.dims, k.dims, v.dims, nullptr, km ? &km->dims : nullptr, k_transposed, 0,
                                        kv_group);
   const ir::Value& y = g.value(n.outputs[0]);
-  if (!out.ok() || !y.has_shape || out->size() != y.dims.size()) return false;
+  if (!out.ok() || !y.has_shape || out->size() != y.dims.size()) return std::nullopt;
   for (size_t a = 0; a < out->size(); ++a)
-    if ((*out)[a] >= 0 && y.dims[a] >= 0 && (*out)[a] != y.dims[a]) return false;
-  return true;
+    if ((*out)[a] >= 0 && y.dims[a] >= 0 && (*out)[a] != y.dims[a]) return std::nullopt;
+  return *out;
+}
+
+// Without the mask the output no longer broadcasts against it: dims inference left unknown (a mask
+// built at run time) may be known now, and later layers' dims trace back to them.
+void tighten(ir::Graph& g, const ir::Node& n, const Dims& out) {
+  Dims& y = g.value(n.outputs[0]).dims;
+  for (size_t a = 0; a < y.size(); ++a)
+    if (y[a] < 0 && out[a] >= 0) y[a] = out[a];
 }
 
 bool is_attention(const ir::Node& n) { return n.op_type == "Attention" && n.domain.empty(); }
@@ -211,29 +221,36 @@ bool zero_mask(const ir::Graph& g, const ir::Node& n) {
 
 size_t fold_attention_masks(ir::Graph& g) {
   GraphIndex idx(g);
-  DimTracer tr(g, idx);
-  MaskForms forms(g, idx, tr);
+  // Traced dims are memoized: a fold that tightens an output starts a fresh tracer.
+  auto tr = std::make_unique<DimTracer>(g, idx);
+  auto forms = std::make_unique<MaskForms>(g, idx, *tr);
   size_t folded = 0;
   for (ir::Node& n : g.nodes) {
     if (!is_attention(n) || n.inputs.size() != 4 || n.inputs[3] == ir::kNoValue || n.outputs.empty()) continue;
     auto causal = n.attr_int("causal", 0), window = n.attr_int("window", 0), bshd = n.attr_int("bshd", 0);
     auto kt = n.attr_int("k_transposed", 0), kv_group = n.attr_int("kv_group", 1);
     if (!causal.ok() || *causal || !window.ok() || *window || !bshd.ok() || *bshd || !kt.ok() || !kv_group.ok()) continue;
-    if (zero_mask(g, n) && same_output(g, n, Folded{}, *kt == 1, *kv_group)) {
+    std::optional<Dims> out;
+    if (zero_mask(g, n) && (out = folded_output(g, n, Folded{}, *kt == 1, *kv_group))) {
       n.inputs.resize(3);
-      ++folded;
-      continue;
+    } else {
+      auto r = fold(g, idx, *tr, *forms, n);
+      if (!r || !(out = folded_output(g, n, r->first, *kt == 1, *kv_group))) continue;
+      const auto& [f, fill] = *r;
+      n.inputs.resize(3);
+      if (f.key_mask != ir::kNoValue) n.inputs.insert(n.inputs.end(), {ir::kNoValue, f.key_mask});
+      if (f.causal) n.attrs["causal"] = ir::Attribute::make_int(1);
+      if (f.window) n.attrs["window"] = ir::Attribute::make_int(f.window);
+      if (std::isfinite(fill)) n.attrs["mask_fill"] = ir::Attribute::make_float(fill);
+      else n.attrs.erase("mask_fill");
     }
-    auto r = fold(g, idx, tr, forms, n);
-    if (!r || !same_output(g, n, r->first, *kt == 1, *kv_group)) continue;
-    const auto& [f, fill] = *r;
-    n.inputs.resize(3);
-    if (f.key_mask != ir::kNoValue) n.inputs.insert(n.inputs.end(), {ir::kNoValue, f.key_mask});
-    if (f.causal) n.attrs["causal"] = ir::Attribute::make_int(1);
-    if (f.window) n.attrs["window"] = ir::Attribute::make_int(f.window);
-    if (std::isfinite(fill)) n.attrs["mask_fill"] = ir::Attribute::make_float(fill);
-    else n.attrs.erase("mask_fill");
     ++folded;
+    if (g.value(n.outputs[0]).dims != *out) {
+      tighten(g, n, *out);
+      forms.reset();
+      tr = std::make_unique<DimTracer>(g, idx);
+      forms = std::make_unique<MaskForms>(g, idx, *tr);
+    }
   }
   return folded;
 }
