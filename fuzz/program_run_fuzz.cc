@@ -2,8 +2,8 @@
 // passes read_program's checks (program_format.h) is loaded (its streamrt delegates load their
 // plans, which the plan verifier checks) and executed on the CPU with zero-filled inputs and
 // then small deterministic ones, and must neither crash nor trip a sanitizer. Each input is
-// tried as given and resealed (container_fuzz_util.h). Work is capped: methods whose inputs or
-// constants hold more than kMaxBytes are not run.
+// tried as given and resealed (container_fuzz_util.h). Work is capped: methods whose inputs,
+// constants or any value of static dims hold more than kMaxBytes are not run.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -46,10 +46,22 @@ Result<EValue> input_for(const program::ValueData& v, int pattern) {
   }
 }
 
+// Whether every tensor value of static dims fits kMaxBytes: execute allocates those it produces (a
+// delegate call's outputs) at their declared dims, which a program may declare at any size (the
+// allocation then fails cleanly, but under ASan a huge one aborts the fuzzer).
+bool values_fit(const program::MethodData& m) {
+  for (const auto& v : m.values) {
+    if (v.tag != EValue::Tag::kTensor || !dims_static(v.dims)) continue;
+    const size_t esize = std::max<size_t>(1, dtype_size(v.dtype));
+    if (!checked_numel(v.dims, static_cast<int64_t>(kMaxBytes / esize)).ok()) return false;
+  }
+  return true;
+}
+
 void run_method(const Program& program, const program::MethodData& m) {
   uint64_t constants = 0;
   for (const auto& s : program.loaded().data.segments) constants += s.size;
-  if (constants > kMaxBytes) return;
+  if (constants > kMaxBytes || !values_fit(m)) return;
   auto method = program.load_method(m.name);
   if (!method.ok()) {
     if (method.status().message().empty()) std::abort();
