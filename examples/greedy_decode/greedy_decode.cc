@@ -96,9 +96,10 @@ Result<Io> discover(const Engine& e) {
   }
   if (!have_ids) return invalid_argument("the plan has no input 'input_ids'");
   if (io.logits.empty() || io.vocab <= 0) return invalid_argument("the plan has no logits output of known width");
+  const std::vector<TensorDesc> descs = e.io_tensors();  // a copy: `present` points into it
   for (KvPair& p : io.kv) {
     const TensorDesc* present = nullptr;
-    for (const TensorDesc& d : e.io_tensors())
+    for (const TensorDesc& d : descs)
       if (!d.is_input && d.name == p.present) present = &d;
     if (!present) return invalid_argument("input '" + p.past + "' has no matching output '" + p.present + "'");
     // Stored in place: both with one capacity along the positions' axis, so one buffer serves both.
