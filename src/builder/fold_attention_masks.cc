@@ -200,11 +200,14 @@ std::optional<Dims> folded_output(const ir::Graph& g, const ir::Node& n, const F
 }
 
 // Without the mask the output no longer broadcasts against it: dims inference left unknown (a mask
-// built at run time) may be known now, and later layers' dims trace back to them.
-void tighten(ir::Graph& g, const ir::Node& n, const Dims& out) {
+// built at run time) may be known now, and later layers' dims trace back to them. True when a dim
+// became known.
+bool tighten(ir::Graph& g, const ir::Node& n, const Dims& out) {
   Dims& y = g.value(n.outputs[0]).dims;
+  bool changed = false;
   for (size_t a = 0; a < y.size(); ++a)
-    if (y[a] < 0 && out[a] >= 0) y[a] = out[a];
+    if (y[a] < 0 && out[a] >= 0) y[a] = out[a], changed = true;
+  return changed;
 }
 
 bool is_attention(const ir::Node& n) { return n.op_type == "Attention" && n.domain.empty(); }
@@ -245,8 +248,7 @@ size_t fold_attention_masks(ir::Graph& g) {
       else n.attrs.erase("mask_fill");
     }
     ++folded;
-    if (g.value(n.outputs[0]).dims != *out) {
-      tighten(g, n, *out);
+    if (tighten(g, n, *out)) {
       forms.reset();
       tr = std::make_unique<DimTracer>(g, idx);
       forms = std::make_unique<MaskForms>(g, idx, *tr);
