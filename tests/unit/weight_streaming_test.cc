@@ -337,7 +337,14 @@ TEST(WeightStreaming, CpuGatherFromATableOutsideTheBudgetKeepsItOutOfMemory) {
   // streaming holds no more than that, give or take the projection's 4 MiB, never the whole table.
   const int64_t table = int64_t{kVocab} * kN * 4;
   EXPECT_LT(streamed, resident + (int64_t{4} << 20)) << "streamed growth " << streamed << ", resident " << resident;
-  EXPECT_LT(streamed, table / 2) << "streamed growth " << streamed << " with a " << table << "-byte table";
+#ifdef __SANITIZE_ADDRESS__
+  // ASan's quarantine keeps the freed scratch of both runs resident (34 MB in CI): a looser bound,
+  // still below what mapping the whole table would cost.
+  const int64_t bound = table * 3 / 4;
+#else
+  const int64_t bound = table / 2;
+#endif
+  EXPECT_LT(streamed, bound) << "streamed growth " << streamed << " with a " << table << "-byte table";
 }
 
 }  // namespace
