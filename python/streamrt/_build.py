@@ -130,7 +130,8 @@ def build(model: Any, example_inputs: Any = None, *, device: Optional[str] = Non
           bf16: bool = False, weight_streaming: bool = False,
           profiles: Optional[Mapping[str, Profile]] = None, shapes: Optional[Mapping[str, Shape]] = None,
           min_streamable_bytes: Optional[Size] = None, stream_chunk_bytes: Optional[Size] = None,
-          kv_cache_in_place: bool = False,
+          kv_cache_in_place: bool = False, weight_quant: str = "none",
+          calibration: Optional[Sequence[Mapping[str, Any]]] = None,
           tactics: bool = True, allow_tf32: bool = False, strip_weights: bool = False, name: str = "",
           cache_dir: Union[None, bool, str, os.PathLike] = None, cache_max_size: Optional[Size] = None,
           input_names: Optional[Sequence[str]] = None, output_names: Optional[Sequence[str]] = None,
@@ -151,6 +152,10 @@ def build(model: Any, example_inputs: Any = None, *, device: Optional[str] = Non
     profile's longest present (TensorInfo.seq_capacity) and appended to in place: for decode loops
     that bind device buffers through the C++ API (examples/greedy_decode); ExecutionContext.run()
     takes dense arrays and refuses such an engine.
+    weight_quant: "none", "int8" (per output channel) or "int4[:GROUP]" (GROUP 32, 64 or 128 along
+    the reduction): MatMul / Gemm weights stored, streamed and read compressed. calibration: a list
+    of {input name: array} dicts (one run each, shapes within the profiles); the builder runs the
+    model on the CPU over them and quantizes by GPTQ instead of rounding (needs weight_quant).
     profiles: {input: [min_shape, opt_shape, max_shape]} (or {"min":, "opt":, "max":}) for dynamic
     inputs; shapes: {input: shape} fixes dynamic dims. tactics: time GEMM algorithms (CUDA);
     allow_tf32: TF32 tensor cores for float32 (CUDA). strip_weights: a plan without weights, to
@@ -169,7 +174,8 @@ def build(model: Any, example_inputs: Any = None, *, device: Optional[str] = Non
         return _C._build_onnx(path, device, precision, weight_streaming, _normalize_shapes(shapes), profiles_n,
                               tactics, allow_tf32, strip_weights, name, cache, cache_max_size,
                               min_streamable_bytes=min_streamable_bytes, stream_chunk_bytes=stream_chunk_bytes,
-                              kv_cache_in_place=kv_cache_in_place)
+                              kv_cache_in_place=kv_cache_in_place, weight_quant=weight_quant,
+                              calibration=calibration)
 
 
 def compile(model: Any, output: Union[str, os.PathLike], example_inputs: Any = None, *,

@@ -163,7 +163,7 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
   builder::merge_reshapes(g);
   builder::eliminate_common_subexpressions(g);
   rep.nodes_removed += before_cleanup - g.nodes.size();
-  SRT_ASSIGN_OR_RETURN(rep.steps_quantized, builder::quantize_weights(g, config.weight_quant));
+  SRT_RETURN_IF_ERROR(builder::quantize_weights(g, config, out.profiles, rep));
   if (rep.steps_quantized > 0) {
     builder::remove_dead_code(g);  // the float weights the compressed ones replace
     auto again = ir::infer_shapes(g, infer);

@@ -1,8 +1,11 @@
 #include "builder/quantize_weights.h"
 
+#include <chrono>
 #include <map>
 #include <optional>
 
+#include "builder/calibrate.h"
+#include "builder/gptq.h"
 #include "builder/weight_matmul.h"
 
 namespace streamrt::builder {
@@ -20,7 +23,8 @@ std::optional<WeightMatMul> candidate(const ir::Graph& g, size_t i) {
   return c;
 }
 
-Result<WeightOnlyInputs> pack(ir::Graph& g, const WeightMatMul& c, const WeightQuant& q) {
+// `u`: the GPTQ factor of the step's input (calibrated), else null (rounded to nearest).
+Result<WeightOnlyInputs> pack(ir::Graph& g, const WeightMatMul& c, const WeightQuant& q, const std::vector<float>* u) {
   const Tensor w = *g.constant(c.weight);  // a copy (shared storage): adding values may move g's
   const std::string name = g.value(c.weight).name;
   WeightOnlyInputs p;
@@ -28,14 +32,19 @@ Result<WeightOnlyInputs> pack(ir::Graph& g, const WeightMatMul& c, const WeightQ
   p.fmt.group = p.fmt.bits == 4 ? q.group : 0;
   p.fmt.k = c.k;
   p.fmt.n = c.n;
-  SRT_ASSIGN_OR_RETURN(ops::QuantizedWeight qw, ops::quantize_weight(w, c.trans, 0, p.fmt, name));
+  ops::QuantizedWeight qw;
+  if (u) {
+    SRT_ASSIGN_OR_RETURN(qw, quantize_weight_gptq(w, c.trans, p.fmt, *u, name));
+  } else {
+    SRT_ASSIGN_OR_RETURN(qw, ops::quantize_weight(w, c.trans, 0, p.fmt, name));
+  }
   p.packed = add_constant(g, name + "::q", std::move(qw.packed));
   p.scales = add_constant(g, name + "::scales", std::move(qw.scales));
   if (p.fmt.bits == 4) p.zeros = add_constant(g, name + "::zeros", std::move(qw.zeros));
   return p;
 }
 
-void rewrite(ir::Graph& g, const WeightMatMul& c, const WeightOnlyInputs& p) {
+void rewrite(ir::Graph& g, const WeightMatMul& c, const WeightOnlyInputs& p, bool calibrated) {
   const Dims dims = g.constant(c.weight)->dims();
   const std::string source = g.value(c.weight).name;
   make_weight_only_matmul(g, c, p);
@@ -43,14 +52,11 @@ void rewrite(ir::Graph& g, const WeightMatMul& c, const WeightOnlyInputs& p) {
   n.attrs["__source"] = ir::Attribute::make_string(source);
   n.attrs["__source_dims"] = ir::Attribute::make_ints(dims);
   n.attrs["__trans"] = ir::Attribute::make_int(c.trans);
+  if (calibrated) n.attrs["__calibrated"] = ir::Attribute::make_int(1);  // refit warns that it only rounds
 }
 
-}  // namespace
-
-Result<size_t> quantize_weights(ir::Graph& g, const WeightQuant& q) {
-  if (q.scheme == WeightQuantScheme::kNone) return size_t{0};
-  if (q.scheme == WeightQuantScheme::kInt4 && q.group != 32 && q.group != 64 && q.group != 128)
-    return invalid_argument("weight_quant int4: the group must be 32, 64 or 128, got " + std::to_string(q.group));
+// The steps whose weights may be quantized: no other reader, one orientation, not an output.
+std::vector<WeightMatMul> eligible(const ir::Graph& g) {
   std::vector<WeightMatMul> cands;
   // Per weight: its candidate readers' count and orientation, and whether anything else reads it.
   std::map<ir::ValueId, std::pair<int, bool>> readers;
@@ -68,19 +74,63 @@ Result<size_t> quantize_weights(ir::Graph& g, const WeightQuant& q) {
       if (readers.count(v)) uses[v]++;
   for (ir::ValueId o : g.outputs)
     if (readers.count(o)) excluded[o] = true;
-  std::map<ir::ValueId, WeightOnlyInputs> packed;
-  size_t rewritten = 0;
-  for (const WeightMatMul& c : cands) {
-    if (excluded[c.weight] || uses[c.weight] != readers[c.weight].first) continue;
-    auto it = packed.find(c.weight);
-    if (it == packed.end()) {
-      SRT_ASSIGN_OR_RETURN(WeightOnlyInputs p, pack(g, c, q));
-      it = packed.emplace(c.weight, p).first;
-    }
-    rewrite(g, c, it->second);
-    ++rewritten;
+  std::vector<WeightMatMul> out;
+  for (const WeightMatMul& c : cands)
+    if (!excluded[c.weight] && uses[c.weight] == readers[c.weight].first) out.push_back(c);
+  return out;
+}
+
+// GPTQ factors per MatMul input, from the calibration runs (empty without calibration inputs).
+Result<std::map<ir::ValueId, std::vector<float>>> calibration_factors(
+    const ir::Graph& g, const std::vector<WeightMatMul>& steps,
+    const std::unordered_map<ir::ValueId, InputProfile>& profiles, const BuilderConfig& config) {
+  std::map<ir::ValueId, std::vector<float>> factors;
+  if (config.weight_quant.calibration.empty() || steps.empty()) return factors;
+  std::map<ir::ValueId, int64_t> inputs;  // each MatMul input and its K (its own dims may be unknown here)
+  for (const WeightMatMul& c : steps) inputs.emplace(g.nodes[c.node].inputs[0], c.k);
+  SRT_ASSIGN_OR_RETURN(auto stats, collect_input_statistics(g, inputs, profiles, config));
+  for (auto& [v, s] : stats) {
+    auto u = gptq_inverse_factor(s);
+    if (!u.ok()) return u.status().with_context("calibration statistics of '" + g.value(v).name + "'");
+    factors[v] = std::move(u).value();
+    s.xtx = {};
   }
-  return rewritten;
+  return factors;
+}
+
+}  // namespace
+
+Status quantize_weights(ir::Graph& g, const BuilderConfig& config,
+                        const std::unordered_map<ir::ValueId, InputProfile>& profiles, BuildReport& report) {
+  const WeightQuant& q = config.weight_quant;
+  if (q.scheme == WeightQuantScheme::kNone) {
+    if (!q.calibration.empty())
+      return invalid_argument("weight_quant: calibration inputs were given without a quantization scheme (int8 or "
+                              "int4)");
+    return ok_status();
+  }
+  if (q.scheme == WeightQuantScheme::kInt4 && q.group != 32 && q.group != 64 && q.group != 128)
+    return invalid_argument("weight_quant int4: the group must be 32, 64 or 128, got " + std::to_string(q.group));
+  const std::vector<WeightMatMul> steps = eligible(g);
+  const auto t0 = std::chrono::steady_clock::now();
+  SRT_ASSIGN_OR_RETURN(auto factors, calibration_factors(g, steps, profiles, config));
+  std::map<ir::ValueId, WeightOnlyInputs> packed;
+  std::map<ir::ValueId, bool> calibrated;
+  for (const WeightMatMul& c : steps) {
+    auto it = packed.find(c.weight);
+    if (it == packed.end()) {  // a weight read by several steps: the first one's input calibrates it
+      auto f = factors.find(g.nodes[c.node].inputs[0]);
+      SRT_ASSIGN_OR_RETURN(WeightOnlyInputs p, pack(g, c, q, f == factors.end() ? nullptr : &f->second));
+      it = packed.emplace(c.weight, p).first;
+      calibrated[c.weight] = f != factors.end();
+    }
+    rewrite(g, c, it->second, calibrated[c.weight]);
+    ++report.steps_quantized;
+    report.steps_calibrated += calibrated[c.weight];
+  }
+  if (!factors.empty())
+    report.calibration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return ok_status();
 }
 
 }  // namespace streamrt::builder

@@ -217,6 +217,14 @@ void append_builder_config(const BuilderConfig& c, std::map<std::string, std::st
   part("weight_quant", [&](Canon& h) {
     h.u8(static_cast<uint8_t>(c.weight_quant.scheme));
     h.i64(c.weight_quant.scheme == WeightQuantScheme::kInt4 ? c.weight_quant.group : 0);
+    h.i64(static_cast<int64_t>(c.weight_quant.calibration.size()));  // GPTQ's codes depend on every value
+    for (const auto& sample : c.weight_quant.calibration) {
+      h.i64(static_cast<int64_t>(sample.size()));
+      for (const auto& [name, t] : sample) {
+        h.str(name);
+        h.tensor(t, true);
+      }
+    }
   });
   part("kv_cache_in_place", [&](Canon& h) { h.u8(c.kv_cache_in_place); });
   // Every pass switch, one part each, so a miss names the switch. The fusion switches also change

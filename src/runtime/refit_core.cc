@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "builder/build_steps.h"
+#include "core/logging.h"
 #include "onnx/importer.h"
 #include "ir/subgraph.h"
 #include "ops/op.h"
@@ -165,6 +166,10 @@ Result<std::map<int32_t, Tensor>> quantize_source_weight(const plan::PlanData& p
     if (value.dtype() != dtype || value.dims() != dims)
       return invalid_argument("weight '" + name + "' is " + describe(dtype, dims) + " (stored quantized), got " +
                               describe(value.dtype(), value.dims()));
+    if (auto cal = s.attr_int("__calibrated", 0); cal.ok() && *cal != 0 && out.empty())
+      log_warning("refit of weight '" + name + "': it was quantized with calibration inputs (GPTQ) at build; "
+                  "refit has none and rounds the new values to nearest, which is less accurate than a rebuild "
+                  "with the same calibration");
     SRT_ASSIGN_OR_RETURN(ops::QuantizedWeight q, ops::quantize_weight(value, trans != 0, n0, f, name));
     out[packed] = std::move(q.packed);
     out[scales] = std::move(q.scales);

@@ -178,6 +178,14 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   bounds.max_nodes = 10;
   bounds.max_tensor_elements = 100;
   EXPECT_EQ(key_of(Spec{}, bounds).key, base.key);
+  // Calibration inputs decide GPTQ's codes: one changed value is another key, in weight_quant.
+  BuilderConfig cal1, cal2;
+  for (BuilderConfig* c : {&cal1, &cal2}) {
+    c->weight_quant.scheme = WeightQuantScheme::kInt4;
+    c->weight_quant.calibration.push_back({{"x", Tensor::from_vector<float>(DataType::kFloat32, {1, 2}, {1.f, 2.f})}});
+  }
+  cal2.weight_quant.calibration[0]["x"].mutable_data_as<float>()[1] = 3.f;
+  EXPECT_EQ(changed_parts(key_of(Spec{}, cal1), key_of(Spec{}, cal2)), std::vector<std::string>{"config.weight_quant"});
   BuilderConfig watched;  // a progress callback reports on the build, it does not change it
   watched.progress = [](const BuildProgress&) {};
   EXPECT_EQ(key_of(Spec{}, watched).key, base.key);

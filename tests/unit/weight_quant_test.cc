@@ -12,6 +12,7 @@
 
 #include "core/float16.h"
 #include "op_test_util.h"
+#include "quant_test_util.h"
 #include "ops/weight_quant.h"
 #include "tactics_test_util.h"
 
@@ -26,35 +27,6 @@ Tensor make_tensor(DataType t, const Dims& d, const std::vector<float>& v) {
   std::vector<uint16_t> h(v.size());
   floats_to_half(v.data(), h.data(), v.size());
   return Tensor::from_vector<uint16_t>(t, d, h);
-}
-
-std::vector<double> as_doubles(const Tensor& t) {
-  std::vector<float> f = t.to_float_vector().value();
-  return std::vector<double>(f.begin(), f.end());
-}
-
-// The stored weights unpacked here, independently of the kernel: w[n][k] in double.
-std::vector<double> dequantize_ref(const ops::QuantizedWeight& q, int bits, int64_t group, int64_t k, int64_t n) {
-  std::vector<double> w(static_cast<size_t>(n * k));
-  const std::vector<double> s = as_doubles(q.scales);
-  if (bits == 8) {  // zero points (int8 [N]) where given
-    const auto* c = q.packed.data_as<int8_t>();
-    for (int64_t j = 0; j < n; ++j) {
-      const double z = q.zeros.empty() ? 0 : q.zeros.data_as<int8_t>()[j];
-      for (int64_t i = 0; i < k; ++i) w[j * k + i] = (c[j * k + i] - z) * s[j];
-    }
-    return w;
-  }
-  const int64_t groups = (k + group - 1) / group, row = groups * group / 2;
-  const auto* p = q.packed.data_as<uint8_t>();
-  const auto* z = q.zeros.data_as<uint8_t>();
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < k; ++i) {
-      const int code = (p[j * row + i / 2] >> (4 * (i % 2))) & 15;
-      const int64_t g = j * groups + i / group;
-      w[j * k + i] = (code - static_cast<double>(z[g])) * s[g];
-    }
-  return w;
 }
 
 struct Case {

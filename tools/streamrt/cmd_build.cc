@@ -32,6 +32,10 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
                  "(per output channel) | int4[:GROUP] (GROUP 32, 64 or 128 along K, default 128; scales and zero "
                  "points). Streamed weights stream compressed; activations keep the build's precision")
       ->capture_default_str();
+  app.add_option("--calibration-dir", o.calibration_dir,
+                 "with --weight-quant: quantize by GPTQ over calibration inputs instead of rounding, so products "
+                 "on such inputs stay closer to float. DIR holds INPUT_NAME.npy files (one sample) or sub-folders "
+                 "of them (one sample each); each sample runs the model once on the CPU at build time");
   app.add_flag("--kv-cache-in-place", o.kv_cache_in_place,
                "KV-cache decoders: store each past / present pair with room for the profile's longest present and "
                "append the new positions in place (bind one buffer to both), instead of copying the cache into the "
@@ -74,6 +78,11 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   auto quant = parse_weight_quant(o.weight_quant);
   if (!quant.ok()) return quant.status().with_context("--weight-quant");
   c.weight_quant = *quant;
+  if (!o.calibration_dir.empty()) {
+    if (c.weight_quant.scheme == WeightQuantScheme::kNone)
+      return invalid_argument("--calibration-dir needs --weight-quant int8 or int4[:GROUP]");
+    SRT_ASSIGN_OR_RETURN(c.weight_quant.calibration, load_calibration_dir(o.calibration_dir));
+  }
   c.kv_cache_in_place = o.kv_cache_in_place;
   c.tactics = !o.no_tactics;
   c.max_nodes = o.max_nodes;
@@ -122,6 +131,9 @@ Command add_build_command(CLI::App& app) {
     if (config->weight_quant.scheme != WeightQuantScheme::kNone)
       std::printf("  weight quantization %s: %zu MatMul / Gemm steps read compressed weights\n",
                   weight_quant_name(config->weight_quant).c_str(), rep.steps_quantized);
+    if (!config->weight_quant.calibration.empty())
+      std::printf("  calibration: %zu samples; %zu steps quantized by GPTQ in %.1f ms\n",
+                  config->weight_quant.calibration.size(), rep.steps_calibrated, rep.calibration_ms);
     if (rep.steps_prequantized > 0)
       std::printf("  pre-quantized weights: %zu steps read the model's DequantizeLinear / MatMulNBits codes "
                   "compressed\n", rep.steps_prequantized);

@@ -76,6 +76,7 @@ struct BuildOptions {
   bool weight_streaming = false;
   std::string stream_chunk = "64MiB";
   std::string weight_quant = "none";
+  std::string calibration_dir;  // with weight_quant: GPTQ over these samples (calibration_dir.cc)
   bool kv_cache_in_place = false;
   bool no_tactics = false, tf32 = false;
   uint64_t max_nodes = BuilderConfig{}.max_nodes;
@@ -87,6 +88,9 @@ struct BuildOptions {
 Result<DeviceType> resolve_device(const std::string& name);
 void add_build_options(CLI::App& app, BuildOptions& o);
 Result<BuilderConfig> make_builder_config(const BuildOptions& o);
+// --calibration-dir: a folder of INPUT.npy files (one sample) or of such folders (one sample
+// each, in name order).
+Result<std::vector<std::map<std::string, Tensor>>> load_calibration_dir(const std::string& dir);
 
 // Engine cache options of `build` and `compile` (cmd_cache.cc): --cache, --cache-dir,
 // --cache-max-size. Any of them turns the cache on; without --cache-dir it is the default directory.

@@ -1,0 +1,207 @@
+#include "builder/gptq.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/common.h"
+
+// LAPACK (OpenBLAS carries it; Debian ships no lapack.h beside cblas.h): Cholesky factorization
+// and the inverse from it, column-major.
+extern "C" {
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+void dpotri_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+}
+
+namespace streamrt::builder {
+namespace {
+
+using ops::dispatch;
+using ops::kFloats;
+using ops::load;
+using ops::store;
+
+// Columns are compensated within a block one by one and beyond it by one GEMM per block (the
+// paper's "lazy batch" updates); a multiple of every group size.
+constexpr int64_t kBlock = 128;
+
+// H + λI inverted and factored, column-major; false when H + λI is not positive definite.
+bool factor_inverse(std::vector<double>& a, int64_t k) {
+  const int n = static_cast<int>(k);
+  int info = 0;
+  dpotrf_("U", &n, a.data(), &n, &info);
+  if (info != 0) return false;
+  dpotri_("U", &n, a.data(), &n, &info);
+  if (info != 0) return false;
+  for (int64_t j = 0; j < k; ++j)  // the inverse's lower half, which dpotri leaves alone
+    for (int64_t i = j + 1; i < k; ++i) a[i + j * k] = a[j + i * k];
+  dpotrf_("U", &n, a.data(), &n, &info);
+  return info == 0;
+}
+
+// One output channel's group (int4) or row (int8) parameters; codes are chosen against the scale
+// as the plan stores it.
+struct Step {
+  float scale = 0, zero = 0;
+};
+
+template <typename T>
+float stored(float s) {
+  return static_cast<float>(load(store<T>(s)));
+}
+
+// The [K, N] weight as floats, input-major: row kk holds every output channel's kk-th weight.
+template <typename T>
+std::vector<float> input_major(const T* p, int64_t k, int64_t n, bool trans) {
+  std::vector<float> w(static_cast<size_t>(k * n));
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t c = 0; c < n; ++c) w[kk * n + c] = static_cast<float>(load(trans ? p[c * k + kk] : p[kk * n + c]));
+  return w;
+}
+
+template <typename T>
+class Gptq {
+ public:
+  Gptq(std::vector<float> w, const ops::WeightQuantFormat& f, const std::vector<float>& u, ops::QuantizedWeight& q)
+      : w_(std::move(w)), f_(f), u_(u), q_(q), n_(f.n), k_(f.k), steps_(static_cast<size_t>(f.n)),
+        err_(static_cast<size_t>(kBlock * f.n)) {}
+
+  void run() {
+    if (f_.bits == 8) int8_scales();
+    for (int64_t b0 = 0; b0 < k_; b0 += kBlock) {
+      const int64_t b1 = std::min(k_, b0 + kBlock);
+      for (int64_t j = b0; j < b1; ++j) column(j, b0, b1);
+      if (b1 < k_)  // W[b1:, :] -= U[b0:b1, b1:]^T E
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(k_ - b1), static_cast<int>(n_),
+                    static_cast<int>(b1 - b0), -1.f, u_.data() + b0 * k_ + b1, static_cast<int>(k_), err_.data(),
+                    static_cast<int>(n_), 1.f, w_.data() + b1 * n_, static_cast<int>(n_));
+    }
+  }
+
+ private:
+  // Symmetric, from the whole channel before any compensation (int8 has one scale per channel).
+  void int8_scales() {
+    for (int64_t c = 0; c < n_; ++c) {
+      float amax = 0;
+      for (int64_t kk = 0; kk < k_; ++kk) amax = std::max(amax, std::fabs(w_[kk * n_ + c]));
+      steps_[c].scale = stored<T>(amax / 127.f);
+      q_.scales.mutable_data_as<T>()[c] = store<T>(steps_[c].scale);
+    }
+  }
+
+  // Asymmetric over the group's [min, max] widened to hold 0, as ops::quantize_weight() does.
+  void int4_group(int64_t j) {
+    const int64_t g = j / f_.group, j1 = std::min(k_, j + f_.group);
+    for (int64_t c = 0; c < n_; ++c) {
+      float lo = 0, hi = 0;
+      for (int64_t kk = j; kk < j1; ++kk) {
+        lo = std::min(lo, w_[kk * n_ + c]);
+        hi = std::max(hi, w_[kk * n_ + c]);
+      }
+      float s = stored<T>((hi - lo) / 15.f);
+      if (!(s > 0)) s = 0;
+      steps_[c] = {s, s > 0 ? std::clamp(std::nearbyint(-lo / s), 0.f, 15.f) : 0.f};
+      q_.scales.mutable_data_as<T>()[c * f_.groups() + g] = store<T>(s);
+      q_.zeros.mutable_data_as<uint8_t>()[c * f_.groups() + g] = static_cast<uint8_t>(steps_[c].zero);
+    }
+  }
+
+  // Quantizes input j of every channel and spreads each rounding error over inputs j+1 .. b1.
+  void column(int64_t j, int64_t b0, int64_t b1) {
+    if (f_.bits == 4 && j % f_.group == 0) int4_group(j);
+    const float d = u_[j * k_ + j];
+    float* row = w_.data() + j * n_;
+    float* e = err_.data() + (j - b0) * n_;
+    for (int64_t c = 0; c < n_; ++c) {
+      const Step& st = steps_[c];
+      float deq;
+      if (f_.bits == 8) {
+        const float code = st.scale > 0 ? std::clamp(std::nearbyint(row[c] / st.scale), -127.f, 127.f) : 0.f;
+        q_.packed.mutable_data_as<int8_t>()[c * k_ + j] = static_cast<int8_t>(code);
+        deq = code * st.scale;
+      } else {
+        const float code =
+            st.scale > 0 ? std::clamp(std::nearbyint(row[c] / st.scale) + st.zero, 0.f, 15.f) : st.zero;
+        const auto v = static_cast<uint8_t>(code);
+        q_.packed.mutable_data_as<uint8_t>()[c * f_.row_bytes() + j / 2] |= static_cast<uint8_t>(j % 2 ? v << 4 : v);
+        deq = (code - st.zero) * st.scale;
+      }
+      e[c] = (row[c] - deq) / d;
+    }
+    for (int64_t jj = j + 1; jj < b1; ++jj) {
+      const float h = u_[j * k_ + jj];
+      float* r = w_.data() + jj * n_;
+      for (int64_t c = 0; c < n_; ++c) r[c] -= h * e[c];
+    }
+  }
+
+  std::vector<float> w_;
+  const ops::WeightQuantFormat& f_;
+  const std::vector<float>& u_;
+  ops::QuantizedWeight& q_;
+  const int64_t n_, k_;
+  std::vector<Step> steps_;
+  std::vector<float> err_;  // the block's scaled errors, [kBlock, N]
+};
+
+}  // namespace
+
+Result<std::vector<float>> gptq_inverse_factor(const InputStatistics& s) {
+  const int64_t k = s.k;
+  if (k < 1 || s.xtx.size() != static_cast<size_t>(k * k))
+    return invalid_argument("GPTQ: statistics of " + std::to_string(s.xtx.size()) + " values for K " +
+                            std::to_string(k));
+  if (k > (int64_t{1} << 30) / k) return invalid_argument("GPTQ: K " + std::to_string(k) + " is too large");
+  double mean = 0;
+  int64_t live = 0;
+  for (int64_t i = 0; i < k; ++i)
+    if (s.xtx[i * k + i] > 0) {
+      mean += s.xtx[i * k + i];
+      ++live;
+    }
+  mean = live > 0 ? mean / static_cast<double>(live) : 1.0;
+  for (double damp = 0.01 * mean; damp <= 10.0 * mean; damp *= 10) {
+    std::vector<double> a(static_cast<size_t>(k * k));
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < k; ++j) a[i * k + j] = s.xtx[i * k + j];
+    for (int64_t i = 0; i < k; ++i) a[i * k + i] = (a[i * k + i] > 0 ? a[i * k + i] : 1.0) + damp;
+    if (!factor_inverse(a, k)) continue;
+    std::vector<float> u(static_cast<size_t>(k * k), 0.f);
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = i; j < k; ++j) u[i * k + j] = static_cast<float>(a[i + j * k]);  // U[i, j], column-major
+    return u;
+  }
+  return invalid_argument("GPTQ: the calibration statistics (K " + std::to_string(k) +
+                          ") are not positive definite even with damping");
+}
+
+Result<ops::QuantizedWeight> quantize_weight_gptq(const Tensor& w, bool trans, const ops::WeightQuantFormat& f,
+                                                  const std::vector<float>& u, const std::string& name) {
+  const Dims& d = w.dims();
+  const std::string where = "quantizing weight '" + name + "' " + dims_to_string(d) + " with calibration";
+  if (d.size() != 2 || (trans ? d[1] : d[0]) != f.k || (trans ? d[0] : d[1]) != f.n)
+    return invalid_argument(where + ": expected [K " + std::to_string(f.k) + ", N " + std::to_string(f.n) + "]");
+  if (u.size() != static_cast<size_t>(f.k * f.k))
+    return invalid_argument(where + ": the calibration factor does not have K " + std::to_string(f.k));
+  ops::QuantizedWeight q;
+  SRT_ASSIGN_OR_RETURN(q.packed, Tensor::allocate(f.packed_dtype(), f.packed_dims()));
+  SRT_ASSIGN_OR_RETURN(q.scales, Tensor::allocate(w.dtype(), f.scale_dims()));
+  std::fill_n(static_cast<uint8_t*>(q.packed.mutable_data()), q.packed.nbytes(), uint8_t{0});
+  if (f.bits == 4) {
+    SRT_ASSIGN_OR_RETURN(q.zeros, Tensor::allocate(DataType::kUInt8, f.zero_dims()));
+  }
+  Status st = dispatch<kFloats>(w.dtype(), where, [&]<typename T>() -> Status {
+    std::vector<float> wf = input_major(w.data_as<T>(), f.k, f.n, trans);
+    for (size_t i = 0; i < wf.size(); ++i)
+      if (!std::isfinite(wf[i]))
+        return invalid_argument(where + ": element (" + std::to_string(i / f.n) + ", " + std::to_string(i % f.n) +
+                                ") is not finite; such a weight cannot be quantized");
+    Gptq<T>(std::move(wf), f, u, q).run();
+    return ok_status();
+  });
+  if (!st.ok()) return st;
+  return q;
+}
+
+}  // namespace streamrt::builder
