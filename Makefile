@@ -45,13 +45,15 @@ test: build
 
 # The Python package: `pip install .` into a fresh virtual environment (it sees the system's numpy;
 # torch, where installed system-wide, too), then its pytest suite. CPU-only build (CI has no GPU);
-# the folder build-py/ keeps the build for fast reruns. PYTHON_CMAKE_ARGS adds -C options.
+# the folder build-py/ keeps the build for fast reruns. PYTHON_CMAKE_ARGS adds -C options. The
+# executorch wheel goes in too, so the package carries StreamRTBackend and streamrt.executorch's
+# tests (tests/python/test_executorch*.py) run against ExecuTorch's own runtime.
 VENV ?= .venv
 PYTHON_CMAKE_ARGS ?= -C cmake.define.STREAMRT_CUDA=OFF
 test-python:
 	rm -rf $(VENV)
 	python3 -m venv --system-site-packages $(VENV)
-	$(VENV)/bin/pip install -q -r python/requirements-test.txt
+	$(VENV)/bin/pip install -q -r python/requirements-test.txt -r scripts/executorch-requirements.txt
 	$(VENV)/bin/pip install -q --no-build-isolation . -C build-dir=build-py $(PYTHON_CMAKE_ARGS)
 	cd tests/python && ../../$(VENV)/bin/python -m pytest -q -rs
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common.h"
+#include "streamrt/builder.h"
 #include "streamrt/runtime.h"
 
 namespace streamrt::python {
@@ -103,6 +104,15 @@ PYBIND11_MODULE(_C, m) {
 #endif
       },
       "True when this build of streamrt has the CUDA backend and a GPU answers.");
+  m.def(
+      "parse_weight_quant",
+      [](const std::string& spec) {
+        auto q = streamrt::parse_weight_quant(spec);
+        if (!q.ok()) throw_invalid("weight_quant: " + q.status().message());
+        return streamrt::weight_quant_name(*q);
+      },
+      py::arg("spec"),
+      "The canonical name of a weight_quant spec (\"int4\" -> \"int4:128\"); ValueError for a bad one.");
   m.def(
       "has_cuda_backend",
       []() {

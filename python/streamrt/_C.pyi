@@ -10,6 +10,9 @@ __version__: str
 Size = Union[int, str]
 ArrayLike = Any  # numpy array, torch tensor, DLPack producer, or anything np.asarray takes
 
+def parse_weight_quant(spec: str) -> str:
+    """The canonical name of a weight_quant spec ("int4" -> "int4:128"); ValueError for a bad one."""
+
 def cuda_available() -> bool:
     """True when this build of streamrt has the CUDA backend and a GPU answers."""
 

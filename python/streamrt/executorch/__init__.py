@@ -50,7 +50,8 @@ def _device(device: Optional[str]) -> str:
 def export(model: Any, arg_inputs: Sequence[Any] = (), kwarg_inputs: Optional[Mapping[str, Any]] = None, *,
            device: Optional[str] = None, fp16: bool = False, weight_streaming: bool = False,
            weight_streaming_budget: Budget = None, weight_streaming_budget_per_engine: Budget = None,
-           min_streamable_bytes: Union[None, int, str] = None, torch_executed_ops: Sequence[str] = (),
+           min_streamable_bytes: Union[None, int, str] = None, weight_quant: str = "none",
+           torch_executed_ops: Sequence[str] = (),
            dynamic_shapes: Any = None, opset_version: int = 23, weights: str = "inline",
            ptd_name: str = "model") -> Tuple[Any, dict]:
     """`model` (a torch.nn.Module, put in eval mode, or a torch.export.ExportedProgram) lowered
@@ -66,13 +67,14 @@ def export(model: Any, arg_inputs: Sequence[Any] = (), kwarg_inputs: Optional[Ma
                          f"weight streaming has no streamable weights)")
     if min_streamable_bytes is not None:
         min_streamable_bytes = budget_text("min_streamable_bytes", min_streamable_bytes)
+    _C.parse_weight_quant(weight_quant)  # ValueError here, before anything is exported
     if weights not in WEIGHTS_MODES:
         raise ValueError(f"weights: expected one of {WEIGHTS_MODES}, got {weights!r}")
     if weights == "ptd" and (not isinstance(ptd_name, str) or not ptd_name or os.sep in ptd_name):
         raise ValueError(f"ptd_name: expected a file name without folder, got {ptd_name!r}")
     settings = CompileSettings(device=_device(device), fp16=bool(fp16), weight_streaming=bool(weight_streaming),
                                budget=budget[0] if budget else None, min_streamable_bytes=min_streamable_bytes,
-                               opset_version=opset_version, weights=weights, ptd_name=ptd_name)
+                               weight_quant=weight_quant, opset_version=opset_version, weights=weights, ptd_name=ptd_name)
     if isinstance(model, torch.export.ExportedProgram):
         ep = model
     elif isinstance(model, torch.nn.Module):
@@ -102,7 +104,9 @@ def save(model: Any, path: Union[str, os.PathLike], arg_inputs: Sequence[Any] = 
 
     device: "cpu", "cuda" or None / "auto" (CUDA when a GPU answers): the engines' target.
     fp16: float32 layers run in half precision. weight_streaming: large weights (at least
-    min_streamable_bytes, default 64 KiB) are streamable. weight_streaming_budget (the total) or
+    min_streamable_bytes, default 64 KiB) are streamable. weight_quant: "none", "int8" or
+    "int4[:GROUP]", the engines' MatMul / Gemm weights stored and streamed compressed (as
+    streamrt.build's). weight_streaming_budget (the total) or
     weight_streaming_budget_per_engine: a budget baked into the program (see the module
     docstring), None for automatic at load; a bad one raises TypeError / ValueError here, before
     anything is exported. torch_executed_ops: edge op names left to ExecuTorch's kernels.

@@ -76,7 +76,8 @@ def _built(edge_program, settings: Dict[str, str], name: str) -> Iterator[tuple]
         export_onnx(edge_program, onnx_path, int(settings.get("opset_version", "23")))
         engine = _build.build(onnx_path, device=settings["device"], fp16=settings["precision"] == "float16",
                               weight_streaming=settings["weight_streaming"] == "1", name=name,
-                              min_streamable_bytes=settings.get("min_streamable_bytes"))
+                              min_streamable_bytes=settings.get("min_streamable_bytes"),
+                              weight_quant=settings.get("weight_quant", "none"))
         plan_path = os.path.join(d, "engine.plan")
         engine.save(plan_path)
         yield engine, plan_path

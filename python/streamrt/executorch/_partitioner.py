@@ -79,6 +79,7 @@ class CompileSettings:
     weight_streaming: bool = False
     budget: Optional[Tuple[str, str]] = None  # (key, value): a baked budget
     min_streamable_bytes: Optional[str] = None
+    weight_quant: str = "none"  # streamrt.build's weight_quant: "none", "int8", "int4[:GROUP]"
     opset_version: int = 23
     # Where the engines' weights go (see streamrt.executorch.save): "inline" (the delegate's
     # blob), "pte" (the program's named data) or "ptd" (named data of the .ptd `ptd_name`).
@@ -91,6 +92,8 @@ class CompileSettings:
                "weight_streaming": "1" if self.weight_streaming else "0", "opset_version": str(self.opset_version)}
         if self.min_streamable_bytes is not None:
             out["min_streamable_bytes"] = self.min_streamable_bytes
+        if self.weight_quant != "none":  # the default leaves the specs as they were
+            out["weight_quant"] = self.weight_quant
         if self.budget:
             out[self.budget[0]] = self.budget[1]
         if self.weights != "inline":  # the default leaves the specs as they were
