@@ -21,7 +21,7 @@ struct InputStatistics {
   uint64_t rows = 0;
 };
 
-// The upper Cholesky factor U of (H + λI)^-1, H = X^T X, λ 1 % of H's mean diagonal (raised tenfold
+// The upper Cholesky factor U of (H + λI)^-1 (U^T U = (H + λI)^-1), H = X^T X, λ 1 % of H's mean diagonal (raised tenfold
 // while H + λI is not positive definite, at most four times), [k, k] row-major. Inputs never seen
 // non-zero (a zero diagonal) count as seen with unit weight. kInvalidArgument when no damping helps.
 Result<std::vector<float>> gptq_inverse_factor(const InputStatistics& s);
