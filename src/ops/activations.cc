@@ -1,6 +1,7 @@
 // Parameterized float activations: LeakyRelu, Elu, Selu, HardSigmoid, HardSwish, Gelu.
 // Attributes are read (and validated) in infer so a bad model fails at build time; the kernel
 // reads them again because it only gets the node.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -90,6 +91,22 @@ Status gelu_infer(InferContext& ctx) {
   SRT_RETURN_IF_ERROR(gelu_uses_tanh(ctx.node()).status());
   return infer_float_unary(ctx);
 }
+// erf as x P(x^2) / Q(x^2) on [-4, 4] (|erf| rounds to 1 beyond), coefficients fitted here by
+// iteratively reweighted least squares: |error| <= 1.6e-7 in exact arithmetic, 3.5e-7 evaluated in
+// float (libm's erff: ~6e-8). Branch-free, so the element loop vectorizes; libm's erff is a call
+// per element and was 15 % of a BERT run on the CPU. Gelu only: the Erf op keeps libm's.
+float gelu_erf(float x) {
+  constexpr float p0 = 1.1283791432e+00f, p1 = 1.8712473089e-01f, p2 = 5.2347146042e-02f, p3 = 3.6365245200e-03f,
+                  p4 = 2.8392628335e-04f, p5 = 2.0985616046e-06f;
+  constexpr float q1 = 4.9916786732e-01f, q2 = 1.1278285663e-01f, q3 = 1.4705545504e-02f, q4 = 1.1351022576e-03f,
+                  q5 = 3.8549679808e-05f;
+  const float c = std::min(4.f, std::max(-4.f, x));
+  const float t = c * c;
+  const float num = c * (p0 + t * (p1 + t * (p2 + t * (p3 + t * (p4 + t * p5)))));
+  const float den = 1.f + t * (q1 + t * (q2 + t * (q3 + t * (q4 + t * q5))));
+  return std::min(1.f, std::max(-1.f, num / den));
+}
+
 Status gelu_cpu(KernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(bool use_tanh, gelu_uses_tanh(ctx.node()));
   if (use_tanh) {
@@ -99,7 +116,7 @@ Status gelu_cpu(KernelContext& ctx) {
     });
   }
   const float inv_sqrt2 = static_cast<float>(1.0 / std::numbers::sqrt2);
-  return map_floats(ctx, [inv_sqrt2](float x) { return 0.5f * x * (1.f + std::erf(x * inv_sqrt2)); });
+  return map_floats(ctx, [inv_sqrt2](float x) { return 0.5f * x * (1.f + gelu_erf(x * inv_sqrt2)); });
 }
 
 }  // namespace

@@ -3,8 +3,28 @@
 #include <cblas.h>
 
 #include <climits>
+#include <mutex>
+
+#include "core/parallel.h"
 
 namespace streamrt::ops {
+namespace {
+
+// A GEMM is split among threads from this many multiply-adds per thread up (~2 ms of a core):
+// below that a thread's start costs more than it saves.
+constexpr int64_t kMacsPerThread = int64_t{1} << 23;
+constexpr int64_t kRowAlign = 16, kColAlign = 64;
+
+// streamrt splits CPU work among its own threads (core/parallel.h), GEMMs too. OpenBLAS's worker
+// threads would otherwise busy-wait between its calls (about 0.1 s each time) on the cores those
+// threads run on: BERT on 2 cores ran 20 % slower with both. Process-wide: it sets the system
+// OpenBLAS that streamrt links to one thread (docs/design.md, "CPU threads").
+void single_threaded_blas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+}  // namespace
 
 Status sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
@@ -21,10 +41,24 @@ Status sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
       return unsupported("GEMM of " + std::to_string(m) + "x" + std::to_string(k) + " by " +
                          std::to_string(k) + "x" + std::to_string(n) +
                          " exceeds the 32-bit BLAS index range");
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
+  single_threaded_blas();
+  auto part = [&](int64_t mm, int64_t nn, const float* pa, const float* pb, float* pc) {
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(mm), static_cast<blasint>(nn), static_cast<blasint>(k), alpha, pa,
+                static_cast<blasint>(lda), pb, static_cast<blasint>(ldb), beta, pc, static_cast<blasint>(ldc));
+  };
+  const int64_t threads = threads_for(m * n * k, kMacsPerThread);
+  if (threads == 1) {
+    part(m, n, a, b, c);
+  } else if (m >= threads * kRowAlign) {  // rows of C (and of A) apiece; each thread packs B itself
+    run_in_shares(m, threads, kRowAlign, [&](int64_t r0, int64_t r1) {
+      part(r1 - r0, n, trans_a ? a + r0 : a + r0 * lda, b, c + r0 * ldc);
+    });
+  } else {  // few rows (decode): columns of C (and of B) apiece
+    run_in_shares(n, threads, kColAlign, [&](int64_t c0, int64_t c1) {
+      part(m, c1 - c0, a, trans_b ? b + c0 * ldb : b + c0, c + c0);
+    });
+  }
   return ok_status();
 }
 
