@@ -14,7 +14,7 @@
 namespace streamrt::builder {
 namespace {
 
-// Statistics held at once (K x K floats per value); more values run the calibration again.
+// Statistics held at once (K x K floats per value): statistics_groups() splits the values so.
 constexpr uint64_t kStatisticsBytes = uint64_t{2} << 30;
 
 // The calibration build: the same graph on the CPU, nothing streamed, quantized or timed.
@@ -137,29 +137,33 @@ Status run_group(const ir::Graph& g, const std::vector<ir::ValueId>& group,
 
 }  // namespace
 
+std::vector<std::map<ir::ValueId, int64_t>> statistics_groups(const std::map<ir::ValueId, int64_t>& values) {
+  std::vector<std::map<ir::ValueId, int64_t>> groups;
+  uint64_t bytes = 0;
+  for (const auto& [v, k] : values) {
+    const uint64_t need = static_cast<uint64_t>(k) * static_cast<uint64_t>(k) * sizeof(float);
+    if (groups.empty() || bytes + need > kStatisticsBytes) {
+      groups.emplace_back();
+      bytes = 0;
+    }
+    groups.back().emplace(v, k);
+    bytes += need;
+  }
+  return groups;
+}
+
 Result<std::map<ir::ValueId, InputStatistics>> collect_input_statistics(
     const ir::Graph& g, const std::map<ir::ValueId, int64_t>& values,
     const std::unordered_map<ir::ValueId, InputProfile>& profiles, const BuilderConfig& config) {
   std::map<ir::ValueId, InputStatistics> stats;
-  std::vector<ir::ValueId> todo;
+  std::vector<ir::ValueId> group;
   for (const auto& [v, k] : values) {
-    stats[v].k = k;
-    todo.push_back(v);
+    InputStatistics& s = stats[v];
+    s.k = k;
+    s.xtx.assign(static_cast<size_t>(k * k), 0.f);
+    group.push_back(v);
   }
-  while (!todo.empty()) {
-    std::vector<ir::ValueId> group;
-    uint64_t bytes = 0;
-    while (!todo.empty()) {
-      InputStatistics& s = stats.at(todo.back());
-      const uint64_t need = static_cast<uint64_t>(s.k) * static_cast<uint64_t>(s.k) * sizeof(float);
-      if (!group.empty() && bytes + need > kStatisticsBytes) break;
-      s.xtx.assign(static_cast<size_t>(s.k * s.k), 0.f);
-      bytes += need;
-      group.push_back(todo.back());
-      todo.pop_back();
-    }
-    SRT_RETURN_IF_ERROR(run_group(g, group, profiles, config, stats));
-  }
+  if (!group.empty()) SRT_RETURN_IF_ERROR(run_group(g, group, profiles, config, stats));
   return stats;
 }
 

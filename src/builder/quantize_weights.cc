@@ -80,24 +80,6 @@ std::vector<WeightMatMul> eligible(const ir::Graph& g) {
   return out;
 }
 
-// GPTQ factors per MatMul input, from the calibration runs (empty without calibration inputs).
-Result<std::map<ir::ValueId, std::vector<float>>> calibration_factors(
-    const ir::Graph& g, const std::vector<WeightMatMul>& steps,
-    const std::unordered_map<ir::ValueId, InputProfile>& profiles, const BuilderConfig& config) {
-  std::map<ir::ValueId, std::vector<float>> factors;
-  if (config.weight_quant.calibration.empty() || steps.empty()) return factors;
-  std::map<ir::ValueId, int64_t> inputs;  // each MatMul input and its K (its own dims may be unknown here)
-  for (const WeightMatMul& c : steps) inputs.emplace(g.nodes[c.node].inputs[0], c.k);
-  SRT_ASSIGN_OR_RETURN(auto stats, collect_input_statistics(g, inputs, profiles, config));
-  for (auto& [v, s] : stats) {
-    auto u = gptq_inverse_factor(s);
-    if (!u.ok()) return u.status().with_context("calibration statistics of '" + g.value(v).name + "'");
-    factors[v] = std::move(u).value();
-    s.xtx = {};
-  }
-  return factors;
-}
-
 }  // namespace
 
 Status quantize_weights(ir::Graph& g, const BuilderConfig& config,
@@ -112,24 +94,41 @@ Status quantize_weights(ir::Graph& g, const BuilderConfig& config,
   if (q.scheme == WeightQuantScheme::kInt4 && q.group != 32 && q.group != 64 && q.group != 128)
     return invalid_argument("weight_quant int4: the group must be 32, 64 or 128, got " + std::to_string(q.group));
   const std::vector<WeightMatMul> steps = eligible(g);
-  const auto t0 = std::chrono::steady_clock::now();
-  SRT_ASSIGN_OR_RETURN(auto factors, calibration_factors(g, steps, profiles, config));
   std::map<ir::ValueId, WeightOnlyInputs> packed;
   std::map<ir::ValueId, bool> calibrated;
-  for (const WeightMatMul& c : steps) {
+  // `u`: the GPTQ factor of the step's input, or null. A weight read by several steps is quantized
+  // once, for the first of them.
+  auto quantize = [&](const WeightMatMul& c, const std::vector<float>* u) -> Status {
     auto it = packed.find(c.weight);
-    if (it == packed.end()) {  // a weight read by several steps: the first one's input calibrates it
-      auto f = factors.find(g.nodes[c.node].inputs[0]);
-      SRT_ASSIGN_OR_RETURN(WeightOnlyInputs p, pack(g, c, q, f == factors.end() ? nullptr : &f->second));
+    if (it == packed.end()) {
+      SRT_ASSIGN_OR_RETURN(WeightOnlyInputs p, pack(g, c, q, u));
       it = packed.emplace(c.weight, p).first;
-      calibrated[c.weight] = f != factors.end();
+      calibrated[c.weight] = u != nullptr;
     }
     rewrite(g, c, it->second, calibrated[c.weight]);
     ++report.steps_quantized;
     report.steps_calibrated += calibrated[c.weight];
+    return ok_status();
+  };
+  if (q.calibration.empty()) {
+    for (const WeightMatMul& c : steps) SRT_RETURN_IF_ERROR(quantize(c, nullptr));
+    return ok_status();
   }
-  if (!factors.empty())
-    report.calibration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto t0 = std::chrono::steady_clock::now();
+  const ir::Graph before = g;  // the float graph the calibration runs (constants shared, not copied)
+  std::map<ir::ValueId, int64_t> inputs;  // each MatMul input and its K (its own dims may be unknown here)
+  for (const WeightMatMul& c : steps) inputs.emplace(g.nodes[c.node].inputs[0], c.k);
+  for (const auto& group : statistics_groups(inputs)) {
+    SRT_ASSIGN_OR_RETURN(auto stats, collect_input_statistics(before, group, profiles, config));
+    for (auto& [v, s] : stats) {
+      auto u = gptq_inverse_factor(s);
+      if (!u.ok()) return u.status().with_context("calibration statistics of '" + before.value(v).name + "'");
+      s.xtx = {};
+      for (const WeightMatMul& c : steps)
+        if (before.nodes[c.node].inputs[0] == v) SRT_RETURN_IF_ERROR(quantize(c, &*u));
+    }
+  }
+  report.calibration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return ok_status();
 }
 
