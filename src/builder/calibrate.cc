@@ -72,10 +72,11 @@ Status bind_sample(const Engine& e, ExecutionContext& ctx, const std::map<std::s
     SRT_RETURN_IF_ERROR(ctx.set_tensor_address(d.name, const_cast<void*>(t.data()), t.nbytes()));
   }
   if (used != sample.size())
-    for (const auto& [name, t] : sample)
-      if (std::none_of(io.begin(), io.end(),
-                       [&](const TensorDesc& d) { return d.is_input && d.name == name; }))
+    for (const auto& entry : sample) {  // (a structured binding: clang 14 cannot capture one)
+      const std::string& name = entry.first;
+      if (std::none_of(io.begin(), io.end(), [&](const TensorDesc& d) { return d.is_input && d.name == name; }))
         return invalid_argument(where + " names '" + name + "', which is not an input of the model");
+    }
   for (const TensorDesc& d : io) {
     if (d.is_input) continue;
     auto dims = ctx.tensor_shape(d.name);
