@@ -1,12 +1,10 @@
 #include "builder/calibrate.h"
 
-#include <cblas.h>
-
 #include <algorithm>
-#include <set>
 
 #include "builder/build_steps.h"
 #include "ops/common.h"
+#include "ops/gemm_util.h"
 #include "plan/plan.h"
 #include "runtime/device_backend.h"
 #include "streamrt/runtime.h"
@@ -88,52 +86,25 @@ Status bind_sample(const Engine& e, ExecutionContext& ctx, const std::map<std::s
   return ok_status();
 }
 
-// X^T X (upper half) += the rows of `out` (of `dims`: an output's buffer has room for the max).
+// X^T X += the rows of `out` (of `dims`: an output's buffer has room for the max).
 Status accumulate(const std::string& name, const Tensor& out, const Dims& dims, InputStatistics& s) {
   if (dims.empty() || dims.back() != s.k)
     return internal_error("calibration: '" + name + "' is " + dims_to_string(dims) + ", expected a last dim of " +
                           std::to_string(s.k));
   const int64_t rows = dims_numel(dims) / s.k;
   if (rows == 0) return ok_status();
-  std::vector<float> x(static_cast<size_t>(rows * s.k));
-  SRT_RETURN_IF_ERROR(ops::dispatch<ops::kFloats>(out.dtype(), "calibration: '" + name + "'", [&]<typename T>() -> Status {
-    const T* p = out.data_as<T>();
-    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(ops::load(p[i]));
-    return ok_status();
-  }));
-  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(s.k), static_cast<int>(rows), 1.f, x.data(),
-              static_cast<int>(s.k), 1.f, s.xtx.data(), static_cast<int>(s.k));
-  s.rows += static_cast<uint64_t>(rows);
-  return ok_status();
-}
-
-Status run_group(const ir::Graph& g, const std::vector<ir::ValueId>& group,
-                 const std::unordered_map<ir::ValueId, InputProfile>& profiles, const BuilderConfig& config,
-                 std::map<ir::ValueId, InputStatistics>& stats) {
-  SRT_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, calibration_engine(g, group, profiles, config));
-  SRT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> ctx, engine->create_execution_context());
-  const auto& samples = config.weight_quant.calibration;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    std::map<std::string, Tensor> outputs;
-    SRT_RETURN_IF_ERROR(bind_sample(*engine, *ctx, samples[i], i, outputs));
-    SRT_RETURN_IF_ERROR(ctx->execute().with_context("calibration sample " + std::to_string(i)));
-    for (ir::ValueId v : group) {
-      const std::string& name = g.value(v).name;
-      if (std::find(g.inputs.begin(), g.inputs.end(), v) != g.inputs.end()) {
-        const Tensor& in = samples[i].at(name);
-        SRT_RETURN_IF_ERROR(accumulate(name, in, in.dims(), stats.at(v)));
-        continue;
-      }
-      SRT_ASSIGN_OR_RETURN(Dims dims, ctx->tensor_shape(name));
-      SRT_RETURN_IF_ERROR(accumulate(name, outputs.at(name), dims, stats.at(v)));
-    }
+  std::vector<float> widened;  // half types as floats; float32 is read in place
+  const float* x = out.dtype() == DataType::kFloat32 ? out.data_as<float>() : nullptr;
+  if (!x) {
+    widened.resize(static_cast<size_t>(rows * s.k));
+    SRT_RETURN_IF_ERROR(ops::dispatch<ops::kFloats>(out.dtype(), "calibration: '" + name + "'", [&]<typename T>() -> Status {
+      const T* p = out.data_as<T>();
+      for (size_t i = 0; i < widened.size(); ++i) widened[i] = static_cast<float>(ops::load(p[i]));
+      return ok_status();
+    }));
+    x = widened.data();
   }
-  for (ir::ValueId v : group) {  // the lower half from the upper one
-    InputStatistics& s = stats.at(v);
-    for (int64_t i = 0; i < s.k; ++i)
-      for (int64_t j = 0; j < i; ++j) s.xtx[i * s.k + j] = s.xtx[j * s.k + i];
-  }
-  return ok_status();
+  return ops::sgemm(true, false, s.k, s.k, rows, 1.f, x, s.k, x, s.k, 1.f, s.xtx.data(), s.k);
 }
 
 }  // namespace
@@ -164,7 +135,25 @@ Result<std::map<ir::ValueId, InputStatistics>> collect_input_statistics(
     s.xtx.assign(static_cast<size_t>(k * k), 0.f);
     group.push_back(v);
   }
-  if (!group.empty()) SRT_RETURN_IF_ERROR(run_group(g, group, profiles, config, stats));
+  if (group.empty()) return stats;
+  SRT_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, calibration_engine(g, group, profiles, config));
+  SRT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> ctx, engine->create_execution_context());
+  const auto& samples = config.weight_quant.calibration;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    std::map<std::string, Tensor> outputs;
+    SRT_RETURN_IF_ERROR(bind_sample(*engine, *ctx, samples[i], i, outputs));
+    SRT_RETURN_IF_ERROR(ctx->execute().with_context("calibration sample " + std::to_string(i)));
+    for (ir::ValueId v : group) {
+      const std::string& name = g.value(v).name;
+      if (std::find(g.inputs.begin(), g.inputs.end(), v) != g.inputs.end()) {  // read from the sample
+        const Tensor& in = samples[i].at(name);
+        SRT_RETURN_IF_ERROR(accumulate(name, in, in.dims(), stats.at(v)));
+        continue;
+      }
+      SRT_ASSIGN_OR_RETURN(Dims dims, ctx->tensor_shape(name));
+      SRT_RETURN_IF_ERROR(accumulate(name, outputs.at(name), dims, stats.at(v)));
+    }
+  }
   return stats;
 }
 

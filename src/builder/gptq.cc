@@ -1,11 +1,10 @@
 #include "builder/gptq.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "ops/common.h"
+#include "ops/gemm_util.h"
 
 // LAPACK (OpenBLAS carries it; Debian ships no lapack.h beside cblas.h): Cholesky factorization
 // and the inverse of a triangular matrix, column-major.
@@ -20,6 +19,7 @@ namespace {
 using ops::dispatch;
 using ops::kFloats;
 using ops::load;
+using ops::QuantStep;
 using ops::store;
 
 // Columns are compensated within a block one by one and beyond it by one GEMM per block (the
@@ -39,17 +39,6 @@ bool reversed_inverse_factor(std::vector<float>& a, int64_t k) {
   return info == 0;
 }
 
-// One output channel's group (int4) or row (int8) parameters; codes are chosen against the scale
-// as the plan stores it.
-struct Step {
-  float scale = 0, zero = 0;
-};
-
-template <typename T>
-float stored(float s) {
-  return static_cast<float>(load(store<T>(s)));
-}
-
 // The [K, N] weight as floats, input-major: row kk holds every output channel's kk-th weight.
 template <typename T>
 std::vector<float> input_major(const T* p, int64_t k, int64_t n, bool trans) {
@@ -66,16 +55,16 @@ class Gptq {
       : w_(std::move(w)), f_(f), u_(u), q_(q), n_(f.n), k_(f.k), steps_(static_cast<size_t>(f.n)),
         err_(static_cast<size_t>(kBlock * f.n)) {}
 
-  void run() {
+  Status run() {
     if (f_.bits == 8) int8_scales();
     for (int64_t b0 = 0; b0 < k_; b0 += kBlock) {
       const int64_t b1 = std::min(k_, b0 + kBlock);
       for (int64_t j = b0; j < b1; ++j) column(j, b0, b1);
       if (b1 < k_)  // W[b1:, :] -= U[b0:b1, b1:]^T E
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(k_ - b1), static_cast<int>(n_),
-                    static_cast<int>(b1 - b0), -1.f, u_.data() + b0 * k_ + b1, static_cast<int>(k_), err_.data(),
-                    static_cast<int>(n_), 1.f, w_.data() + b1 * n_, static_cast<int>(n_));
+        SRT_RETURN_IF_ERROR(ops::sgemm(true, false, k_ - b1, n_, b1 - b0, -1.f, u_.data() + b0 * k_ + b1, k_,
+                                       err_.data(), n_, 1.f, w_.data() + b1 * n_, n_));
     }
+    return ok_status();
   }
 
  private:
@@ -84,12 +73,12 @@ class Gptq {
     for (int64_t c = 0; c < n_; ++c) {
       float amax = 0;
       for (int64_t kk = 0; kk < k_; ++kk) amax = std::max(amax, std::fabs(w_[kk * n_ + c]));
-      steps_[c].scale = stored<T>(amax / 127.f);
+      steps_[c] = ops::int8_step<T>(amax);
       q_.scales.mutable_data_as<T>()[c] = store<T>(steps_[c].scale);
     }
   }
 
-  // Asymmetric over the group's [min, max] widened to hold 0, as ops::quantize_weight() does.
+  // The group's [min, max] widened to hold 0, from the values compensated so far.
   void int4_group(int64_t j) {
     const int64_t g = j / f_.group, j1 = std::min(k_, j + f_.group);
     for (int64_t c = 0; c < n_; ++c) {
@@ -98,10 +87,8 @@ class Gptq {
         lo = std::min(lo, w_[kk * n_ + c]);
         hi = std::max(hi, w_[kk * n_ + c]);
       }
-      float s = stored<T>((hi - lo) / 15.f);
-      if (!(s > 0)) s = 0;
-      steps_[c] = {s, s > 0 ? std::clamp(std::nearbyint(-lo / s), 0.f, 15.f) : 0.f};
-      q_.scales.mutable_data_as<T>()[c * f_.groups() + g] = store<T>(s);
+      steps_[c] = ops::int4_step<T>(lo, hi);
+      q_.scales.mutable_data_as<T>()[c * f_.groups() + g] = store<T>(steps_[c].scale);
       q_.zeros.mutable_data_as<uint8_t>()[c * f_.groups() + g] = static_cast<uint8_t>(steps_[c].zero);
     }
   }
@@ -113,15 +100,14 @@ class Gptq {
     float* row = w_.data() + j * n_;
     float* e = err_.data() + (j - b0) * n_;
     for (int64_t c = 0; c < n_; ++c) {
-      const Step& st = steps_[c];
+      const QuantStep& st = steps_[c];
       float deq;
       if (f_.bits == 8) {
-        const float code = st.scale > 0 ? std::clamp(std::nearbyint(row[c] / st.scale), -127.f, 127.f) : 0.f;
+        const float code = ops::int8_code(row[c], st);
         q_.packed.mutable_data_as<int8_t>()[c * k_ + j] = static_cast<int8_t>(code);
         deq = code * st.scale;
       } else {
-        const float code =
-            st.scale > 0 ? std::clamp(std::nearbyint(row[c] / st.scale) + st.zero, 0.f, 15.f) : st.zero;
+        const float code = ops::int4_code(row[c], st);
         const auto v = static_cast<uint8_t>(code);
         q_.packed.mutable_data_as<uint8_t>()[c * f_.row_bytes() + j / 2] |= static_cast<uint8_t>(j % 2 ? v << 4 : v);
         deq = (code - st.zero) * st.scale;
@@ -140,7 +126,7 @@ class Gptq {
   const std::vector<float>& u_;
   ops::QuantizedWeight& q_;
   const int64_t n_, k_;
-  std::vector<Step> steps_;
+  std::vector<QuantStep> steps_;
   std::vector<float> err_;  // the block's scaled errors, [kBlock, N]
 };
 
@@ -200,8 +186,7 @@ Result<ops::QuantizedWeight> quantize_weight_gptq(const Tensor& w, bool trans, c
       if (!std::isfinite(wf[i]))
         return invalid_argument(where + ": element (" + std::to_string(i / f.n) + ", " + std::to_string(i % f.n) +
                                 ") is not finite; such a weight cannot be quantized");
-    Gptq<T>(std::move(wf), f, u, q).run();
-    return ok_status();
+    return Gptq<T>(std::move(wf), f, u, q).run();
   });
   if (!st.ok()) return st;
   return q;

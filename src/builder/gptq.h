@@ -18,7 +18,6 @@ namespace streamrt::builder {
 struct InputStatistics {
   int64_t k = 0;
   std::vector<float> xtx;
-  uint64_t rows = 0;
 };
 
 // The upper Cholesky factor U of (H + λI)^-1 (U^T U = (H + λI)^-1), H = X^T X, λ 1 % of H's mean diagonal (raised tenfold

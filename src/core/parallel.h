@@ -20,6 +20,7 @@ inline int64_t threads_for(int64_t work, int64_t per_thread) {
 // Calls fn(begin, end) over consecutive shares of [0, n) on up to `threads` threads, each share a
 // multiple of `align` long (the last may be shorter). The calling thread takes the first share, and
 // runs any share whose thread cannot be started (a process limit). Returns when all are done.
+// Called from inside a share, it runs everything on the calling thread.
 void run_in_shares(int64_t n, int64_t threads, int64_t align, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace streamrt

@@ -3,7 +3,6 @@
 #include <cblas.h>
 
 #include <climits>
-#include <mutex>
 
 #include "core/parallel.h"
 
@@ -17,12 +16,15 @@ constexpr int64_t kRowAlign = 16, kColAlign = 64;
 
 // streamrt splits CPU work among its own threads (core/parallel.h), GEMMs too. OpenBLAS's worker
 // threads would otherwise busy-wait between its calls (about 0.1 s each time) on the cores those
-// threads run on: BERT on 2 cores ran 20 % slower with both. Process-wide: it sets the system
-// OpenBLAS that streamrt links to one thread (docs/design.md, "CPU threads").
-void single_threaded_blas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
+// threads run on: BERT on 2 cores ran 20 % slower with both. Set when the library loads (OpenBLAS,
+// a dependency, is initialized before it), so that every BLAS / LAPACK call streamrt makes, here or
+// directly (Attention's scores, GPTQ's factorization), runs on its caller's thread. Process-wide: the
+// system OpenBLAS that streamrt links runs single-threaded for the host application too
+// (docs/design.md, "CPU threads").
+[[maybe_unused]] const bool kSingleThreadedBlas = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
 
 }  // namespace
 
@@ -41,7 +43,6 @@ Status sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
       return unsupported("GEMM of " + std::to_string(m) + "x" + std::to_string(k) + " by " +
                          std::to_string(k) + "x" + std::to_string(n) +
                          " exceeds the 32-bit BLAS index range");
-  single_threaded_blas();
   auto part = [&](int64_t mm, int64_t nn, const float* pa, const float* pb, float* pc) {
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 static_cast<blasint>(mm), static_cast<blasint>(nn), static_cast<blasint>(k), alpha, pa,

@@ -61,25 +61,16 @@ void gather_columns(const T* p, int64_t k, int64_t n_total, bool trans, int64_t 
     for (int64_t c = 0; c < nc; ++c) out[c * k + kk] = static_cast<float>(load(p[kk * n_total + c0 + c]));
 }
 
-// Rounds `s` to T, as the plan stores it; the codes are chosen against the stored scale.
-template <typename T>
-float stored(float s) {
-  return static_cast<float>(load(store<T>(s)));
-}
-
 template <typename T>
 void quantize_int8(const float* w, int64_t k, T* scale, int8_t* codes) {
   float amax = 0;
   for (int64_t kk = 0; kk < k; ++kk) amax = std::max(amax, std::fabs(w[kk]));
-  const float s = stored<T>(amax / 127.f);
-  *scale = store<T>(s);
-  for (int64_t kk = 0; kk < k; ++kk) {
-    const float v = s > 0 ? std::nearbyint(w[kk] / s) : 0.f;
-    codes[kk] = static_cast<int8_t>(std::clamp(v, -127.f, 127.f));
-  }
+  const QuantStep st = int8_step<T>(amax);
+  *scale = store<T>(st.scale);
+  for (int64_t kk = 0; kk < k; ++kk) codes[kk] = static_cast<int8_t>(int8_code(w[kk], st));
 }
 
-// Asymmetric: the group's [min, max] (widened to hold 0, so zero stays exact) over 15 steps.
+// Per group: its [min, max] widened to hold 0.
 template <typename T>
 void quantize_int4(const float* w, const WeightQuantFormat& f, T* scales, uint8_t* zeros, uint8_t* packed) {
   std::fill(packed, packed + f.row_bytes(), uint8_t{0});
@@ -90,14 +81,11 @@ void quantize_int4(const float* w, const WeightQuantFormat& f, T* scales, uint8_
       lo = std::min(lo, w[kk]);
       hi = std::max(hi, w[kk]);
     }
-    float s = stored<T>((hi - lo) / 15.f);
-    if (!(s > 0)) s = 0;
-    const float z = s > 0 ? std::clamp(std::nearbyint(-lo / s), 0.f, 15.f) : 0.f;
-    scales[g] = store<T>(s);
-    zeros[g] = static_cast<uint8_t>(z);
+    const QuantStep st = int4_step<T>(lo, hi);
+    scales[g] = store<T>(st.scale);
+    zeros[g] = static_cast<uint8_t>(st.zero);
     for (int64_t kk = k0; kk < k1; ++kk) {
-      const float v = s > 0 ? std::clamp(std::nearbyint(w[kk] / s) + z, 0.f, 15.f) : z;
-      const auto code = static_cast<uint8_t>(v);
+      const auto code = static_cast<uint8_t>(int4_code(w[kk], st));
       packed[kk / 2] |= static_cast<uint8_t>(kk % 2 ? code << 4 : code);
     }
   }

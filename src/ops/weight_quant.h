@@ -25,8 +25,12 @@
 
 #include <string>
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/tensor.h"
 #include "ir/graph.h"
+#include "ops/common.h"
 
 namespace streamrt::ops {
 
@@ -60,6 +64,31 @@ void set_weight_quant_attrs(ir::Node& node, const WeightQuantFormat& f);
 struct QuantizedWeight {
   Tensor packed, scales, zeros;  // zeros: 4 bits, and 8 bits with zero points (else empty)
 };
+
+// The rounding rule of --weight-quant, shared by quantize_weight() (each weight to its nearest
+// code) and GPTQ (builder/gptq.cc, codes chosen column by column): a step's scale as the plan
+// stores it (type T, so dequantization reproduces what was measured), and a value's code.
+struct QuantStep {
+  float scale = 0, zero = 0;  // zero: 4 bits only
+};
+// 8 bits: symmetric over [-amax, amax], codes -127..127.
+template <typename T>
+QuantStep int8_step(float amax) {
+  return {static_cast<float>(load(store<T>(amax / 127.f))), 0.f};
+}
+// 4 bits: asymmetric over [lo, hi] (lo <= 0 <= hi, so zero stays exact), codes 0..15.
+template <typename T>
+QuantStep int4_step(float lo, float hi) {
+  float s = static_cast<float>(load(store<T>((hi - lo) / 15.f)));
+  if (!(s > 0)) return {};
+  return {s, std::clamp(std::nearbyint(-lo / s), 0.f, 15.f)};
+}
+inline float int8_code(float w, QuantStep s) {
+  return s.scale > 0 ? std::clamp(std::nearbyint(w / s.scale), -127.f, 127.f) : 0.f;
+}
+inline float int4_code(float w, QuantStep s) {
+  return s.scale > 0 ? std::clamp(std::nearbyint(w / s.scale) + s.zero, 0.f, 15.f) : s.zero;
+}
 
 // Quantizes columns [n0, n0 + fmt.n) of `w` (float32 / float16 / bfloat16, [K, N_total], or
 // [N_total, K] with `trans`) into fmt's layout; scales have w's type and are rounded to it before

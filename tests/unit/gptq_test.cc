@@ -38,7 +38,6 @@ std::vector<float> correlated_inputs(int64_t rows, int64_t k, uint32_t draws) {
 builder::InputStatistics statistics(const std::vector<float>& x, int64_t rows, int64_t k) {
   builder::InputStatistics s;
   s.k = k;
-  s.rows = static_cast<uint64_t>(rows);
   s.xtx.assign(static_cast<size_t>(k * k), 0.f);
   for (int64_t i = 0; i < k; ++i)
     for (int64_t j = 0; j < k; ++j) {
@@ -120,7 +119,9 @@ TEST(Gptq, UncorrelatedStatisticsGiveTheCodesOfRounding) {
       ASSERT_TRUE(rtn.ok() && gptq.ok()) << gptq.status().to_string();
       EXPECT_EQ(bytes_of(gptq->packed), bytes_of(rtn->packed));
       EXPECT_EQ(values<float>(gptq->scales), values<float>(rtn->scales));
-      if (sc.bits == 4) EXPECT_EQ(values<uint8_t>(gptq->zeros), values<uint8_t>(rtn->zeros));
+      if (sc.bits == 4) {
+        EXPECT_EQ(values<uint8_t>(gptq->zeros), values<uint8_t>(rtn->zeros));
+      }
     }
   }
 }
