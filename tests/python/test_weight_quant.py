@@ -40,6 +40,9 @@ def test_weight_quant_and_calibration_errors(mlp_path):
         streamrt.build(mlp_path, device="cpu", profiles=PROFILE, calibration=[{"x": correlated(4, 0)}])
     with pytest.raises(TypeError, match="calibration: expected a list"):
         streamrt.build(mlp_path, device="cpu", profiles=PROFILE, weight_quant="int8", calibration={"x": 1})
+    with pytest.raises(TypeError, match=r"calibration\[1\]: expected a dict"):
+        streamrt.build(mlp_path, device="cpu", profiles=PROFILE, weight_quant="int8",
+                       calibration=[{"x": correlated(4, 0)}, correlated(4, 1)])
     with pytest.raises(streamrt.InvalidArgumentError, match="calibration sample 0 has no tensor for input 'x'"):
         streamrt.build(mlp_path, device="cpu", profiles=PROFILE, weight_quant="int8",
                        calibration=[{"y": correlated(4, 0)}])

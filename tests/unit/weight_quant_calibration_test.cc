@@ -9,6 +9,7 @@
 
 #include "onnx_model_util.h"
 #include "streaming_test_util.h"
+#include "streamrt/refit.h"
 
 namespace streamrt {
 namespace {
@@ -18,13 +19,13 @@ using namespace streamrt::testing;
 constexpr int64_t kK = 128, kH = 96, kN = 32;
 
 // y = Gemm(Relu(MatMul(x [R, 128], W1 [128, 96])), W2t [32, 96], transB); R dynamic.
-std::string write_model(const std::string& tag) {
+std::string write_model(const std::string& tag, uint32_t seed = 3) {
   onnx::ModelProto m = make_model(13);
   auto* g = m.mutable_graph();
   const int f = onnx::TensorProto_DataType_FLOAT;
   add_input(g, "x", f, {std::string("rows"), kK});
   add_output(g, "y", f, {std::string("rows"), kN});
-  std::mt19937 rng(3);
+  std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 0.1f);
   std::vector<float> w1(kK * kH), w2t(kN * kH);
   for (float& v : w1) v = nd(rng);
@@ -110,6 +111,27 @@ TEST(WeightQuantCalibration, GptqPlansAreCloserToFloatThanRoundedOnesOnInputsNev
     EXPECT_LT(e_gptq, 0.7 * e_rounded) << "GPTQ " << e_gptq << " vs rounding " << e_rounded;
   }
   std::filesystem::remove(model);
+}
+
+// Refit has no calibration inputs: new values for a calibrated plan are rounded, as a plan built
+// without calibration from the new model holds them.
+TEST(WeightQuantCalibration, RefitOfACalibratedPlanRoundsTheNewWeights) {
+  const std::string model = write_model("refit_old"), other = write_model("refit_new", 9);
+  auto calibrated = build_plan_from_onnx(model, config(WeightQuantScheme::kInt4, true));
+  auto rounded_new = build_plan_from_onnx(other, config(WeightQuantScheme::kInt4, false));
+  ASSERT_TRUE(calibrated.ok() && rounded_new.ok()) << calibrated.status().to_string();
+  auto e = Runtime::create({DeviceType::kCpu}).value()->load_engine_bytes(*calibrated);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  auto r = Refitter::create(*e).value();
+  ASSERT_TRUE(r->set_weights_from_onnx(other).ok());
+  ASSERT_TRUE(r->refit().ok());
+  const Tensor x = inputs(50, 7);
+  auto got = run_once(**e, {{"x", x}});
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  const auto* p = reinterpret_cast<const float*>((*got)[0].data());
+  EXPECT_EQ(std::vector<float>(p, p + (*got)[0].size() / sizeof(float)), run(*rounded_new, x));
+  std::filesystem::remove(model);
+  std::filesystem::remove(other);
 }
 
 TEST(WeightQuantCalibration, SamplesThatDoNotFitTheModelAreRefusedByName) {
