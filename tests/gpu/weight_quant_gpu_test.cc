@@ -109,6 +109,27 @@ TEST_F(GpuWeightQuant, CudaMatchesTheCpuKernelOnGemvAndGemmPaths) {
     }
 }
 
+// Long rows take the GEMV with two or four warps a channel pair (their sums meet in shared memory):
+// int8 from K > 1024, int4 from K > 2048; an odd channel count leaves a spare channel in the last pair.
+TEST_F(GpuWeightQuant, GemvOnLongRowsSplitsARowAmongWarps) {
+  const std::vector<WeightQuant> schemes = {{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kInt4, 32},
+                                            {WeightQuantScheme::kInt4, 128}};
+  for (int64_t m : {1, 4, 8})
+    for (int64_t k : {2000, 4100, 8192}) {
+      const int64_t n = 71;
+      const std::string model = write_model(m, k, n);
+      std::map<std::string, Tensor> in;
+      in["x"] = Tensor::from_vector<float>(DataType::kFloat32, {m, k}, random_floats(static_cast<size_t>(m * k), 5));
+      for (const WeightQuant& q : schemes)
+        for (DataType precision : {DataType::kFloat32, DataType::kFloat16}) {
+          SCOPED_TRACE(weight_quant_name(q) + " m " + std::to_string(m) + " k " + std::to_string(k) + " " +
+                       dtype_name(precision));
+          expect_cuda_matches_cpu(model, q, precision, in, m * n);
+        }
+      std::filesystem::remove(model);
+    }
+}
+
 // A streamed CUDA plan of `model` (one row, k -> n) holds `expected` streamable bytes, moves them
 // all at budget 0 and computes what the CPU plan does.
 void expect_streams_compressed_bytes(const std::string& model, const WeightQuant& q, int64_t k, int64_t n,

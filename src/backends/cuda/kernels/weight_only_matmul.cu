@@ -1,9 +1,10 @@
 // WeightOnlyMatMul on CUDA (ops/weight_quant.h): Y = A @ dequant(W)^T + bias with W int8 / int4,
 // dequantized inside the kernels, never into a full-precision copy in device memory.
-//  - GEMV (rows of A <= kGemvMaxRows, a decode step): one warp per kGemvChannels output channels;
-//    each lane reads 16 bytes of each channel's packed row at a time (16 int8 or 32 int4 codes) and
-//    the matching run of every row of A once (16-byte loads), then the warp reduces. The weight is
-//    read once; codes become floats without integer conversions.
+//  - GEMV (rows of A <= kGemvMaxRows, a decode step): one to four warps per kGemvChannels output
+//    channels; each thread reads 16 bytes of each channel's packed row at a time (16 int8 or 32 int4
+//    codes) and the matching run of every row of A once (16-byte loads), then the threads reduce.
+//    The weight is read once; codes become floats without integer conversions. A decode step's
+//    single row has kernels of its own (fewer registers, more warps in flight).
 //  - GEMM (more rows): 64 x 64 output tiles; each K step stages a tile of A and a tile of W,
 //    dequantized, in shared memory, and every thread accumulates 4 x 4 outputs in float.
 #include "backends/cuda/kernels/cuda_types.cuh"
@@ -13,8 +14,8 @@ namespace streamrt::cuda {
 namespace {
 
 constexpr int kGemvMaxRows = 8;
-constexpr int kGemvWarps = 4;
-constexpr int kGemvChannels = 2;  // per warp: each load of A serves both
+constexpr int kGemvThreads = 128;
+constexpr int kGemvChannels = 2;  // per channel group: each load of A serves both
 
 struct Format {
   int bits;
@@ -62,75 +63,106 @@ __device__ __forceinline__ uint4 load_codes(const uint8_t* row, int64_t byte0, i
   return v.u;
 }
 
-// One warp per kGemvChannels output channels. Per 16-byte run of each channel's packed row (kPer =
-// 16 int8 or 32 int4 codes) a lane loads the matching run of each row of A once, for every
-// channel, and takes the zero point out of the dot product: sum a (q - z) s = s (sum a q - z sum a),
-// per half run (a half lies in one 4-bit group: groups are >= 16).
-template <typename T, int BITS, bool ZP>
-__global__ void gemv_kernel(Format f, const T* a, int rows, const uint8_t* packed, bool aligned, bool a_vec,
-                            const T* scales, const uint8_t* zeros, const T* bias, T* y) {
+// kLanes threads (one to four warps) per kGemvChannels output channels, kGemvThreads a block. Per
+// 16-byte run of each channel's packed row (kPer = 16 int8 or 32 int4 codes) a thread loads the
+// matching run of each row of A once, for every channel, and takes the zero point out of the dot
+// product: sum a (q - z) s = s (sum a q - z sum a), per half run (a half lies in one 4-bit group:
+// groups are >= 16). A decode step's weight is read once and the kernel is bound by how many loads
+// are in flight: more lanes per channel where rows are long (a 2048-channel projection would
+// otherwise fill an eighth of the GPU's warps), and two runs a thread issued before either is used.
+// kRows: the rows of A a kernel holds accumulators for (1, or kGemvMaxRows); one row fits 64
+// registers, so eight blocks (half the warps) fit an SM.
+template <typename T, int BITS, bool ZP, int kLanes, int kRows>
+__global__ void __launch_bounds__(kGemvThreads, kRows == 1 ? 8 : 3)
+    gemv_kernel(Format f, const T* a, int rows, const uint8_t* packed, bool aligned, bool a_vec, const T* scales,
+                const uint8_t* zeros, const T* bias, T* y) {
   constexpr int kPer = BITS == 8 ? 16 : 32;
   constexpr int kCh = kGemvChannels;
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * kGemvWarps;
-  for (int64_t c0 = (blockIdx.x * int64_t(kGemvWarps) + threadIdx.x / 32) * kCh; c0 < f.n; c0 += warps * kCh) {
-    float acc[kCh][kGemvMaxRows] = {};
-    for (int64_t byte0 = static_cast<int64_t>(lane) * 16; byte0 < f.row_bytes; byte0 += 32 * 16) {
-      const int64_t k0 = BITS == 8 ? byte0 : byte0 * 2;
-      uint4 codes[kCh];
-      float s[kCh][2], z[kCh][2];
+  constexpr int kGroups = kGemvThreads / kLanes;  // channel groups a block
+  const int t = threadIdx.x % kLanes;
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * kGroups + threadIdx.x / kLanes) * kCh;
+  float acc[kCh][kRows] = {};
+#pragma unroll 2
+  for (int64_t byte0 = static_cast<int64_t>(t) * 16; byte0 < f.row_bytes; byte0 += kLanes * 16) {
+    const int64_t k0 = BITS == 8 ? byte0 : byte0 * 2;
+    uint4 codes[kCh];
+    float s[kCh][2], z[kCh][2];
 #pragma unroll
-      for (int ch = 0; ch < kCh; ++ch) {
-        const int64_t c = c0 + ch < f.n ? c0 + ch : f.n - 1;  // a spare channel repeats the last, unwritten
-        codes[ch] = load_codes(packed + c * f.row_bytes, byte0, f.row_bytes, aligned);
-        if constexpr (BITS == 8) {
-          s[ch][0] = s[ch][1] = static_cast<float>(to_acc(scales[c]));
-          z[ch][0] = z[ch][1] = ZP ? static_cast<float>(reinterpret_cast<const int8_t*>(zeros)[c]) : 0.f;
-        } else {
-          const int64_t g0 = c * f.groups + k0 / f.group;
-          const int64_t g1 = f.group >= 32 || k0 + 16 >= f.k ? g0 : g0 + 1;
-          s[ch][0] = static_cast<float>(to_acc(scales[g0]));
-          s[ch][1] = static_cast<float>(to_acc(scales[g1]));
-          z[ch][0] = static_cast<float>(zeros[g0]);
-          z[ch][1] = static_cast<float>(zeros[g1]);
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < kGemvMaxRows; ++r) {
-        if (r >= rows) break;
-        float av[kPer];
-        load_run<T, kPer>(a + r * f.k + k0, f.k - k0, a_vec, av);
-        float sa[2] = {0.f, 0.f};
-#pragma unroll
-        for (int i = 0; i < kPer; ++i) sa[i >= kPer / 2] += av[i];
-#pragma unroll
-        for (int ch = 0; ch < kCh; ++ch) {
-          const uint32_t* w = reinterpret_cast<const uint32_t*>(&codes[ch]);
-          float d[2] = {0.f, 0.f};
-#pragma unroll
-          for (int i = 0; i < 16; ++i) {
-            const uint32_t byte = w[i / 4] >> (8 * (i % 4));
-            if constexpr (BITS == 8) {
-              d[i >= 8] += av[i] * int8_code(byte);
-            } else {
-              d[i >= 8] += av[2 * i] * nibble(byte) + av[2 * i + 1] * nibble(byte >> 4);
-            }
-          }
-          acc[ch][r] += s[ch][0] * (d[0] - z[ch][0] * sa[0]) + s[ch][1] * (d[1] - z[ch][1] * sa[1]);
-        }
+    for (int ch = 0; ch < kCh; ++ch) {
+      const int64_t c = c0 + ch < f.n ? c0 + ch : f.n - 1;  // a spare channel repeats the last, unwritten
+      codes[ch] = load_codes(packed + c * f.row_bytes, byte0, f.row_bytes, aligned);
+      if constexpr (BITS == 8) {
+        s[ch][0] = s[ch][1] = static_cast<float>(to_acc(scales[c]));
+        z[ch][0] = z[ch][1] = ZP ? static_cast<float>(reinterpret_cast<const int8_t*>(zeros)[c]) : 0.f;
+      } else {
+        const int64_t g0 = c * f.groups + k0 / f.group;
+        const int64_t g1 = f.group >= 32 || k0 + 16 >= f.k ? g0 : g0 + 1;
+        s[ch][0] = static_cast<float>(to_acc(scales[g0]));
+        s[ch][1] = static_cast<float>(to_acc(scales[g1]));
+        z[ch][0] = static_cast<float>(zeros[g0]);
+        z[ch][1] = static_cast<float>(zeros[g1]);
       }
     }
 #pragma unroll
-    for (int ch = 0; ch < kCh; ++ch) {
-      const int64_t c = c0 + ch;
+    for (int r = 0; r < kRows; ++r) {
+      if (r >= rows) break;
+      float av[kPer];
+      load_run<T, kPer>(a + r * f.k + k0, f.k - k0, a_vec, av);
+      float sa[2] = {0.f, 0.f};
 #pragma unroll
-      for (int r = 0; r < kGemvMaxRows; ++r) {
-        if (r >= rows) break;
-        float v = acc[ch][r];
+      for (int i = 0; i < kPer; ++i) sa[i >= kPer / 2] += av[i];
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (lane == 0 && c < f.n) y[r * f.n + c] = from_acc<T>(v + (bias ? static_cast<float>(to_acc(bias[c])) : 0.f));
+      for (int ch = 0; ch < kCh; ++ch) {
+        const uint32_t* w = reinterpret_cast<const uint32_t*>(&codes[ch]);
+        float d[2] = {0.f, 0.f};
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          const uint32_t byte = w[i / 4] >> (8 * (i % 4));
+          if constexpr (BITS == 8) {
+            d[i >= 8] += av[i] * int8_code(byte);
+          } else {
+            d[i >= 8] += av[2 * i] * nibble(byte) + av[2 * i + 1] * nibble(byte >> 4);
+          }
+        }
+        acc[ch][r] += s[ch][0] * (d[0] - z[ch][0] * sa[0]) + s[ch][1] * (d[1] - z[ch][1] * sa[1]);
       }
+    }
+  }
+  // Each warp sums its lanes; with more than one warp a channel group, the warps' sums meet in
+  // shared memory and the group's first kCh x rows threads add them up.
+  constexpr int kWarps = kLanes / 32;
+  __shared__ float partial[kGemvThreads / 32][kCh][kRows];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int ch = 0; ch < kCh; ++ch)
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r >= rows) break;
+      float v = acc[ch][r];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      acc[ch][r] = v;
+      if (kWarps > 1 && lane == 0) partial[warp][ch][r] = v;
+    }
+  auto write = [&](int ch, int r, float v) {
+    const int64_t c = c0 + ch;
+    if (c < f.n) y[r * f.n + c] = from_acc<T>(v + (bias ? static_cast<float>(to_acc(bias[c])) : 0.f));
+  };
+  if constexpr (kWarps == 1) {
+    if (lane == 0)
+#pragma unroll
+      for (int ch = 0; ch < kCh; ++ch)
+#pragma unroll
+        for (int r = 0; r < kRows; ++r)
+          if (r < rows) write(ch, r, acc[ch][r]);
+  } else {
+    __syncthreads();
+    if (t < kCh * rows) {
+      const int ch = t / rows, r = t % rows, first = warp - warp % kWarps;
+      float v = 0.f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) v += partial[first + w][ch][r];
+      write(ch, r, v);
     }
   }
 }
@@ -221,14 +253,29 @@ Status weight_only_matmul_cuda(CudaKernelContext& ctx) {
     if (m <= kGemvMaxRows) {
       const bool aligned = f.row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(packed) % 16 == 0;
       const bool a_vec = reinterpret_cast<uintptr_t>(a.data) % 16 == 0 && (f.k * sizeof(T)) % 16 == 0;
-      const unsigned grid = grid_for((f.n + kGemvChannels - 1) / kGemvChannels, kGemvWarps);
-      auto launch = [&](auto kernel) {
-        kernel<<<grid, kGemvWarps * 32, 0, ctx.stream()>>>(f, a.as<const T>(), static_cast<int>(m), packed, aligned,
-                                                           a_vec, scales, zeros, bias, ctx.output(0).as<T>());
+      // Threads a channel group: about two 16-byte runs each, one to four warps.
+      const int64_t runs = (f.row_bytes + 15) / 16;
+      const int lanes = runs <= 64 ? 32 : runs <= 128 ? 64 : 128;
+      const int64_t groups = (f.n + kGemvChannels - 1) / kGemvChannels;
+      const auto grid = static_cast<unsigned>((groups * lanes + kGemvThreads - 1) / kGemvThreads);
+      auto launch = [&]<int BITS, bool ZP>() {
+        auto go = [&](auto kernel) {
+          kernel<<<grid, kGemvThreads, 0, ctx.stream()>>>(f, a.as<const T>(), static_cast<int>(m), packed, aligned,
+                                                          a_vec, scales, zeros, bias, ctx.output(0).as<T>());
+        };
+        // One row (a decode step) in a kernel of its own: the accumulators of eight rows take
+        // registers that would otherwise hold more warps, and a GEMV is bound by loads in flight.
+        if (m == 1) {
+          if (lanes == 32) go(gemv_kernel<T, BITS, ZP, 32, 1>);
+          else if (lanes == 64) go(gemv_kernel<T, BITS, ZP, 64, 1>);
+          else go(gemv_kernel<T, BITS, ZP, 128, 1>);
+        } else if (lanes == 32) go(gemv_kernel<T, BITS, ZP, 32, kGemvMaxRows>);
+        else if (lanes == 64) go(gemv_kernel<T, BITS, ZP, 64, kGemvMaxRows>);
+        else go(gemv_kernel<T, BITS, ZP, 128, kGemvMaxRows>);
       };
-      if (f.bits == 4) launch(gemv_kernel<T, 4, true>);
-      else if (zeros) launch(gemv_kernel<T, 8, true>);
-      else launch(gemv_kernel<T, 8, false>);
+      if (f.bits == 4) launch.template operator()<4, true>();
+      else if (zeros) launch.template operator()<8, true>();
+      else launch.template operator()<8, false>();
       SRT_CUDA_LAUNCH("weight_only_gemv_kernel");
     } else {
       const int64_t tiles = ((m + kTile - 1) / kTile) * ((f.n + kTile - 1) / kTile);
