@@ -10,7 +10,7 @@ engine_count and, when asked, a budget.
         python3 scripts/make_executorch_fixtures.py [--out tests/executorch/fixtures]
 
 Writes <name>.pte, <name>.input<i>.bin / <name>.output<i>.bin (raw little-endian float32,
-the outputs computed by eager PyTorch) and manifest.json (shapes, streamable sizes). The *_ptd
+the outputs computed by eager PyTorch; graph_break_ptd's also as .npy, for streamrt_et_run) and manifest.json (shapes, streamable sizes). The *_ptd
 fixtures hold their engines' weights in ExecuTorch named data, in <name>.ptd beside the .pte
 (weights="ptd"); each has the weights and inputs of the inline fixture it is named after.
 --only NAME[,NAME] remakes those fixtures and keeps the others' manifest entries.
@@ -23,6 +23,8 @@ import json
 import os
 import sys
 import zlib
+
+import numpy as np
 
 import torch
 
@@ -73,6 +75,8 @@ def make(name, factory, shapes, out_dir, baked=None, weights="inline", seed=None
     for kind, ts in (("input", inputs), ("output", expected)):
         for i, t in enumerate(ts):
             t.detach().numpy().astype("<f4").tofile(os.path.join(out_dir, f"{name}.{kind}{i}.bin"))
+            if name == "graph_break_ptd":  # also as .npy, for examples/executorch_run (streamrt_et_run)
+                np.save(os.path.join(out_dir, f"{name}.{kind}{i}.npy"), t.detach().numpy().astype("<f4"))
     return {"inputs": [list(t.shape) for t in inputs], "outputs": [list(t.shape) for t in expected],
             "baked": baked or {}, "streamable": [e["streamable_size"] for e in report["engines"]],
             "pte_bytes": len(program.buffer), **entry}

@@ -21,6 +21,25 @@ import streamrt  # noqa: E402
 
 ATOL, RTOL = 1e-4, 1e-4
 SDPA = "aten.scaled_dot_product_attention.default"
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "executorch", "fixtures")
+
+
+def _python_runtime_problem():
+    """None when ExecuTorch's Python runtime runs this torch's tensors, else why not. Its bindings are
+    compiled against one torch's C++ ABI though the wheel pins no torch: with another, execute fails
+    (executorch 1.5.1 under torch 2.11: "tensor does not have a device"). Probed on a committed fixture."""
+    method = Runtime.get().load_program(os.path.join(FIXTURES, "no_streaming.pte")).load_method("forward")
+    try:
+        method.execute([torch.zeros(2, 16)])
+    except RuntimeError as e:
+        return (f"ExecuTorch's Python runtime cannot run torch {torch.__version__}'s tensors "
+                f"({str(e).splitlines()[0]}): its bindings were built against another torch")
+    return None
+
+
+PYTHON_RUNTIME_PROBLEM = _python_runtime_problem()
+# Every test here executes through ExecuTorch's Python runtime or exports for one that does.
+pytestmark = pytest.mark.skipif(PYTHON_RUNTIME_PROBLEM is not None, reason=PYTHON_RUNTIME_PROBLEM or "")
 
 
 def tiny_transformer(kind):

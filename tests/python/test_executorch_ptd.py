@@ -12,7 +12,9 @@ import pytest
 
 # Importing test_executorch skips this module as well, visibly, without torch, executorch,
 # onnxscript or the adapter library.
-from test_executorch import Mlp, Runtime, se, streamrt, torch  # Mlp: two Linear layers around cumsum (two engines)
+from test_executorch import PYTHON_RUNTIME_PROBLEM, Mlp, Runtime, se, streamrt, torch  # Mlp: two engines
+
+pytestmark = pytest.mark.skipif(PYTHON_RUNTIME_PROBLEM is not None, reason=PYTHON_RUNTIME_PROBLEM or "")
 
 OPTIONS = dict(weight_streaming=True, min_streamable_bytes="1KiB", device="cpu",
                torch_executed_ops=["aten.cumsum.default"])
