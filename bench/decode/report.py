@@ -32,7 +32,7 @@ def main():
     points = []
     for r in s_rows + t_rows:
         p = r.get("label", r.get("free"))
-        if p and p not in points:
+        if p and p not in points and p + "-inplace" not in points:  # peers join their in-place point
             points.append(p)
     pasts = sorted({r["past"] for r in s_rows + t_rows if r.get("mode") == "decode" and "past" in r})
 
