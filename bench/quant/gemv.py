@@ -73,6 +73,7 @@ def main():
                 elements = make_model(model, k, n, rows)
                 base = None
                 for name, quant, bytes_per in SCHEMES:
+                    name = name if args.device == "cuda" else name.replace(" (cuBLASLt)", "")  # the CPU's own kernel
                     try:
                         ms = median_ms(binary, model, quant, args.iterations, args.device)
                     except (RuntimeError, subprocess.TimeoutExpired) as e:

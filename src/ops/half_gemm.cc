@@ -194,6 +194,7 @@ void widen_any(const T* src, float* dst, int64_t n) {
 }  // namespace
 
 void set_cpu_simd(bool enable) { simd_allowed.store(enable, std::memory_order_relaxed); }
+bool cpu_simd_allowed() { return simd_allowed.load(std::memory_order_relaxed); }
 
 void widen(const Half* src, float* dst, int64_t n) { widen_any(src, dst, n); }
 void widen(const BFloat16* src, float* dst, int64_t n) { widen_any(src, dst, n); }

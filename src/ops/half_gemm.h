@@ -16,12 +16,14 @@
 
 namespace streamrt::ops {
 
-// Whether the functions below may use the CPU's vector units (the default, where the CPU has
+// Whether the functions below (and WeightOnlyMatMul's decode loops) may use the CPU's vector units (the default, where the CPU has
 // AVX2 + FMA + F16C); false takes the portable loops, to test them or rule the vector code out
 // (STREAMRT_NO_SIMD=1 in the CLI and the test binary). Process-wide: the choice is neither the
 // plan's (a plan is the same either way, so not BuilderConfig) nor a runtime's (CPU kernels get
 // no per-runtime state, and the loops are shared by every engine in the process).
 void set_cpu_simd(bool enable);
+// set_cpu_simd's current choice (other kernels with vector copies follow it too).
+bool cpu_simd_allowed();
 
 // dst[i] = float(src[i]) for i < n.
 void widen(const Half* src, float* dst, int64_t n);

@@ -1,13 +1,15 @@
 // WeightOnlyMatMul (ops/weight_quant.h): Y = A @ dequant(W)^T + bias with W stored int8 / int4.
-// The CPU kernel never widens the whole weight: a few rows of A (decode) take a tile of a few
-// output channels by one K group at a time, dequantized into a buffer that stays in L1, and
-// accumulate their dot products; more rows widen a panel of 64 channels and multiply it with BLAS.
+// The CPU kernel never widens the whole weight: a few rows of A (decode) take their dot products
+// straight from each channel's codes (4-bit rows against A's even / odd elements put apart once per
+// run); more rows widen a panel of 64 channels and multiply it with BLAS.
 
 #include <algorithm>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/parallel.h"
 #include "ops/gemm_util.h"
+#include "ops/half_gemm.h"
 #include "ops/op.h"
 #include "ops/weight_quant.h"
 #include "ops/weight_split.h"
@@ -70,12 +72,15 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
-// The weights of one step, scales widened to float (N or N * G of them: small).
+// The weights of one step; `scales` widened to float (N or N * G of them) for the panels only: the
+// decode loops widen each channel's own as they go, on the threads that share the channels (at
+// int4:32 the widening alone took a fifth of a decode GEMV's time on one thread).
 struct Weights {
   WeightQuantFormat f;
   const void* packed = nullptr;
   std::vector<float> scales;
   const void* zeros = nullptr;  // uint8 [N, G] for 4 bits; int8 [N] or none for 8
+  const void* raw_scales = nullptr;  // A's float type
 
   // Channel c's weights for k in [k0, k1) into out[0 .. k1 - k0). For 4 bits, [k0, k1) lies in
   // one group and k0 is even.
@@ -99,14 +104,48 @@ struct Weights {
       out[k - k0] = (static_cast<float>(k % 2 ? b >> 4 : b & 15) - z) * s;
     }
   }
-  // The K tile the direct kernel dequantizes at once: inside one group for 4 bits (groups are
-  // powers of two, so a tile of up to kTileK divides them or is one).
+  // The K run the panels dequantize at once: inside one group for 4 bits (groups are powers of
+  // two, so a run of up to kTileK divides them or is one).
   int64_t tile() const { return f.bits == 4 ? std::min(f.group, kTileK) : kTileK; }
   static constexpr int64_t kTileK = 128;
 };
 
-float dot(const float* a, const float* b, int64_t n) {
-  float s[8] = {};  // eight chains: the compiler keeps them in one vector register
+constexpr int64_t kDirectMaxRows = 16;
+
+// Rows of A laid out for the 4-bit codes: a packed byte holds elements 2i (low nibble) and 2i + 1
+// (high), so each row's even and odd elements are put apart, zero past K up to the packed row's
+// length (padding codes then add nothing), and the loops read everything in order (vectorized;
+// picking even / odd elements inside them is not).
+struct SplitRows {
+  int64_t half = 0;  // bytes of a packed row
+  std::vector<float> even, odd;  // [rows][half]
+};
+
+SplitRows split_rows(const WeightQuantFormat& f, const float* a, int64_t m) {
+  SplitRows p;
+  p.half = f.row_bytes();
+  p.even.assign(static_cast<size_t>(m * p.half), 0.f);
+  p.odd.assign(static_cast<size_t>(m * p.half), 0.f);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t k = 0; k < f.k; ++k) (k % 2 ? p.odd : p.even)[static_cast<size_t>(r * p.half + k / 2)] = a[r * f.k + k];
+  return p;
+}
+
+// The decode loops below are inlined into two copies of direct_columns: the portable one and one
+// compiled for AVX2 + FMA (32-byte vectors), picked at run time by cpuid and set_cpu_simd.
+#if defined(__GNUC__)
+#define SRT_LOOP __attribute__((always_inline)) inline
+#else
+#define SRT_LOOP inline
+#endif
+#if defined(__x86_64__)
+#define SRT_WOM_AVX2 1
+#else
+#define SRT_WOM_AVX2 0
+#endif
+
+SRT_LOOP float dot(const float* a, const float* b, int64_t n) {
+  float s[8] = {};  // eight chains: the compiler keeps them in vector registers
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
@@ -116,34 +155,95 @@ float dot(const float* a, const float* b, int64_t n) {
   return r;
 }
 
-constexpr int64_t kDirectMaxRows = 16;
-constexpr int64_t kTileCols = 4;
-
-// Y[:, j0:j1) for m <= kDirectMaxRows rows of A: each weight tile is dequantized once for all rows.
-void direct_columns(const Weights& w, const float* a, int64_t m, float* y, int64_t j0, int64_t j1) {
-  const int64_t k = w.f.k, n = w.f.n, tile = w.tile();
-  float buf[kTileCols][Weights::kTileK];
-  for (int64_t c0 = j0; c0 < j1; c0 += kTileCols) {
-    const int64_t nc = std::min(kTileCols, j1 - c0);
-    float acc[kTileCols][kDirectMaxRows] = {};
-    for (int64_t k0 = 0; k0 < k; k0 += tile) {
-      const int64_t k1 = std::min(k, k0 + tile);
-      for (int64_t c = 0; c < nc; ++c) w.dequantize(c0 + c, k0, k1, buf[c]);
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t c = 0; c < nc; ++c) acc[c][r] += dot(a + r * k + k0, buf[c], k1 - k0);
-    }
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t c = 0; c < nc; ++c) y[r * n + c0 + c] = acc[c][r];
+// Codes as floats (minus the zero point; 4 bits: times the group's scale), a run that stays in L1,
+// so one dot product covers a run of several groups. Separate from the dot products:
+// in one loop with them the compiler does not vectorize the byte loads; apart, both loops are.
+constexpr int64_t kRun = 256;
+SRT_LOOP void nibbles(const uint8_t* __restrict q, int64_t n, float z, float s, float* __restrict lo, float* __restrict hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    lo[i] = (static_cast<float>(q[i] & 15) - z) * s;
+    hi[i] = (static_cast<float>(q[i] >> 4) - z) * s;
   }
+}
+SRT_LOOP void int8_codes(const int8_t* __restrict q, int64_t n, float z, float* __restrict out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(q[i]) - z;
+}
+
+// Y[:, j0:j1) for m <= kDirectMaxRows rows of A: each channel's codes are widened a run of kRun at a
+// time (in L1, never the whole weight) and dotted with every row; the zero point is subtracted from
+// each code (not z * sum(a) after the sum: no cancellation between two large sums).
+template <typename T>
+SRT_LOOP void direct_columns_body(const Weights& w, const float* a, const SplitRows& split, int64_t m, float* y,
+                                  int64_t j0, int64_t j1) {
+  const WeightQuantFormat& f = w.f;
+  const T* raw = static_cast<const T*>(w.raw_scales);
+  float lo[kRun], hi[kRun];
+  std::vector<float> scales(static_cast<size_t>(f.groups()));
+  for (int64_t c = j0; c < j1; ++c) {
+    if (f.bits == 8) {
+      const int8_t* q = static_cast<const int8_t*>(w.packed) + c * f.k;
+      const float z = w.zeros ? static_cast<float>(static_cast<const int8_t*>(w.zeros)[c]) : 0.f;
+      float acc[kDirectMaxRows] = {};
+      for (int64_t k0 = 0; k0 < f.k; k0 += kRun) {
+        const int64_t n = std::min(kRun, f.k - k0);
+        int8_codes(q + k0, n, z, lo);
+        for (int64_t r = 0; r < m; ++r) acc[r] += dot(a + r * f.k + k0, lo, n);
+      }
+      const float s = static_cast<float>(load(raw[c]));
+      for (int64_t r = 0; r < m; ++r) y[r * f.n + c] = s * acc[r];
+      continue;
+    }
+    const uint8_t* row = static_cast<const uint8_t*>(w.packed) + c * f.row_bytes();
+    const uint8_t* zeros = static_cast<const uint8_t*>(w.zeros) + c * f.groups();
+    for (int64_t g = 0; g < f.groups(); ++g) scales[static_cast<size_t>(g)] = static_cast<float>(load(raw[c * f.groups() + g]));
+    const int64_t bytes = f.group / 2;  // a group's bytes (>= 8)
+    float acc[kDirectMaxRows] = {};
+    for (int64_t b0 = 0; b0 < f.row_bytes(); b0 += kRun) {  // runs of whole groups (kRun, bytes: powers of two)
+      const int64_t n = std::min(kRun, f.row_bytes() - b0);
+      for (int64_t i = 0; i < n; i += bytes) {  // each group's codes scaled: one dot product over the run
+        const int64_t g = (b0 + i) / bytes;
+        nibbles(row + b0 + i, std::min(bytes, n - i), zeros[g], scales[g], lo + i, hi + i);
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        const size_t at = static_cast<size_t>(r * split.half + b0);
+        acc[r] += dot(split.even.data() + at, lo, n) + dot(split.odd.data() + at, hi, n);
+      }
+    }
+    for (int64_t r = 0; r < m; ++r) y[r * f.n + c] = acc[r];
+  }
+}
+
+template <typename T>
+void direct_columns_portable(const Weights& w, const float* a, const SplitRows& split, int64_t m, float* y,
+                             int64_t j0, int64_t j1) {
+  direct_columns_body<T>(w, a, split, m, y, j0, j1);
+}
+#if SRT_WOM_AVX2
+template <typename T>
+__attribute__((target("avx2,fma"))) void direct_columns_avx2(const Weights& w, const float* a, const SplitRows& split,
+                                                             int64_t m, float* y, int64_t j0, int64_t j1) {
+  direct_columns_body<T>(w, a, split, m, y, j0, j1);
+}
+#endif
+template <typename T>
+void direct_columns(const Weights& w, const float* a, const SplitRows& split, int64_t m, float* y, int64_t j0,
+                    int64_t j1) {
+#if SRT_WOM_AVX2
+  static const bool avx2 = cpu_features().avx2 && cpu_features().fma;
+  if (avx2 && cpu_simd_allowed()) return direct_columns_avx2<T>(w, a, split, m, y, j0, j1);
+#endif
+  direct_columns_portable<T>(w, a, split, m, y, j0, j1);
 }
 
 // Shares the columns among threads when the weight is large (a thread costs ~40 us to start;
 // reading 1 MB of weight about as long), as half_b_gemm_rows does.
+template <typename T>
 void direct(const Weights& w, const float* a, int64_t m, float* y) {
   const int64_t n = w.f.n;
+  const SplitRows split = w.f.bits == 4 ? split_rows(w.f, a, m) : SplitRows{};
   const int64_t threads = n * w.f.k >= (int64_t{1} << 20) ? std::min<int64_t>({hardware_threads(), n / 64, 8}) : 1;
-  if (threads <= 1) return direct_columns(w, a, m, y, 0, n);
-  run_in_shares(n, threads, kTileCols, [&](int64_t c0, int64_t c1) { direct_columns(w, a, m, y, c0, c1); });
+  if (threads <= 1) return direct_columns<T>(w, a, split, m, y, 0, n);
+  run_in_shares(n, threads, 4, [&](int64_t c0, int64_t c1) { direct_columns<T>(w, a, split, m, y, c0, c1); });
 }
 
 // More rows: a panel of channels widened (64 x K floats, never the whole weight), then BLAS.
@@ -166,13 +266,14 @@ Status run_typed(KernelContext& ctx, Weights& w) {
   const TensorRef& y = ctx.output(0);
   const int64_t m = a.numel() / w.f.k;
   const T* s = ctx.input(kScales).as<T>();
-  w.scales.resize(static_cast<size_t>(ctx.input(kScales).numel()));
-  for (size_t i = 0; i < w.scales.size(); ++i) w.scales[i] = static_cast<float>(load(s[i]));
+  w.raw_scales = s;
   FloatView<T> fa(a.as<T>(), a.numel());
   FloatOut<T> fy(y.as<T>(), y.numel());
   if (m <= kDirectMaxRows) {
-    direct(w, fa.get(), m, fy.get());
+    direct<T>(w, fa.get(), m, fy.get());
   } else {
+    w.scales.resize(static_cast<size_t>(ctx.input(kScales).numel()));
+    for (size_t i = 0; i < w.scales.size(); ++i) w.scales[i] = static_cast<float>(load(s[i]));
     SRT_RETURN_IF_ERROR(panels(w, fa.get(), m, fy.get()).with_context(ctx.node().describe()));
   }
   if (ctx.has_input(kBias)) {

@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <random>
 
+#include "core/environment.h"
 #include "core/float16.h"
 #include "op_test_util.h"
 #include "quant_test_util.h"
+#include "ops/half_gemm.h"
 #include "ops/weight_quant.h"
 #include "tactics_test_util.h"
 
@@ -51,6 +53,7 @@ std::vector<Case> cases() {
       out.push_back({bits, group, 1, 200, 67, t, false, false});  // K no multiple of any group
       out.push_back({bits, group, 5, 256, 130, t, true, true});
       out.push_back({bits, group, 40, 300, 70, t, false, true});  // the panel (BLAS) path
+      out.push_back({bits, group, 3, 1100, 37, t, false, true});  // decode rows over several runs of codes
       if (bits == 8) {
         out.push_back({bits, group, 3, 200, 67, t, false, true, true});
         out.push_back({bits, group, 40, 130, 70, t, true, false, true});
@@ -101,42 +104,49 @@ TEST(WeightQuant, CodesStayWithinHalfAStepOfTheWeights) {
   }
 }
 
+// Both copies of the decode loops (AVX2 + FMA where the CPU has them, and the portable one).
 TEST(WeightQuant, KernelMatchesTheDequantizedProductInDouble) {
-  for (const Case& c : cases()) {
-    SCOPED_TRACE(name_of(c));
-    const Dims wd = c.trans ? Dims{c.n, c.k} : Dims{c.k, c.n};
-    const Tensor w = make_tensor(c.dtype, wd, random_floats(static_cast<size_t>(c.k * c.n), 21));
-    ops::WeightQuantFormat f{c.bits, c.group, c.k, c.n};
-    auto q = ops::quantize_weight(w, c.trans, 0, f, "W");
-    ASSERT_TRUE(q.ok()) << q.status().to_string();
-    if (c.zeros8) q->zeros = zero_points8(c.n);
-    const Tensor a = make_tensor(c.dtype, {c.m, c.k}, random_floats(static_cast<size_t>(c.m * c.k), 22));
-    const Tensor b = make_tensor(c.dtype, {1, c.n}, random_floats(static_cast<size_t>(c.n), 23));
-    ir::Node node = make_node(ops::kWeightOnlyMatMul, c.bias ? 5 : (q->zeros.empty() ? 3 : 4), 1,
-                              {{"bits", ir::Attribute::make_int(c.bits)},
-                               {"group", ir::Attribute::make_int(c.group)},
-                               {"K", ir::Attribute::make_int(c.k)},
-                               {"N", ir::Attribute::make_int(c.n)}});
-    std::vector<Tensor> in = {a, q->packed, q->scales};
-    if (node.inputs.size() > 3) in.push_back(q->zeros);
-    if (q->zeros.empty() && node.inputs.size() > 3) node.inputs[3] = ir::kNoValue;
-    if (c.bias) in.push_back(b);
-    std::vector<Tensor> out = run_ok(node, in);
-    ASSERT_EQ(out.size(), 1u);
-    ASSERT_EQ(out[0].dims(), (Dims{c.m, c.n}));
-    ASSERT_EQ(out[0].dtype(), c.dtype);
-    const std::vector<double> deq = dequantize_ref(*q, c.bits, c.group, c.k, c.n);
-    const std::vector<double> av = as_doubles(a), bv = as_doubles(b), got = as_doubles(out[0]);
-    const double rel = c.dtype == DataType::kFloat32 ? 1e-5 : 2e-3;
-    for (int64_t r = 0; r < c.m; ++r)
-      for (int64_t j = 0; j < c.n; ++j) {
-        double sum = c.bias ? bv[j] : 0, mag = std::fabs(sum);
-        for (int64_t i = 0; i < c.k; ++i) {
-          sum += av[r * c.k + i] * deq[j * c.k + i];
-          mag += std::fabs(av[r * c.k + i] * deq[j * c.k + i]);
+  struct Restore {  // the binary's choice again, also when an assertion ends the test early
+    ~Restore() { ops::set_cpu_simd(!env_switch(std::getenv, "STREAMRT_NO_SIMD")); }
+  } restore;
+  for (bool simd : {true, false}) {
+    for (const Case& c : cases()) {
+      SCOPED_TRACE(name_of(c) + (simd ? "" : " portable loops"));
+      ops::set_cpu_simd(simd);
+      const Dims wd = c.trans ? Dims{c.n, c.k} : Dims{c.k, c.n};
+      const Tensor w = make_tensor(c.dtype, wd, random_floats(static_cast<size_t>(c.k * c.n), 21));
+      ops::WeightQuantFormat f{c.bits, c.group, c.k, c.n};
+      auto q = ops::quantize_weight(w, c.trans, 0, f, "W");
+      ASSERT_TRUE(q.ok()) << q.status().to_string();
+      if (c.zeros8) q->zeros = zero_points8(c.n);
+      const Tensor a = make_tensor(c.dtype, {c.m, c.k}, random_floats(static_cast<size_t>(c.m * c.k), 22));
+      const Tensor b = make_tensor(c.dtype, {1, c.n}, random_floats(static_cast<size_t>(c.n), 23));
+      ir::Node node = make_node(ops::kWeightOnlyMatMul, c.bias ? 5 : (q->zeros.empty() ? 3 : 4), 1,
+                                {{"bits", ir::Attribute::make_int(c.bits)},
+                                 {"group", ir::Attribute::make_int(c.group)},
+                                 {"K", ir::Attribute::make_int(c.k)},
+                                 {"N", ir::Attribute::make_int(c.n)}});
+      std::vector<Tensor> in = {a, q->packed, q->scales};
+      if (node.inputs.size() > 3) in.push_back(q->zeros);
+      if (q->zeros.empty() && node.inputs.size() > 3) node.inputs[3] = ir::kNoValue;
+      if (c.bias) in.push_back(b);
+      std::vector<Tensor> out = run_ok(node, in);
+      ASSERT_EQ(out.size(), 1u);
+      ASSERT_EQ(out[0].dims(), (Dims{c.m, c.n}));
+      ASSERT_EQ(out[0].dtype(), c.dtype);
+      const std::vector<double> deq = dequantize_ref(*q, c.bits, c.group, c.k, c.n);
+      const std::vector<double> av = as_doubles(a), bv = as_doubles(b), got = as_doubles(out[0]);
+      const double rel = c.dtype == DataType::kFloat32 ? 1e-5 : 2e-3;
+      for (int64_t r = 0; r < c.m; ++r)
+        for (int64_t j = 0; j < c.n; ++j) {
+          double sum = c.bias ? bv[j] : 0, mag = std::fabs(sum);
+          for (int64_t i = 0; i < c.k; ++i) {
+            sum += av[r * c.k + i] * deq[j * c.k + i];
+            mag += std::fabs(av[r * c.k + i] * deq[j * c.k + i]);
+          }
+          ASSERT_NEAR(got[r * c.n + j], sum, rel * mag + 1e-6) << "row " << r << " column " << j;
         }
-        ASSERT_NEAR(got[r * c.n + j], sum, rel * mag + 1e-6) << "row " << r << " column " << j;
-      }
+    }
   }
 }
 
