@@ -198,7 +198,8 @@ SRT_LOOP void direct_columns_body(const Weights& w, const float* a, const SplitR
     for (int64_t g = 0; g < f.groups(); ++g) scales[static_cast<size_t>(g)] = static_cast<float>(load(raw[c * f.groups() + g]));
     const int64_t bytes = f.group / 2;  // a group's bytes (>= 8)
     float acc[kDirectMaxRows] = {};
-    for (int64_t b0 = 0; b0 < f.row_bytes(); b0 += kRun) {  // runs of whole groups (kRun, bytes: powers of two)
+    // kRun and a group's bytes are powers of two: a run holds whole groups or lies inside one.
+    for (int64_t b0 = 0; b0 < f.row_bytes(); b0 += kRun) {
       const int64_t n = std::min(kRun, f.row_bytes() - b0);
       for (int64_t i = 0; i < n; i += bytes) {  // each group's codes scaled: one dot product over the run
         const int64_t g = (b0 + i) / bytes;
@@ -213,11 +214,6 @@ SRT_LOOP void direct_columns_body(const Weights& w, const float* a, const SplitR
   }
 }
 
-template <typename T>
-void direct_columns_portable(const Weights& w, const float* a, const SplitRows& split, int64_t m, float* y,
-                             int64_t j0, int64_t j1) {
-  direct_columns_body<T>(w, a, split, m, y, j0, j1);
-}
 #if SRT_WOM_AVX2
 template <typename T>
 __attribute__((target("avx2,fma"))) void direct_columns_avx2(const Weights& w, const float* a, const SplitRows& split,
@@ -232,7 +228,7 @@ void direct_columns(const Weights& w, const float* a, const SplitRows& split, in
   static const bool avx2 = cpu_features().avx2 && cpu_features().fma;
   if (avx2 && cpu_simd_allowed()) return direct_columns_avx2<T>(w, a, split, m, y, j0, j1);
 #endif
-  direct_columns_portable<T>(w, a, split, m, y, j0, j1);
+  direct_columns_body<T>(w, a, split, m, y, j0, j1);  // the portable copy
 }
 
 // Shares the columns among threads when the weight is large (a thread costs ~40 us to start;
@@ -243,7 +239,8 @@ void direct(const Weights& w, const float* a, int64_t m, float* y) {
   const SplitRows split = w.f.bits == 4 ? split_rows(w.f, a, m) : SplitRows{};
   const int64_t threads = n * w.f.k >= (int64_t{1} << 20) ? std::min<int64_t>({hardware_threads(), n / 64, 8}) : 1;
   if (threads <= 1) return direct_columns<T>(w, a, split, m, y, 0, n);
-  run_in_shares(n, threads, 4, [&](int64_t c0, int64_t c1) { direct_columns<T>(w, a, split, m, y, c0, c1); });
+  constexpr int64_t kShareChannels = 4;  // shares are multiples of this many channels
+  run_in_shares(n, threads, kShareChannels, [&](int64_t c0, int64_t c1) { direct_columns<T>(w, a, split, m, y, c0, c1); });
 }
 
 // More rows: a panel of channels widened (64 x K floats, never the whole weight), then BLAS.

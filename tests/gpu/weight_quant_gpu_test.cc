@@ -90,15 +90,15 @@ TEST_F(GpuWeightQuant, TheStepHasACudaKernelForEveryFloatType) {
   }
 }
 
-TEST_F(GpuWeightQuant, CudaMatchesTheCpuKernelOnGemvAndGemmPaths) {
-  const std::vector<WeightQuant> schemes = {{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kInt4, 32},
-                                            {WeightQuantScheme::kInt4, 64}, {WeightQuantScheme::kInt4, 128}};
-  for (int64_t m : {1, 3, 8, 9, 130})
-    for (int64_t k : {200, 256, 1000}) {
-      const int64_t n = 300;
+// Every (m, k) of a y = x W + b model with n channels, built with each scheme in float32 and
+// float16, on CUDA against the CPU.
+void expect_cuda_matches_cpu_over(const std::vector<WeightQuant>& schemes, std::initializer_list<int64_t> ms,
+                                  std::initializer_list<int64_t> ks, int64_t n, uint32_t seed) {
+  for (int64_t m : ms)
+    for (int64_t k : ks) {
       const std::string model = write_model(m, k, n);
       std::map<std::string, Tensor> in;
-      in["x"] = Tensor::from_vector<float>(DataType::kFloat32, {m, k}, random_floats(static_cast<size_t>(m * k), 3));
+      in["x"] = Tensor::from_vector<float>(DataType::kFloat32, {m, k}, random_floats(static_cast<size_t>(m * k), seed));
       for (const WeightQuant& q : schemes)
         for (DataType precision : {DataType::kFloat32, DataType::kFloat16}) {
           SCOPED_TRACE(weight_quant_name(q) + " m " + std::to_string(m) + " k " + std::to_string(k) + " " +
@@ -109,25 +109,18 @@ TEST_F(GpuWeightQuant, CudaMatchesTheCpuKernelOnGemvAndGemmPaths) {
     }
 }
 
+TEST_F(GpuWeightQuant, CudaMatchesTheCpuKernelOnGemvAndGemmPaths) {
+  expect_cuda_matches_cpu_over({{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kInt4, 32},
+                                {WeightQuantScheme::kInt4, 64}, {WeightQuantScheme::kInt4, 128}},
+                               {1, 3, 8, 9, 130}, {200, 256, 1000}, 300, 3);
+}
+
 // Long rows take the GEMV with two or four warps a channel pair (their sums meet in shared memory):
 // int8 from K > 1024, int4 from K > 2048; an odd channel count leaves a spare channel in the last pair.
 TEST_F(GpuWeightQuant, GemvOnLongRowsSplitsARowAmongWarps) {
-  const std::vector<WeightQuant> schemes = {{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kInt4, 32},
-                                            {WeightQuantScheme::kInt4, 128}};
-  for (int64_t m : {1, 4, 8})
-    for (int64_t k : {2000, 4100, 8192}) {
-      const int64_t n = 71;
-      const std::string model = write_model(m, k, n);
-      std::map<std::string, Tensor> in;
-      in["x"] = Tensor::from_vector<float>(DataType::kFloat32, {m, k}, random_floats(static_cast<size_t>(m * k), 5));
-      for (const WeightQuant& q : schemes)
-        for (DataType precision : {DataType::kFloat32, DataType::kFloat16}) {
-          SCOPED_TRACE(weight_quant_name(q) + " m " + std::to_string(m) + " k " + std::to_string(k) + " " +
-                       dtype_name(precision));
-          expect_cuda_matches_cpu(model, q, precision, in, m * n);
-        }
-      std::filesystem::remove(model);
-    }
+  expect_cuda_matches_cpu_over({{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kInt4, 32},
+                                {WeightQuantScheme::kInt4, 128}},
+                               {1, 4, 8}, {2000, 4100, 8192}, 71, 5);
 }
 
 // A streamed CUDA plan of `model` (one row, k -> n) holds `expected` streamable bytes, moves them

@@ -59,6 +59,8 @@ std::vector<Case> cases() {
         out.push_back({bits, group, 40, 130, 70, t, true, false, true});
       }
     }
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16})
+    out.push_back({4, 1024, 2, 1100, 19, t, false, true});  // a group longer than a run of codes (512 bytes > 256)
   return out;
 }
 
