@@ -138,8 +138,13 @@ def export(model, c, path):
     in_names, out_names = io_names(c.num_hidden_layers)
     gen = torch.Generator().manual_seed(1)
     args = tuple(step_inputs(c, 1, 5, 3, next(model.parameters()).device, gen))
+    # One named dim for every layer's cached length and one for the new tokens, as optimum names them: with
+    # Dim.DYNAMIC per input torch gives each cache its own symbol and nothing in the graph says they are
+    # equal, so builders cannot prove the grouped-K/V and in-place cache patterns of the layers whose symbol
+    # differs (measured: half the layers of a 2-layer export kept their Concat and repeat_kv copies).
     dyn = torch.export.Dim.DYNAMIC
-    shapes = [{1: dyn}, {1: dyn}, {1: dyn}] + [{2: dyn}] * (2 * c.num_hidden_layers)
+    seq, past = torch.export.Dim("sequence_length"), torch.export.Dim("past_sequence_length")
+    shapes = [{1: seq}, {1: dyn}, {1: seq}] + [{2: past}] * (2 * c.num_hidden_layers)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         program = torch.onnx.export(Step(model, c), args, input_names=in_names, output_names=out_names,

@@ -10,7 +10,7 @@
 # greedy steps after it: decode at past 2048) and
 # 8 greedy steps after a random 512-position cache. OUTDIR gets small files only (JSON lines and logs).
 # Environment: BENCH_LAYERS (14: 8.2 GB), BENCH_FREE (1GiB,2GiB,4GiB,8GiB,empty), BENCH_TINY=1 (CPU self-test),
-# BENCH_CACHE (/tmp/bench-decode), BENCH_DEVICE (cuda), BENCH_KV_IN_PLACE=1 (build with --kv-cache-in-place:
+# BENCH_CACHE (/tmp/bench-decode), BENCH_DEVICE (cuda), BENCH_CUDA_GRAPH (1 on cuda: greedy_decode --cuda-graph), BENCH_KV_IN_PLACE=1 (build with --kv-cache-in-place:
 # one cache buffer per pair, new rows written in place; JSON lines labelled "<point>-inplace"), PYTHON.
 set -u
 export PYTHONUNBUFFERED=1
@@ -23,6 +23,7 @@ PY=${PYTHON:-python3}
 TINY=${BENCH_TINY:-0}
 CACHE=${BENCH_CACHE:-/tmp/bench-decode}
 DEVICE=${BENCH_DEVICE:-cuda}
+GRAPH=(); [ "${BENCH_CUDA_GRAPH:-$([ "$DEVICE" = cuda ] && echo 1)}" = 1 ] && GRAPH=(--cuda-graph)
 STEPS=8
 if [ "$TINY" = 1 ]; then
   LAYERS=${BENCH_LAYERS:-2}; PREFILL=60; PAST=30; TINY_FLAG=(--tiny); FREE=${BENCH_FREE:-empty}
@@ -96,7 +97,7 @@ for point in ${FREE//,/ }; do
   fi
   for args in "--prompt $PROMPT --repeat 3 --new-tokens $((STEPS + 2))" "--past $PAST --new-tokens $((STEPS + 1))"; do
     # shellcheck disable=SC2086
-    timeout 120 "$BIN/streamrt_greedy_decode" "$PLAN" $args --budget auto --device "$DEVICE" --json "$JSON" \
+    timeout 120 "$BIN/streamrt_greedy_decode" "$PLAN" $args --budget auto --device "$DEVICE" "${GRAPH[@]}" --json "$JSON" \
       --label "$point$KV_SUFFIX" >> "$OUTDIR/streamrt$KV_SUFFIX.log" 2>&1 || log "free $point: streamrt_greedy_decode exit $? (${args:0:12}...)"
   done
   tail -5 "$OUTDIR/streamrt$KV_SUFFIX.log" | grep -v "^tokens" >&2

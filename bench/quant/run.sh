@@ -18,7 +18,7 @@
 # OUTDIR: decode.jsonl (greedy_decode's lines, label MODEL/SCHEME/BUDGET), points.jsonl, builds.jsonl,
 # bandwidth.jsonl, accuracy.jsonl, exports.jsonl, quant.md / quant.png (report.py), logs/.
 # Environment: BENCH_DEADLINE_S (530), BENCH_MODELS ("1b 8b"), BENCH_SCHEMES ("fp16 int8 int4"),
-# BENCH_BUDGETS ("0 100% 50%"), BENCH_ACC_STEPS (256), BENCH_CACHE (/tmp/bench-quant), BENCH_DEVICE (cuda),
+# BENCH_BUDGETS ("0 100% 50%"), BENCH_ACC_STEPS (256), BENCH_CACHE (/tmp/bench-quant), BENCH_DEVICE (cuda), BENCH_CUDA_GRAPH (1 on cuda: greedy_decode --cuda-graph),
 # BENCH_TINY=1 (CPU self-test sizes: bench/quant/selftest.sh), STREAMRT_BIN_DIR, STREAMRT_PYTHONPATH, PYTHON.
 set -u
 export PYTHONUNBUFFERED=1
@@ -32,6 +32,7 @@ rm -f "$OUTDIR"/{decode,points,builds,bandwidth,accuracy,exports}.jsonl
 PY=${PYTHON:-python3}
 TINY=${BENCH_TINY:-0}
 DEVICE=${BENCH_DEVICE:-cuda}
+GRAPH=(); [ "${BENCH_CUDA_GRAPH:-$([ "$DEVICE" = cuda ] && echo 1)}" = 1 ] && GRAPH=(--cuda-graph)
 CACHE=${BENCH_CACHE:-/tmp/bench-quant}
 MODELS=${BENCH_MODELS:-1b 8b}
 SCHEMES=${BENCH_SCHEMES:-fp16 int8 int4}
@@ -143,7 +144,7 @@ decode() {  # MODEL SCHEME BUDGET
   log=${log//%/pct}
   bz=$(busy); t0=$(date +%s.%N)
   timeout "$t" "$BIN/streamrt_greedy_decode" "$plan" --past $PAST --new-tokens "${TOKENS[$m]}" --budget "$b" \
-    --device "$DEVICE" --json "$OUTDIR/decode.jsonl" --label "$label" > "$log" 2>&1
+    --device "$DEVICE" "${GRAPH[@]}" --json "$OUTDIR/decode.jsonl" --label "$label" > "$log" 2>&1
   rc=$?
   jline points "{\"label\": \"$label\", \"rc\": $rc, \"wall_s\": $(awk "BEGIN {print $(date +%s.%N) - $t0}"), \"busy\": \"$bz\"}"
   if [ $rc != 0 ]; then

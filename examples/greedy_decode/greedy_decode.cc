@@ -163,6 +163,7 @@ struct StepResult {
   int64_t next = 0;
   double ms = 0;
   StreamingStats stats;
+  CudaGraphStats graphs;
 };
 
 class Decoder {
@@ -225,10 +226,16 @@ class Decoder {
     SRT_RETURN_IF_ERROR(logits_.copy_to_host(all.data(), all.size()));
     std::vector<uint8_t> row(all.end() - static_cast<std::ptrdiff_t>(row_bytes), all.end());
     StepResult r;
-    for (int64_t v = 1; v < io_.vocab; ++v)
-      if (logit(row, io_.logits_dtype, v) > logit(row, io_.logits_dtype, r.next)) r.next = v;
+    float best = logit(row, io_.logits_dtype, 0);
+    for (int64_t v = 1; v < io_.vocab; ++v) {
+      const float x = logit(row, io_.logits_dtype, v);
+      if (x > best) best = x, r.next = v;
+    }
     r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     SRT_ASSIGN_OR_RETURN(r.stats, ctx_->last_run_stats());
+    if (e_->device() == DeviceType::kCuda) {
+      SRT_ASSIGN_OR_RETURN(r.graphs, ctx_->last_run_graph_stats());
+    }
     swap_back();
     return r;
   }
@@ -267,9 +274,11 @@ struct Summary {
   std::vector<double> ms;
   uint64_t bytes = 0;
   double stall = 0, copy = 0;
+  uint64_t steps = 0, replayed = 0, launches = 0;
   void add(const StepResult& r) {
     ms.push_back(r.ms);
     bytes += r.stats.bytes_streamed, stall += r.stats.stall_ms, copy += r.stats.copy_ms;
+    steps += r.graphs.steps, replayed += r.graphs.replayed_steps, launches += r.graphs.graph_launches;
   }
   std::string json(const char* mode) const {
     const double n = ms.empty() ? 1 : static_cast<double>(ms.size());
@@ -277,7 +286,8 @@ struct Summary {
     s << "\"mode\":\"" << mode << "\",\"steps\":" << ms.size() << ",\"median_ms\":" << median(ms)
       << ",\"min_ms\":" << (ms.empty() ? 0 : *std::min_element(ms.begin(), ms.end()))
       << ",\"bytes_streamed_per_step\":" << static_cast<uint64_t>(bytes / n) << ",\"stall_ms_per_step\":" << stall / n
-      << ",\"copy_ms_per_step\":" << copy / n;
+      << ",\"copy_ms_per_step\":" << copy / n << ",\"graph_replayed_steps_per_step\":" << replayed / n
+      << ",\"graph_launches_per_step\":" << launches / n;
     return s.str();
   }
 };
@@ -385,6 +395,9 @@ Status run(const Options& o) {
                 "stall %.2f ms/token\n", decode.ms.size(), static_cast<long long>(decode_past),
                 1000.0 / median(decode.ms), median(decode.ms), format_bytes(static_cast<uint64_t>(decode.bytes / n)).c_str(),
                 decode.stall / n);
+    if (decode.launches)
+      std::printf("CUDA graphs: %.0f of %.0f plan steps a token replayed, in %.1f graph launches\n", decode.replayed / n,
+                  decode.steps / n, decode.launches / n);
   }
   std::printf("tokens:");
   for (int64_t id : out) std::printf(" %lld", static_cast<long long>(id));
@@ -422,8 +435,8 @@ int main(int argc, char** argv) {
   app.add_option("--budget", o.budget, "weight-streaming budget: auto, a percentage or a size (e.g. 4GiB)");
   app.add_option("--device", o.device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_flag("--cuda-graph", o.cuda_graph,
-               "capture runs as CUDA graphs (re-captured when shapes change: every decode step, so for comparison "
-               "only; docs/weight-streaming.md)");
+               "capture runs as CUDA graphs: the steps a token leaves unchanged replay as captured pieces when no "
+               "weight streams (with streamed weights the tokens run eagerly: their shapes change every token)");
   app.add_option("--json", o.json, "append the results as JSON lines to this file");
   app.add_option("--label", o.label, "a label for the JSON lines (e.g. the benchmark point)");
   app.footer("Example: streamrt_greedy_decode llama.plan --prompt 128000,791,6864 --new-tokens 32 --budget auto");

@@ -210,6 +210,14 @@ struct StreamingStats {
   double overlap() const { return copy_ms > 0 ? 1.0 - std::min(stall_ms, copy_ms) / copy_ms : 1.0; }
 };
 
+// How a run used CUDA graphs (ExecutionContext::set_cuda_graph): all zero for an eager run.
+struct CudaGraphStats {
+  uint64_t steps = 0;           // steps of the plan
+  uint64_t replayed_steps = 0;  // steps run by replaying a captured graph
+  uint64_t graph_launches = 0;  // graphs launched (one for a whole run; one per segment when pieces replay)
+  uint64_t captures = 0;        // graphs captured during the run
+};
+
 class ExecutionContext {
  public:
   ~ExecutionContext();
@@ -233,10 +241,17 @@ class ExecutionContext {
   Status enqueue(void* stream);
   // Runs synchronously on the bound tensors.
   Status execute();
-  // CUDA only: capture a run as a CUDA graph and replay it while input dims and bound addresses
-  // stay the same, re-capturing when they change. A run that needs device data on the host
-  // mid-way (data-dependent shapes) cannot be captured and fails with kUnsupported.
+  // CUDA only: capture runs as CUDA graphs. A run with the input dims and bound addresses of the
+  // previous one is captured whole and replayed while they stay the same. When they change from
+  // run to run (a decode loop: the KV cache grows a position each token) and no weight streams,
+  // the steps whose dims, addresses and host-computed inputs did not change are captured in
+  // pieces between the ones that did, which run as usual, and each piece is replayed while its
+  // steps stay the same (docs/design.md, "CUDA graphs"); with streamed weights such runs are
+  // eager. A whole-run capture that needs device data on the host mid-way (data-dependent
+  // shapes) fails with kUnsupported.
   Status set_cuda_graph(bool enable);
+  // CUDA graph use of the last run (zeros without set_cuda_graph); kUnsupported on the CPU.
+  Result<CudaGraphStats> last_run_graph_stats() const;
   // Record copy and stall times of streamed weights (CUDA events per streamed step; off by
   // default because events cost a little). bytes_streamed is always counted.
   void set_streaming_profiling(bool enable);

@@ -28,6 +28,7 @@ class ContextImpl {
   virtual Status set_cuda_graph(bool enable) {
     return enable ? unsupported("CUDA graphs need the CUDA device") : ok_status();
   }
+  virtual Result<CudaGraphStats> last_run_graph_stats() const { return unsupported("CUDA graphs need the CUDA device"); }
   virtual void set_streaming_profiling(bool) {}
   virtual Result<StreamingStats> last_run_stats() const { return StreamingStats{}; }
   virtual void set_step_timing(bool) {}

@@ -48,6 +48,11 @@ Status ExecutionContext::set_cuda_graph(bool enable) {
     return impl_->set_cuda_graph(enable);
   });
 }
+Result<CudaGraphStats> ExecutionContext::last_run_graph_stats() const {
+  return guard("ExecutionContext::last_run_graph_stats", [&]() -> Result<CudaGraphStats> {
+    return impl_->last_run_graph_stats();
+  });
+}
 void ExecutionContext::set_streaming_profiling(bool enable) { impl_->set_streaming_profiling(enable); }
 Result<StreamingStats> ExecutionContext::last_run_stats() const {
   return guard("ExecutionContext::last_run_stats", [&]() -> Result<StreamingStats> {

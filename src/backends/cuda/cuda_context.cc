@@ -27,9 +27,12 @@ Status PinnedBuffer::reserve(size_t bytes) {
   if (bytes <= capacity) return ok_status();
   if (data) SRT_CUDA(cudaFreeHost(data));
   data = nullptr;
+  // Doubling: host results that grow a little each run (a decode loop's positions) move rarely,
+  // and each move costs the CUDA graphs that copy from here a re-capture.
+  const size_t want = std::max(bytes, 2 * capacity);
   capacity = 0;
-  SRT_CUDA(cudaMallocHost(&data, bytes));
-  capacity = bytes;
+  SRT_CUDA(cudaMallocHost(&data, want));
+  capacity = want;
   return ok_status();
 }
 
@@ -42,6 +45,7 @@ CudaContext::~CudaContext() {
   profiler_.collect();
   write_step_times(*es_, ces_, profiler_, output_dims_);
   if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+  drop_segments();
   for (auto& [ptr, size] : overflow_)
     if (ptr) cudaFree(ptr);
   if (reserved_) {
@@ -168,7 +172,12 @@ Status CudaContext::ensure_device(int32_t v) {
   ops::TensorRef r{h.dtype(), h.dims(), nullptr};
   SRT_ASSIGN_OR_RETURN(const uint64_t bytes, stored_bytes(v, r.dims));
   SRT_RETURN_IF_ERROR(device_slot(v, bytes, &r.data));
-  if (bytes) SRT_CUDA(cudaMemcpyAsync(r.data, h.data(), bytes, cudaMemcpyHostToDevice, res_.stream));
+  if (skip_uploads_) {
+    skipped_uploads_.push_back(v);  // a replayed graph makes this copy
+  } else {
+    if (bytes) SRT_CUDA(cudaMemcpyAsync(r.data, h.data(), bytes, cudaMemcpyHostToDevice, res_.stream));
+    if (capturing_) captured_uploads_.push_back(v);  // done only if the capture is replayed
+  }
   dev_[v] = r;
   return ok_status();
 }
@@ -209,42 +218,63 @@ Status CudaContext::run_host_step(size_t index) {
   return ok_status();
 }
 
-Status CudaContext::run_device_step(size_t index) {
+Result<CudaContext::Prepared> CudaContext::prepare_device_step(size_t index, bool upload) {
   const ir::Node& step = plan().steps[index];
-  SRT_RETURN_IF_ERROR(streamer_.before_step(index, res_.stream, dev_));
   const auto& shape_inputs = es_->schemas[index]->shape_inputs;
+  Prepared p;
   std::vector<ops::TensorInfo> infos(step.inputs.size());
-  std::vector<ops::TensorRef> in_refs(step.inputs.size());
-  std::vector<const Tensor*> host_values(step.inputs.size(), nullptr);
+  p.in.resize(step.inputs.size());
+  p.host_values.assign(step.inputs.size(), nullptr);
+  const bool skip = skip_uploads_;
+  skip_uploads_ = !upload;
   for (size_t k = 0; k < step.inputs.size(); ++k) {
     int32_t v = step.inputs[k];
     if (v < 0) continue;
     bool is_shape = std::find(shape_inputs.begin(), shape_inputs.end(), static_cast<int>(k)) != shape_inputs.end();
     if (is_shape) {
-      SRT_RETURN_IF_ERROR(ensure_host(v));
-      host_values[k] = &host_[v];
+      if (host_[v].empty()) p.needs_download = true;
+      if (host_[v].empty() && !upload) continue;  // peeking: no download (the step is not capturable)
+      Status st = ensure_host(v);
+      if (!st.ok()) return skip_uploads_ = skip, st;
+      p.host_values[k] = &host_[v];
     }
-    SRT_RETURN_IF_ERROR(ensure_device(v));
-    in_refs[k] = dev_[v];
+    Status st = ensure_device(v);
+    if (!st.ok()) return skip_uploads_ = skip, st;
+    p.in[k] = dev_[v];
     infos[k] = {dev_[v].dtype, dev_[v].dims, true, host_[v].empty() ? nullptr : &host_[v]};
   }
-  SRT_ASSIGN_OR_RETURN(auto out_refs, prepare_outputs(index, std::move(infos), [this](int32_t v, uint64_t b, void** o) {
+  skip_uploads_ = skip;
+  if (p.needs_download && !upload) return p;
+  SRT_ASSIGN_OR_RETURN(p.out, prepare_outputs(index, std::move(infos), [this](int32_t v, uint64_t b, void** o) {
                          return device_slot(v, b, o);
                        }));
-  // Streamed weights of this step are pointed at their slot (after their copy) above.
-  CudaKernelContext kctx(step, in_refs, out_refs, host_values, res_);
-  if (!capturing_) profiler_.begin(index, res_.stream);
-  SRT_RETURN_IF_ERROR(ces_.kernels[index](kctx));
-  if (!capturing_ && profiler_.enabled())
-    profiler_.end(index, step.op_type + " " + dims_to_string(out_refs.empty() ? Dims{} : out_refs[0].dims), res_.stream);
-  SRT_RETURN_IF_ERROR(streamer_.after_step(index, res_.stream));
+  return p;
+}
+
+void CudaContext::commit_outputs(size_t index, const Prepared& p) {
+  const ir::Node& step = plan().steps[index];
   for (size_t k = 0; k < step.outputs.size(); ++k) {
     int32_t v = step.outputs[k];
     if (v < 0) continue;
-    dev_[v] = out_refs[k];
+    dev_[v] = p.out[k];
     host_[v] = Tensor();
-    output_dims_[v] = out_refs[k].dims;
+    output_dims_[v] = p.out[k].dims;
   }
+}
+
+Status CudaContext::run_device_step(size_t index, std::vector<int64_t>* sig) {
+  const ir::Node& step = plan().steps[index];
+  SRT_RETURN_IF_ERROR(streamer_.before_step(index, res_.stream, dev_));
+  SRT_ASSIGN_OR_RETURN(Prepared p, prepare_device_step(index, true));
+  if (sig) *sig = signature(index, p);
+  // Streamed weights of this step are pointed at their slot (after their copy) above.
+  CudaKernelContext kctx(step, p.in, p.out, p.host_values, res_);
+  if (!capturing_) profiler_.begin(index, res_.stream);
+  SRT_RETURN_IF_ERROR(ces_.kernels[index](kctx));
+  if (!capturing_ && profiler_.enabled())
+    profiler_.end(index, step.op_type + " " + dims_to_string(p.out.empty() ? Dims{} : p.out[0].dims), res_.stream);
+  SRT_RETURN_IF_ERROR(streamer_.after_step(index, res_.stream));
+  commit_outputs(index, p);
   return ok_status();
 }
 
@@ -260,53 +290,12 @@ Status CudaContext::run_steps() {
   return streamer_.end_run(res_.stream);
 }
 
-Status CudaContext::set_cuda_graph(bool enable) {
-  graph_enabled_ = enable;
-  if (!enable && graph_exec_) {
-    SRT_CUDA(cudaGraphExecDestroy(graph_exec_));
-    graph_exec_ = nullptr;
-  }
-  return ok_status();
-}
-
-// Host steps run while capturing: their results (shape computations, which depend only on the
-// dims) sit in pinned buffers that the captured copies read again at every replay.
-Status CudaContext::replay_or_capture() {
-  if (graph_exec_ && graph_dims_ == input_dims_ && graph_bound_ == bound_) {
-    SRT_CUDA(cudaGraphLaunch(graph_exec_, res_.stream));
-    return ok_status();
-  }
-  if (graph_exec_) {
-    SRT_CUDA(cudaGraphExecDestroy(graph_exec_));
-    graph_exec_ = nullptr;
-  }
-  // One eager run first: it grows the workspace and fills the algorithm caches, which
-  // allocate and synchronize, and those are not allowed while capturing.
-  SRT_RETURN_IF_ERROR(run_steps());
-  SRT_CUDA(cudaStreamBeginCapture(res_.stream, cudaStreamCaptureModeThreadLocal));
-  capturing_ = true;
-  Status st = run_steps();
-  capturing_ = false;
-  cudaGraph_t graph = nullptr;
-  cudaError_t end = cudaStreamEndCapture(res_.stream, &graph);
-  if (!st.ok() || end != cudaSuccess) {
-    if (graph) cudaGraphDestroy(graph);
-    cudaGetLastError();
-    return st.ok() ? cuda_status(end, "cudaStreamEndCapture") : st;
-  }
-  cudaError_t inst = cudaGraphInstantiate(&graph_exec_, graph, 0);
-  cudaGraphDestroy(graph);
-  SRT_CUDA(inst);
-  graph_dims_ = input_dims_;
-  graph_bound_ = bound_;
-  return ok_status();  // the eager run above produced this run's outputs
-}
-
 Status CudaContext::enqueue(void* stream) {
   res_.stream = stream ? static_cast<cudaStream_t>(stream) : own_stream_;
   invalidate_outputs();
+  graph_stats_ = CudaGraphStats{};
   SRT_RETURN_IF_ERROR(check_bindings());
-  SRT_RETURN_IF_ERROR(graph_enabled_ ? replay_or_capture() : run_steps());
+  SRT_RETURN_IF_ERROR(graph_enabled_ ? run_graphed() : run_steps());
   have_outputs_ = true;
   return ok_status();
 }

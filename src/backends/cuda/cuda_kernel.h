@@ -29,6 +29,7 @@ struct CudaResources {
   cudnnHandle_t cudnn = nullptr;
   void* workspace = nullptr;  // device scratch for cuBLASLt / cuDNN
   size_t workspace_size = 0;
+  uint64_t workspace_generation = 0;  // bumped when the workspace moves (captured graphs hold its address)
   int sm_count = 0;
   // Grows the workspace to at least `bytes` (synchronizes the stream when it must reallocate).
   Status ensure_workspace(size_t bytes);

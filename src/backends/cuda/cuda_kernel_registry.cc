@@ -59,6 +59,7 @@ Status CudaResources::ensure_workspace(size_t bytes) {
   }
   SRT_CUDA(cudaMalloc(&workspace, bytes));
   workspace_size = bytes;
+  ++workspace_generation;
   return ok_status();
 }
 
