@@ -254,7 +254,15 @@ std::optional<SymDim> DimTracer::attention(const ir::Node& n, int64_t r, int64_t
   const int64_t logical = physical(axis, ops::kBshdY);
   if (logical == r - 1) return dim(n.inputs[2], -1);
   auto d = dim(n.inputs[0], physical(logical, ops::kBshdQ));
-  if (logical < r - 2 && d && d->is(1)) return std::nullopt;
+  if (logical >= r - 2 || !d || !d->is(1)) return d;
+  // A leading axis of size 1 in Q broadcasts against K, V and the mask: 1 only when theirs are too.
+  for (size_t k = 1; k < n.inputs.size() && k < 4; ++k) {
+    if (n.inputs[k] == ir::kNoValue) continue;
+    const int64_t rk = rank_or_zero(g_, n.inputs[k]), at = logical - (r - rk);
+    if (at < 0) continue;  // fewer dims than the scores: broadcast along this axis
+    auto e = dim(n.inputs[k], k == 1 ? physical(at, ops::kBshdK) : k == 2 ? physical(at, ops::kBshdV) : at);
+    if (!e || !e->is(1)) return std::nullopt;
+  }
   return d;
 }
 

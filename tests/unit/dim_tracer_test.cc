@@ -170,5 +170,40 @@ TEST(DimTracer, MatMulAndAttentionDims) {
   EXPECT_TRUE(tr.dim(y, 2)->is(4));
 }
 
+
+// Attention's leading axes broadcast Q against K, V and the mask: a batch of 1 in Q is the output's
+// only when theirs are 1 too (a static batch-1 export: the output's batch is 1, and a Reshape to
+// [1, -1, H * D] after it infers its -1 as the sequence).
+TEST(DimTracer, AttentionBatchOfOneNeedsKAndVOfOne) {
+  for (int64_t kv_batch : {1, -1}) {
+    SCOPED_TRACE("K / V batch " + std::to_string(kv_batch));
+    ir::Graph g;
+    const ir::ValueId q = g.add_value("q", DataType::kFloat32, {1, 4, -1, 8}, true);         // [1, H, S, D]
+    const ir::ValueId k = g.add_value("k", DataType::kFloat32, {kv_batch, 4, -1, 8}, true);  // [B, H, P, D]
+    g.inputs = {q, k};
+    g.input_dim_params[q] = {"", "", "seq", ""};
+    g.input_dim_params[k] = {"batch", "", "past", ""};
+    const ir::ValueId y = g.add_value("y"), yt = g.add_value("yt"), shape = g.add_value("shape"), r = g.add_value("r");
+    g.set_constant(shape, i64({3}, {1, -1, 32}));
+    add_node(g, "Attention", {q, k, k}, {y});
+    add_node(g, "Transpose", {y}, {yt}, {{"perm", ir::Attribute::make_ints({0, 2, 1, 3})}});
+    add_node(g, "Reshape", {yt, shape}, {r});
+    g.outputs = {r};
+    ASSERT_TRUE(ir::infer_shapes(g).ok());
+    // Shape inference leaves the batch open when K's is; take it to -1 either way so the tracer decides.
+    g.value(y).dims[0] = -1;
+    g.value(yt).dims[0] = -1;
+    GraphIndex idx(g);
+    DimTracer tr(g, idx);
+    const auto batch = tr.dim(y, 0);
+    ASSERT_TRUE(batch.has_value() || kv_batch != 1);
+    if (kv_batch == 1) {
+      EXPECT_TRUE(batch->is(1));
+      EXPECT_EQ(tr.dim(r, 1), tr.dim(q, 2)) << "the Reshape's -1 is the sequence";
+    } else {
+      EXPECT_FALSE(batch && batch->is(1)) << "K's batch may be larger than Q's";
+    }
+  }
+}
 }  // namespace
 }  // namespace streamrt::builder
