@@ -108,10 +108,11 @@ bool CudaContext::host_step_capturable(size_t index) const {
   return true;
 }
 
-// The state of step `index`'s inputs as they stand, before any copy up: their addresses and dims
-// and the contents of those held on the host (weights aside, which never move). Equal states give
-// equal shape rules, placements and signatures (all are functions of them), so a step whose inputs
-// are as at its last check needs no new one.
+// The state of step `index`'s operands as they stand, before any copy up: its inputs' addresses
+// and dims and the contents of those held on the host (weights aside, which never move), and the
+// buffers its outputs may be placed in. Equal states give equal shape rules, placements and
+// signatures (all are functions of them), so a step whose state is as at its last check needs no
+// new one.
 std::vector<int64_t> CudaContext::input_state(size_t index) const {
   const ir::Node& step = plan().steps[index];
   std::vector<int64_t> s;
@@ -132,6 +133,16 @@ std::vector<int64_t> CudaContext::input_state(size_t index) const {
     const size_t at = s.size();
     s.resize(at + (h.nbytes() + 7) / 8, 0);
     std::memcpy(s.data() + at, h.data(), h.nbytes());
+  }
+  // Where the outputs go besides the arena: the caller's buffers, the context's sequence buffers,
+  // an activation's overflow buffer (each may move between runs with the same inputs).
+  for (int32_t v : step.outputs) {
+    if (v < 0) continue;
+    s.push_back(reinterpret_cast<int64_t>(bound_[v]));
+    s.push_back(static_cast<int64_t>(capacity_[v]));
+    s.push_back(reinterpret_cast<int64_t>(seq_out_[v].data()));
+    s.push_back(static_cast<int64_t>(seq_out_[v].size()));
+    s.push_back(reinterpret_cast<int64_t>(overflow_[v].first));
   }
   return s;
 }
