@@ -142,7 +142,11 @@ int64_t rank(const ir::Graph& g, ir::ValueId v) { return static_cast<int64_t>(ra
 
 Lin Lin::of(const SymDim& d) {
   if (d.is_static()) return of(d.n);
-  return Lin{d.plus, {{Symbol{d.root, d.n, d.cap}, 1}}};
+  Lin l{d.plus, {{Symbol{d.root, d.n, d.cap}, 1}}};
+  // The sum of two root dims (a cache's past plus the new tokens): both terms (DimTracer orders
+  // them, and never caps such a sum).
+  if (d.root2 != ir::kNoValue) l.s[Symbol{d.root2, d.n2, 0}] += 1;
+  return l;
 }
 
 std::optional<Lin> lin_add(const Lin& a, const Lin& b, int64_t k) {

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "builder/fusion.h"
+#include "builder/mask_forms.h"
 #include "builder/passes.h"
 #include "compute_test_util.h"
 #include "ir/shape_inference.h"
@@ -136,6 +137,23 @@ TEST(FoldAttentionMasks, AdditiveZerosGo) {
   ASSERT_EQ(fold_attention_masks(b.g), 1u);
   EXPECT_EQ(attention(b.g).inputs.size(), 3u);
   EXPECT_EQ(run(b.g), want);
+}
+
+// A cache's keys are past + new positions, two dynamic dims (a prefill piece after a cache): the causal
+// band's offset Skv - Sq must come out as the past, not 0 (Lin::of kept only the first term, and a
+// dynamo Llama export with a dynamic new-token count kept its whole mask chain).
+TEST(MaskForms, LinOfASumOfTwoDimsKeepsBoth) {
+  const ir::ValueId ids = 3, past = 7;
+  SymDim seq{ids, 1}, skv{ids, 1};
+  skv.root2 = past, skv.n2 = 2;
+  const auto offset = lin_add(Lin::of(skv), Lin::of(seq), -1);
+  ASSERT_TRUE(offset.has_value());
+  EXPECT_EQ(*offset, Lin::of(SymDim{past, 2}));
+  EXPECT_FALSE(offset->is_static());
+  SymDim plus_one = skv;
+  plus_one.plus = 1;
+  EXPECT_EQ(Lin::of(plus_one).c, 1);
+  EXPECT_EQ(Lin::of(plus_one).s.size(), 2u);
 }
 
 }  // namespace
