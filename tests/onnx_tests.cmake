@@ -16,6 +16,14 @@ add_test(NAME onnx_model_fixtures
          COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/models -j 2
                  --rtol 1e-3 --atol 1e-4)
 set_tests_properties(onnx_model_fixtures PROPERTIES TIMEOUT 1200 LABELS onnx)
+# The same built in half precision (tolerances of scripts/gpu-check's models check).
+add_test(NAME onnx_model_fixtures_as_fp16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/models -j 2 --fp16
+                 --rtol 5e-2 --atol 5e-2)
+add_test(NAME onnx_model_fixtures_as_bf16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/models -j 2 --bf16
+                 --rtol 5e-2 --atol 5e-2)
+set_tests_properties(onnx_model_fixtures_as_fp16 onnx_model_fixtures_as_bf16 PROPERTIES TIMEOUT 1200 LABELS onnx)
 # The attention cases of scripts/make_attention_cases.py (tests/fixtures/attention/README.md): the
 # builder fuses each MatMul-Softmax-MatMul chain into one Attention node. float16 cases and the
 # --fp16 / --bf16 builds use DESIGN.md's tolerances for those types.

@@ -9,6 +9,7 @@
 #include "core/float16.h"
 #include "onnx/tensor_proto.h"
 #include "ops/op.h"
+#include "ops/sequence_value.h"
 
 namespace streamrt::builder {
 namespace {
@@ -35,6 +36,31 @@ Result<Tensor> convert_tensor(const Tensor& t, DataType target) {
   return out;
 }
 
+// A constant sequence (or optional) of float32 tensors, as folding encodes it (a SequenceEmpty or
+// SplitToSequence of constants): its elements and element type follow the new precision, so the
+// tensors a converted graph inserts can join it.
+Status convert_sequence_constant(ir::Graph& g, ir::ValueId id, DataType target) {
+  ir::Value& v = g.value(id);
+  if (v.seq.is_tensor() || v.seq.elem_dtype != DataType::kFloat32) return ok_status();
+  SRT_ASSIGN_OR_RETURN(ops::SeqValue sv, ops::decode_seq(*g.constant(id), "constant '" + v.name + "'"));
+  for (Tensor& t : sv.items)
+    if (t.dtype() == DataType::kFloat32) {
+      SRT_ASSIGN_OR_RETURN(t, convert_tensor(t, target));
+    }
+  sv.elem_dtype = target;
+  SRT_ASSIGN_OR_RETURN(Tensor blob, ops::encode_seq(sv));
+  g.set_constant(id, std::move(blob));
+  g.value(id).seq.elem_dtype = target;
+  return ok_status();
+}
+
+Status convert_sequence_constants(ir::Graph& g, DataType target) {
+  std::vector<ir::ValueId> ids;
+  for (const auto& [id, t] : g.constants) ids.push_back(id);
+  for (ir::ValueId id : ids) SRT_RETURN_IF_ERROR(convert_sequence_constant(g, id, target));
+  return ok_status();
+}
+
 ir::Node make_cast(const std::string& name, ir::ValueId in, ir::ValueId out, DataType to) {
   ir::Node n;
   n.name = name;
@@ -57,8 +83,11 @@ Result<std::shared_ptr<const ir::Graph>> convert_body(const ir::Graph& body, Dat
       SRT_ASSIGN_OR_RETURN(Tensor c, convert_tensor(t, target));
       g->set_constant(id, std::move(c));
     }
-  for (ir::Value& v : g->values)
+  SRT_RETURN_IF_ERROR(convert_sequence_constants(*g, target));
+  for (ir::Value& v : g->values) {
     if (v.dtype == DataType::kFloat32) v.dtype = target;
+    if (v.seq.elem_dtype == DataType::kFloat32) v.seq.elem_dtype = target;  // a carried sequence of floats
+  }
   for (auto& n : g->nodes) SRT_RETURN_IF_ERROR(convert_attributes(n, target));
   return std::shared_ptr<const ir::Graph>(std::move(g));
 }
@@ -73,6 +102,8 @@ Status convert_attributes(ir::Node& n, DataType target) {
     auto it = n.attrs.find(schema->output_dtype_attr);
     if (it != n.attrs.end() && it->second.kind == ir::Attribute::Kind::kInt && it->second.i == onnx_float)
       it->second.i = onnx_import::dtype_to_onnx(target);
+    else if (it == n.attrs.end() && schema->output_dtype_defaults_to_float)
+      n.attrs[schema->output_dtype_attr] = ir::Attribute::make_int(onnx_import::dtype_to_onnx(target));
   }
   for (const char* key : {"value"}) {  // ConstantOfShape, Constant
     auto it = n.attrs.find(key);
@@ -103,6 +134,7 @@ Status convert_precision(ir::Graph& g, DataType target, const BuilderConfig& con
       g.set_constant(id, std::move(c));
       progress.advance(n);
     }
+  SRT_RETURN_IF_ERROR(convert_sequence_constants(g, target));
   for (auto& n : g.nodes) SRT_RETURN_IF_ERROR(convert_attributes(n, target));
 
   // Inputs: x (float32) -> Cast -> x_half, which every node reads instead.

@@ -241,6 +241,9 @@ struct OpSchema {
   // An INT attribute naming the output's float data type (Cast's `to`): the reduced-precision
   // pass turns a float32 there into the target type.
   const char* output_dtype_attr = nullptr;
+  // That attribute, when omitted, means float32 (SequenceEmpty's `dtype`): the pass then names the
+  // target type. False: an omitted one means the input's type, or stays float32 on purpose.
+  bool output_dtype_defaults_to_float = false;
   // Inputs / outputs its kernels address with a capacity stride (CapacityLayout above): the
   // plan verifier holds them against the engine I/O tensors' recorded layouts.
   CapacityFn capacity_layouts = nullptr;

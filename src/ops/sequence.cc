@@ -166,7 +166,8 @@ Status cpu_length(KernelContext& ctx) { return run_seq_kernel(ctx, run_length); 
 
 // dtype_input -1: the main tensor is the output (a sequence: uint8 bytes), any element type.
 STREAMRT_REGISTER_OP(SequenceEmpty, {.op_type = "SequenceEmpty", .min_opset = 11, .infer = infer_empty, .cpu = cpu_empty,
-                                     .cpu_dtypes = kAnyDType, .dtype_input = -1});
+                                     .cpu_dtypes = kAnyDType, .dtype_input = -1, .output_dtype_attr = "dtype",
+                                     .output_dtype_defaults_to_float = true});
 STREAMRT_REGISTER_OP(SequenceConstruct, {.op_type = "SequenceConstruct", .min_opset = 11, .infer = infer_construct,
                                          .cpu = cpu_construct, .cpu_dtypes = kAnyDType, .dtype_input = -1});
 STREAMRT_REGISTER_OP(SequenceInsert, {.op_type = "SequenceInsert", .min_opset = 11, .infer = infer_insert,

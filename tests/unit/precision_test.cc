@@ -3,7 +3,10 @@
 
 #include <cmath>
 
+#include "builder/precision.h"
 #include "onnx/tensor_proto.h"
+#include "op_test_util.h"
+#include "ops/sequence_value.h"
 #include "plan/plan.h"
 #include "streamrt/builder.h"
 #include "streamrt/runtime.h"
@@ -84,6 +87,34 @@ TEST(Precision, RejectsOtherTargets) {
   config.shapes["input"] = {1, 784};
   auto r = build_plan_from_onnx(kModels + "/mlp/model.onnx", config);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+// Sequences follow the target too, or a converted tensor cannot join them (a TorchScript list built in
+// a Loop: SequenceEmpty, then SequenceInsert of a float16 tensor): a SequenceEmpty left without its
+// `dtype` (float32) names the target, and a sequence constant folding made of float32 tensors (what that
+// SequenceEmpty becomes at build) holds target tensors.
+TEST(Precision, SequencesOfFloatsFollowTheTarget) {
+  ir::Graph g;
+  const ir::ValueId empty = g.add_value("empty"), folded = g.add_value("folded");
+  testing::add_node(g, "SequenceEmpty", {}, {empty});
+  ops::SeqValue sv;
+  sv.elem_dtype = DataType::kFloat32;
+  sv.items.push_back(Tensor::from_vector(DataType::kFloat32, {2}, std::vector<float>{1.5f, -70000.f}));
+  g.set_constant(folded, ops::encode_seq(sv).value());
+  g.value(folded).seq.kind = ValueKind::kSequence;
+  g.value(folded).seq.elem_dtype = DataType::kFloat32;
+  g.outputs = {empty, folded};
+  ASSERT_TRUE(builder::convert_precision(g, DataType::kFloat16, BuilderConfig{}).ok());
+  EXPECT_EQ(g.nodes[0].attr_int("dtype", 1).value(), onnx_import::dtype_to_onnx(DataType::kFloat16));
+  EXPECT_EQ(g.value(folded).seq.elem_dtype, DataType::kFloat16);
+  auto back = ops::decode_seq(*g.constant(folded), "folded");
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->elem_dtype, DataType::kFloat16);
+  ASSERT_EQ(back->items.size(), 1u);
+  ASSERT_EQ(back->items[0].dtype(), DataType::kFloat16);
+  const std::vector<float> v = back->items[0].to_float_vector().value();
+  EXPECT_EQ(v[0], 1.5f);
+  EXPECT_EQ(v[1], -65504.f);  // saturated like every converted constant
 }
 
 }  // namespace
