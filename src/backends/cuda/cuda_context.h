@@ -50,7 +50,7 @@ class CudaContext final : public ContextBase {
     cudaGraphExec_t exec = nullptr;
     uint64_t workspace_generation = 0;
     std::vector<std::vector<int64_t>> sigs;  // per step of the range, as captured (host steps: empty)
-    std::vector<StepMemo> memo;              // per step of the range
+    std::vector<StepMemo> memo;              // per step of the range (empty until checked)
   };
 
   Status run_steps();
@@ -60,7 +60,7 @@ class CudaContext final : public ContextBase {
   Result<bool> replay_segment(size_t begin, Segment& seg);
   Result<bool> check_replayed_step(size_t index, StepMemo& memo, const std::vector<int64_t>& captured);
   std::vector<int64_t> input_state(size_t index) const;
-  Result<size_t> capture_segment(size_t begin);
+  Result<size_t> capture_segment(size_t begin, std::vector<int64_t>* peeked);
   Result<bool> stable_step(size_t index, std::vector<int64_t>* sig);
   bool host_step_capturable(size_t index) const;
   std::vector<int64_t> signature(size_t index, const Prepared& p) const;

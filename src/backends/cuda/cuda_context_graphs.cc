@@ -33,6 +33,19 @@ constexpr size_t kMaxSignedBytes = 1 << 16;
 // Runs to wait before capturing again from a step where a capture failed.
 constexpr uint64_t kCaptureBackoff = 16;
 
+// A host-held value as a copy up or a launch parameter sees it: its address, dims and bytes. False
+// when it is too large to sign.
+bool append_host(std::vector<int64_t>& s, const Tensor& h) {
+  if (h.nbytes() > kMaxSignedBytes) return false;
+  s.push_back(reinterpret_cast<int64_t>(h.data()));
+  s.push_back(static_cast<int64_t>(h.dims().size()));
+  s.insert(s.end(), h.dims().begin(), h.dims().end());
+  const size_t at = s.size();
+  s.resize(at + (h.nbytes() + 7) / 8, 0);
+  std::memcpy(s.data() + at, h.data(), h.nbytes());
+  return true;
+}
+
 void append_dims(std::vector<int64_t>& s, const ops::TensorRef& r) {
   s.push_back(reinterpret_cast<int64_t>(r.data));
   s.push_back(static_cast<int64_t>(r.dtype));
@@ -74,12 +87,7 @@ std::vector<int64_t> CudaContext::signature(size_t index, const Prepared& p) con
     const Tensor& h = host_[v];
     if (h.empty() || plan().values[v].kind == ValueEntry::Kind::kWeight) continue;
     // Computed on the host: a captured copy (or a launch parameter) carries these bytes.
-    if (h.nbytes() > kMaxSignedBytes) return {};
-    s.push_back(reinterpret_cast<int64_t>(h.data()));
-    const size_t words = (h.nbytes() + 7) / 8;
-    const size_t at = s.size();
-    s.resize(at + words, 0);
-    std::memcpy(s.data() + at, h.data(), h.nbytes());
+    if (!append_host(s, h)) return {};
   }
   for (const ops::TensorRef& r : p.out) append_dims(s, r);
   return s;
@@ -124,15 +132,7 @@ std::vector<int64_t> CudaContext::input_state(size_t index) const {
     }
     if (dev_[v].present()) append_dims(s, dev_[v]);
     else s.push_back(-2);
-    const Tensor& h = host_[v];
-    if (h.empty()) continue;
-    if (h.nbytes() > kMaxSignedBytes) return {};
-    s.push_back(reinterpret_cast<int64_t>(h.data()));
-    s.push_back(static_cast<int64_t>(h.dims().size()));
-    s.insert(s.end(), h.dims().begin(), h.dims().end());
-    const size_t at = s.size();
-    s.resize(at + (h.nbytes() + 7) / 8, 0);
-    std::memcpy(s.data() + at, h.data(), h.nbytes());
+    if (!host_[v].empty() && !append_host(s, host_[v])) return {};
   }
   // Where the outputs go besides the arena: the caller's buffers, the context's sequence buffers,
   // an activation's overflow buffer (each may move between runs with the same inputs).
@@ -181,7 +181,6 @@ Result<bool> CudaContext::check_replayed_step(size_t index, StepMemo& memo, cons
 // (and the walk's pointers to uncopied inputs undone) when one differs: the caller runs the steps.
 Result<bool> CudaContext::replay_segment(size_t begin, Segment& seg) {
   if (seg.workspace_generation != res_.workspace_generation) return false;
-  if (seg.memo.size() != seg.end - begin) seg.memo.assign(seg.end - begin, StepMemo{});
   skipped_uploads_.clear();
   skip_uploads_ = true;
   bool match = true;
@@ -213,13 +212,17 @@ Result<bool> CudaContext::replay_segment(size_t begin, Segment& seg) {
 }
 
 // Captures the stable steps from `begin` on as one graph and launches it; returns the first step
-// after them (`begin` when step `begin` is not stable: nothing was run).
-Result<size_t> CudaContext::capture_segment(size_t begin) {
+// after them, or `begin` when step `begin` is not stable (nothing was run; its signature, when it
+// was taken, is in `peeked`).
+Result<size_t> CudaContext::capture_segment(size_t begin, std::vector<int64_t>* peeked) {
   const size_t n = plan().steps.size();
   std::vector<int64_t> sig;
   if (ces_.host_step[begin] || no_capture_until_[begin] > runs_) return begin;
   SRT_ASSIGN_OR_RETURN(bool stable, stable_step(begin, &sig));
-  if (!stable) return begin;
+  if (!stable) {
+    *peeked = std::move(sig);
+    return begin;
+  }
   Segment seg;
   seg.workspace_generation = res_.workspace_generation;
   captured_uploads_.clear();
@@ -266,6 +269,7 @@ Result<size_t> CudaContext::capture_segment(size_t begin) {
     return std::min(i + 1, n);
   }
   seg.end = i;
+  seg.memo.resize(i - begin);
   for (size_t j = begin; j < i; ++j)
     if (!seg.sigs[j - begin].empty()) last_sigs_[j] = seg.sigs[j - begin];
   SRT_CUDA(cudaGraphLaunch(seg.exec, res_.stream));
@@ -305,13 +309,18 @@ Status CudaContext::run_piecewise() {
       cudaGraphExecDestroy(it->second.exec);
       segments_.erase(it);
     }
-    Result<size_t> next = capture_segment(i);
+    std::vector<int64_t> peeked;
+    Result<size_t> next = capture_segment(i, &peeked);
     if (!next.ok()) return next.status().with_context("engine '" + plan().name + "' step " + std::to_string(i));
     if (*next > i) {
       i = *next;
       continue;
     }
-    Status st = ces_.host_step[i] ? run_host_step(i) : run_device_step(i, &last_sigs_[i]);
+    // The step as it runs now (its signature, when capture_segment took it, is this run's already).
+    Status st = ces_.host_step[i] ? run_host_step(i)
+                : peeked.empty()  ? run_device_step(i, &last_sigs_[i])
+                                  : run_device_step(i);
+    if (st.ok() && !peeked.empty()) last_sigs_[i] = std::move(peeked);
     if (!st.ok()) return st.with_context("engine '" + plan().name + "' step " + std::to_string(i));
     ++i;
   }
@@ -357,8 +366,7 @@ Status CudaContext::replay_or_capture() {
 // A whole-run graph for a shape seen twice in a row; pieces when the shapes moved since the last
 // run, or an eager run when weights stream (their copies are ordered across the whole run).
 Status CudaContext::run_graphed() {
-  graph_stats_ = CudaGraphStats{};
-  graph_stats_.steps = plan().steps.size();
+  graph_stats_.steps = plan().steps.size();  // the rest was reset by enqueue
   const bool whole = (graph_exec_ && graph_dims_ == input_dims_ && graph_bound_ == bound_) ||
                      (last_dims_ == input_dims_ && last_bound_ == bound_);
   Status st = whole ? replay_or_capture() : streamer_.active() ? run_steps() : run_piecewise();
