@@ -19,25 +19,8 @@ namespace {
 using testing::ConvBlock;
 using testing::ConvTail;
 
-struct Tolerance {
-  double rtol, atol;
-};
-
-Tolerance tolerance(DataType t) {
-  if (t == DataType::kFloat16) return {2e-3, 5e-3};
-  if (t == DataType::kBFloat16) return {1.6e-2, 3e-2};
-  return {1e-4, 1e-5};
-}
-
-void expect_close(const Tensor& got, const Tensor& want, Tolerance tol, const std::string& what) {
-  const auto a = got.to_float_vector().value(), b = want.to_float_vector().value();
-  ASSERT_EQ(a.size(), b.size()) << what;
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!(std::fabs(double(a[i]) - b[i]) <= tol.atol + tol.rtol * std::fabs(b[i])) && bad++ == 0) first = i;
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << a.size() << " elements differ, first #" << first << ": "
-                     << a[first] << " on CUDA, " << b[first] << " on the CPU";
-}
+using testing::expect_close;
+using testing::tolerance;
 
 std::string describe(const ConvBlock& b, DataType precision) {
   std::string s = "X " + dims_to_string(b.x) + " M " + std::to_string(b.maps) + " kernel " + dims_to_string(b.kernel) +

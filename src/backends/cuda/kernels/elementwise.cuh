@@ -247,4 +247,38 @@ __device__ __forceinline__ C wrapping_neg(C x) {
   else return -x;
 }
 
+// Eight consecutive elements as floats, from / to a 16-byte-aligned address (one 16-byte access for
+// 2-byte types, two for float).
+template <typename T>
+__device__ __forceinline__ void load8(const T* p, float (&out)[8]) {
+  if constexpr (sizeof(T) == 2) {
+    union {
+      uint4 u;
+      T t[8];
+    } v;
+    v.u = *reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) out[e] = static_cast<float>(to_acc(v.t[e]));
+  } else {
+    const float4 lo = reinterpret_cast<const float4*>(p)[0], hi = reinterpret_cast<const float4*>(p)[1];
+    out[0] = lo.x, out[1] = lo.y, out[2] = lo.z, out[3] = lo.w, out[4] = hi.x, out[5] = hi.y, out[6] = hi.z,
+    out[7] = hi.w;
+  }
+}
+template <typename T>
+__device__ __forceinline__ void store8(T* p, const float (&v)[8]) {
+  if constexpr (sizeof(T) == 2) {
+    union {
+      uint4 u;
+      T t[8];
+    } o;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o.t[e] = from_acc<T>(v[e]);
+    *reinterpret_cast<uint4*>(p) = o.u;
+  } else {
+    reinterpret_cast<float4*>(p)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  }
+}
+
 }  // namespace streamrt::cuda
