@@ -1,0 +1,31 @@
+// A few rows of A times a float16 / bfloat16 weight stored as ONNX has it (K x N, row-major):
+// the decode-step MatMul, read at close to the memory bandwidth (cuBLASLt's GEMM kernels reach
+// about half of it with one row). Used by MatMul (kernels/gemm.cu) when B is one 2-D matrix and
+// A has at most kHalfGemvMaxRows rows in all.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cuda/cuda_kernel.h"
+
+namespace streamrt::cuda {
+
+inline constexpr int64_t kHalfGemvMaxRows = 8;
+
+struct HalfGemv {
+  DataType dtype = DataType::kFloat16;  // kFloat16 or kBFloat16, of every operand
+  int64_t rows = 0, k = 0, n = 0;
+  const void* a = nullptr;     // rows x k
+  const void* w = nullptr;     // k x n
+  const void* bias = nullptr;  // n, or null
+  void* y = nullptr;           // rows x n
+};
+
+// Whether half_gemv takes `g` (types, rows, N a multiple of 8 and W 16-byte aligned: it reads W
+// in 16-byte runs).
+bool half_gemv_applies(const HalfGemv& g);
+// Enqueues y = a @ w (+ bias) on res.stream, accumulating in float; kUnsupported (nothing
+// enqueued) where it does not apply.
+Status half_gemv(CudaResources& res, const HalfGemv& g);
+
+}  // namespace streamrt::cuda

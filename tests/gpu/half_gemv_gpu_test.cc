@@ -1,0 +1,134 @@
+// GPU tests of the few-row half-precision GEMV (kernels/half_gemv.cu; skip without a CUDA device):
+// float16 and bfloat16, 1 to 8 rows, K from a few rows to more than all row lanes' eight loads (odd
+// K, A at an odd element offset), N not a multiple of the 64-column tile, K split over a cluster
+// and not, with and without a bias, against a double-precision
+// product of the same rounded operands. What the kernel does not take is refused (kUnsupported),
+// never computed wrong.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backends/cuda/kernels/half_gemv.h"
+#include "gpu_test_util.h"
+
+namespace streamrt::cuda {
+namespace {
+
+struct Case {
+  DataType dtype;
+  int64_t rows, k, n;
+  bool bias;
+};
+
+uint16_t to_bits(float f, DataType t) {
+  if (t == DataType::kFloat16) return static_cast<__half_raw>(__float2half_rn(f)).x;
+  return static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(f)).x;
+}
+float from_bits(uint16_t b, DataType t) {
+  if (t == DataType::kFloat16) {
+    __half_raw r;
+    r.x = b;
+    return __half2float(__half(r));
+  }
+  __nv_bfloat16_raw r;
+  r.x = b;
+  return __bfloat162float(__nv_bfloat16(r));
+}
+
+// Random values in [-scale, scale], rounded to the type (bits) and back (floats).
+std::vector<uint16_t> random_half(size_t count, float scale, DataType t, uint32_t seed, std::vector<double>* values) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<uint16_t> bits(count);
+  values->resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    bits[i] = to_bits(dist(rng), t);
+    (*values)[i] = from_bits(bits[i], t);
+  }
+  return bits;
+}
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t bytes) { EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(p); }
+};
+
+void run_case(const Case& c) {
+  SCOPED_TRACE(std::string(c.dtype == DataType::kFloat16 ? "float16" : "bfloat16") + " rows " +
+               std::to_string(c.rows) + " k " + std::to_string(c.k) + " n " + std::to_string(c.n) +
+               (c.bias ? " bias" : ""));
+  std::vector<double> a, w, b;
+  const auto a_bits = random_half(static_cast<size_t>(c.rows * c.k), 1.f, c.dtype, 1, &a);
+  const auto w_bits = random_half(static_cast<size_t>(c.k * c.n), 1.f / std::sqrt(float(c.k)), c.dtype, 2, &w);
+  const auto b_bits = random_half(static_cast<size_t>(c.n), 1.f, c.dtype, 3, &b);
+  // A one element past an aligned address: the kernel reads it by elements.
+  DeviceBuffer da(a_bits.size() * 2 + 2), dw(w_bits.size() * 2), db(b_bits.size() * 2), dy(size_t(c.rows * c.n) * 2);
+  void* a_at = static_cast<char*>(da.p) + 2;
+  ASSERT_EQ(cudaMemcpy(a_at, a_bits.data(), a_bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dw.p, w_bits.data(), w_bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db.p, b_bits.data(), b_bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dy.p, 0xFF, size_t(c.rows * c.n) * 2), cudaSuccess);  // NaNs where nothing is written
+
+  CudaResources res;
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&res.sm_count, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  HalfGemv g{c.dtype, c.rows, c.k, c.n, a_at, dw.p, c.bias ? db.p : nullptr, dy.p};
+  ASSERT_TRUE(half_gemv_applies(g));
+  const Status st = half_gemv(res, g);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<uint16_t> y_bits(size_t(c.rows * c.n));
+  ASSERT_EQ(cudaMemcpy(y_bits.data(), dy.p, y_bits.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+
+  // The output is rounded once to the type: half an ulp of it (2^-11 / 2^-8 relative), plus float
+  // accumulation error.
+  const double rtol = c.dtype == DataType::kFloat16 ? 1e-3 : 8e-3;
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int64_t j = 0; j < c.n; ++j) {
+      double want = c.bias ? b[j] : 0.0;
+      for (int64_t i = 0; i < c.k; ++i) want += a[r * c.k + i] * w[i * c.n + j];
+      const double got = from_bits(y_bits[r * c.n + j], c.dtype);
+      ASSERT_NEAR(got, want, rtol * (1.0 + std::fabs(want))) << "row " << r << " column " << j;
+    }
+}
+
+TEST(GpuHalfGemv, MatchesDoubleProduct) {
+  SRT_REQUIRE_GPU();
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16}) {
+    for (int64_t rows : {1, 2, 3, 5, 8}) {
+      run_case({t, rows, 8, 8, false});
+      run_case({t, rows, 3, 72, true});
+      run_case({t, rows, 2048, 520, true});  // a partial last column tile
+      run_case({t, rows, 4099, 24, false});  // more than eight loads a row lane, some past K
+    }
+    run_case({t, 1, 2048, 2048, false});
+    run_case({t, 1, 8192, 2056, true});
+    run_case({t, 2, 2048, 34000, true});  // enough column tiles to fill the GPU: K whole in a block
+    run_case({t, 1, 16384, 64, false});  // eight chunks of the largest size
+  }
+}
+
+TEST(GpuHalfGemv, RefusesWhatItDoesNotTake) {
+  SRT_REQUIRE_GPU();
+  CudaResources res;
+  auto refused = [&](HalfGemv g) {
+    EXPECT_FALSE(half_gemv_applies(g));
+    EXPECT_EQ(half_gemv(res, g).code(), StatusCode::kUnsupported);
+  };
+  DeviceBuffer buf(1 << 20);
+  void* d = buf.p;
+  refused({DataType::kFloat32, 1, 64, 64, d, d, nullptr, d});          // float32
+  refused({DataType::kFloat16, 9, 64, 64, d, d, nullptr, d});          // more rows than the GEMV holds
+  refused({DataType::kFloat16, 1, 64, 60, d, d, nullptr, d});          // N not a multiple of 8
+  refused({DataType::kFloat16, 1, 64, 64, d, static_cast<char*>(d) + 2, nullptr, d});  // W misaligned
+}
+
+}  // namespace
+}  // namespace streamrt::cuda
