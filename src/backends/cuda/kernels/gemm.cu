@@ -5,7 +5,7 @@
 // cuBLASLt calls come from blas/gemm_problem.h (shared with the build-time tuner) and use the
 // step's recorded tactics (TF32, algorithm: LtStepTactics). A MatMul's fused bias (ops/matmul.h)
 // goes to the cuBLASLt bias epilogue, else a small kernel adds it after the GEMM. A half-precision
-// MatMul of a few rows by one 2-D B (a decode step) runs the GEMV of half_gemv.h instead.
+// MatMul of one row by one 2-D B (a batch-1 decode step) runs the GEMV of half_gemv.h instead.
 #include <type_traits>
 
 #include "backends/cuda/blas/gemm_problem.h"
@@ -323,7 +323,7 @@ Status matmul_cuda(CudaKernelContext& ctx) {
     if constexpr (std::is_same_v<T, int8_t>) return ctx.unsupported("int8 MatMul is not supported");
     else if constexpr (std::is_integral_v<T>) return matmul_tiled<T>(ctx, s);
     else {
-      if (s.batch_b.empty() && s.k > 0) {  // a decode step's few rows: the GEMV reads B at the memory bandwidth
+      if (s.batch_b.empty() && s.k > 0) {  // one row: the GEMV of half_gemv.h
         HalfGemv g{a.dtype, dims_numel(s.batch) * s.m, s.k, s.n, a.data, ctx.input(1).data,
                    has_bias ? ctx.input(2).data : nullptr, ctx.output(0).data};
         if (half_gemv_applies(g)) {
