@@ -462,7 +462,7 @@ set(STREAMRT_CLI_SWITCH_GPT ${STREAMRT_CLI_FIXTURES}/tiny_gpt/model.onnx --shape
     --cache-dir ${STREAMRT_CLI_SWITCH_CACHE})
 add_test(NAME cli_switch_cache_reset COMMAND ${CMAKE_COMMAND} -E rm -rf ${STREAMRT_CLI_SWITCH_CACHE})
 set_tests_properties(cli_switch_cache_reset PROPERTIES LABELS cli FIXTURES_SETUP cli_switch_cache_reset)
-streamrt_cli_test(switch_default pass "cache: miss [0-9a-f]+ \\(first build of this model\\).*32 fused away"
+streamrt_cli_test(switch_default pass "cache: miss [0-9a-f]+ \\(first build of this model\\).*36 fused away"
   FIXTURES_REQUIRED cli_switch_cache_reset FIXTURES_SETUP cli_switch_default
   ARGS build ${STREAMRT_CLI_SWITCH_GPT} -o ${STREAMRT_CLI_TMP}/switch_default.plan)
 streamrt_cli_test(switch_no_fusion pass "cache: miss [0-9a-f]+ \\(builder option changed: passes.attention_fusion, passes.matmul_bias_fusion\\).*12 fused away"
@@ -495,7 +495,7 @@ streamrt_cli_test(log_level_variable pass "streamrt verbose: engine '[^']*': loa
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --iterations 1)
 set_tests_properties(cli_log_level_variable PROPERTIES ENVIRONMENT STREAMRT_LOG=verbose)
 # Bad values: an error naming the flag or variable, exit 1.
-streamrt_cli_test(no_fusion_unknown fail "InvalidArgument: --no-fusion 'bogus': expected conv, matmul-bias, rotary, attention or all"
+streamrt_cli_test(no_fusion_unknown fail "InvalidArgument: --no-fusion 'bogus': expected conv, matmul-bias, matmul-residual, rotary, attention or all"
   ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan ${STREAMRT_CLI_PROFILE} --no-fusion conv,bogus)
 streamrt_cli_test(onnx_test_no_fusion_unknown fail "InvalidArgument: --no-fusion 'softmax'"
   ARGS onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/attention/fp32 --device cpu --no-fusion softmax)

@@ -27,10 +27,12 @@ struct ShapeProfile {
 // STREAMRT_CONV_TACTICS / STREAMRT_NO_STEP_TIMING variables) onto these fields; the library
 // itself reads no environment.
 struct BuilderPasses {
-  // Fusions (builder/fusion.h): Conv + Add / Relu epilogues, MatMul + bias Add, the rotary
-  // embedding pattern, MatMul-Softmax-MatMul attention.
+  // Fusions (builder/fusion.h): Conv + Add / Relu epilogues, MatMul + bias Add, MatMul + a
+  // residual Add of the output's shape (the GEMM adds it as its C operand), the rotary embedding
+  // pattern, MatMul-Softmax-MatMul attention.
   bool conv_fusion = true;
   bool matmul_bias_fusion = true;
+  bool matmul_residual_fusion = true;
   bool rotary_fusion = true;
   bool attention_fusion = true;
   // A view step (Reshape, Squeeze, ...) whose input and output are same-sized activations shares

@@ -177,6 +177,7 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
       if (!again.ok()) return again.status().with_context("after splitting large weights");
     }
   }
+  if (config.passes.matmul_residual_fusion) rep.nodes_fused += builder::fuse_matmul_residual(g);
   if (config.kv_cache_in_place) {
     SRT_ASSIGN_OR_RETURN(KvCacheInPlace kv, store_kv_caches_in_place(g, out.profiles, config.max_tensor_elements));
     rep.kv_pairs_in_place = kv.pairs;

@@ -66,26 +66,15 @@ bool fuse_into(const ir::Graph& g, ir::Node& n, ir::ValueId b, const std::vector
 }  // namespace
 
 size_t fuse_matmul_bias(ir::Graph& g) {
-  size_t fused = 0;
   GraphIndex idx(g);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const ir::Node& add = g.nodes[i];
-    if (idx.removed(i) || add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 ||
-        add.outputs.size() != 1)
-      continue;
-    for (int side = 0; side < 2; ++side) {
-      int mm = idx.producer_if(add.inputs[side], "MatMul");
-      if (mm < 0) mm = idx.producer_if(add.inputs[side], ops::kWeightOnlyMatMul);
-      if (mm < 0 || idx.single_consumer(add.inputs[side]) != static_cast<int>(i) ||
-          !fuse_into(g, g.nodes[mm], add.inputs[1 - side], add.outputs))
-        continue;
-      idx.remove(static_cast<int>(i));
-      ++fused;
-      break;
-    }
-  }
-  idx.compact();
-  return fused;
+  return fuse_adds(g, idx, [&](int add, int side) {
+    const ir::ValueId product = g.nodes[add].inputs[side];
+    int mm = idx.producer_if(product, "MatMul");
+    if (mm < 0) mm = idx.producer_if(product, ops::kWeightOnlyMatMul);
+    if (mm < 0 || idx.single_consumer(product) != add) return -1;
+    const ir::Node a = g.nodes[add];
+    return fuse_into(g, g.nodes[mm], a.inputs[1 - side], a.outputs) ? add : -1;
+  });
 }
 
 }  // namespace streamrt::builder

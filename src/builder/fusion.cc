@@ -116,6 +116,25 @@ std::optional<std::vector<int64_t>> squeeze_axes(const ir::Graph& g, const ir::N
   return v.ok() ? std::optional(*v) : std::nullopt;
 }
 
+size_t fuse_adds(ir::Graph& g, GraphIndex& idx, const std::function<int(int add, int side)>& fuse) {
+  size_t fused = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& add = g.nodes[i];
+    if (idx.removed(i) || add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2 ||
+        add.outputs.size() != 1)
+      continue;
+    for (int side = 0; side < 2; ++side) {
+      const int gone = fuse(static_cast<int>(i), side);
+      if (gone < 0) continue;
+      idx.remove(gone);
+      ++fused;
+      break;
+    }
+  }
+  idx.compact();
+  return fused;
+}
+
 size_t run_fusions(ir::Graph& g, const BuilderPasses& passes) {
   const size_t before = g.nodes.size();
   fuse_rms_norm(g);

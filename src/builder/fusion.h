@@ -1,6 +1,8 @@
 // Fusion passes (rewrite rules: target ops -> condition -> apply) and the index they share.
 #pragma once
 
+#include <functional>
+
 #include <optional>
 #include <vector>
 
@@ -38,6 +40,12 @@ class GraphIndex {
   std::vector<bool> is_output_;
   std::vector<bool> removed_;
 };
+
+// Offers every live default-domain Add of two inputs and one output, one side at a time, to
+// `fuse(add, side)`, which rewrites the graph and returns the node that goes (the Add, or the
+// producer the Add took the place of), or -1 to try the other side. Returns how many fused;
+// removed nodes are compacted away at the end.
+size_t fuse_adds(ir::Graph& g, GraphIndex& idx, const std::function<int(int add, int side)>& fuse);
 
 // Rank of v, 0 while its shape is unknown.
 inline size_t rank_of(const ir::Graph& g, ir::ValueId v) {
@@ -77,6 +85,10 @@ size_t absorb_rotary_transposes(ir::Graph& g);
 
 // Add(MatMul(A, W), b) -> MatMul(A, W, b) with the fused bias (fuse_matmul_bias.cc).
 size_t fuse_matmul_bias(ir::Graph& g);
+// Add(MatMul(A, W), R) with R of the product's dims -> MatMul(A, W, [bias], R) with the fused
+// residual (fuse_matmul_residual.cc). Runs after precision conversion, quantization and weight
+// splitting (builder.cc), on the MatMuls they leave: one GEMM by a 2-D constant.
+size_t fuse_matmul_residual(ir::Graph& g);
 
 // Conv followed by Add(., R) and / or Relu -> Conv with that epilogue (fuse_conv.cc).
 size_t fuse_conv(ir::Graph& g);

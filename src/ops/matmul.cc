@@ -1,6 +1,6 @@
 // MatMul: numpy matmul. 1-D operands are promoted (A: [K] -> [1, K], B: [K] -> [K, 1]) and the
-// promoted axis is dropped from the result; leading (batch) dims broadcast. An optional third
-// input is the builder's fused bias (ops/matmul.h), added to every row of the result.
+// promoted axis is dropped from the result; leading (batch) dims broadcast. Optional third and
+// fourth inputs are the builder's fused bias and residual (ops/matmul.h).
 #include "ops/matmul.h"
 
 #include "ops/gemm_util.h"
@@ -35,17 +35,28 @@ Result<MatMulShape> matmul_shape(const ir::Node& node, const Dims& a, const Dims
 
 namespace {
 
-bool has_bias(size_t num_inputs) { return num_inputs > 2; }
+bool has_bias(const KernelContext& ctx) { return ctx.num_inputs() > 2 && ctx.has_input(2); }
+bool has_residual(const KernelContext& ctx) {
+  return ctx.num_inputs() > kMatMulResidualInput && ctx.has_input(kMatMulResidualInput);
+}
 
-// The fused bias exists only with "__bias" = 1 and has A's float type.
-Status check_bias_input(const InferContext& ctx, DataType t) {
-  if (!matmul_has_bias_attr(ctx.node()))
-    return ctx.error("MatMul takes 2 inputs, got " + std::to_string(ctx.num_inputs()) +
-                     " (a third, a fused bias, needs the attribute " + kMatMulBiasAttr + " = 1)");
-  if (!ctx.has_input(2)) return ctx.error("the fused bias (input 2) is missing");
-  if (ctx.input_dtype(2) != t || !is_float(t))
-    return ctx.error(std::string("the fused bias must have A's float type, got ") + dtype_name(ctx.input_dtype(2)) +
-                     " with A " + dtype_name(t));
+// The fused bias exists only with "__bias" = 1, the residual only with "__residual" = 1; both
+// have A's float type.
+Status check_fused_inputs(const InferContext& ctx, DataType t) {
+  const size_t n = ctx.num_inputs();
+  if (n > 4) return ctx.error("MatMul takes at most 4 inputs (A, B, a fused bias and residual), got " + std::to_string(n));
+  const bool bias = n > 2 && ctx.has_input(2), residual = n > kMatMulResidualInput && ctx.has_input(kMatMulResidualInput);
+  if (bias != matmul_has_bias_attr(ctx.node()))
+    return ctx.error(bias ? std::string("a third input, a fused bias, needs the attribute ") + kMatMulBiasAttr + " = 1"
+                          : std::string("the fused bias (input 2) is missing"));
+  if (residual != matmul_has_residual_attr(ctx.node()))
+    return ctx.error(residual ? std::string("a fourth input, a fused residual, needs the attribute ") +
+                                    kMatMulResidualAttr + " = 1"
+                              : std::string("the fused residual (input 3) is missing"));
+  for (size_t i : {size_t{2}, kMatMulResidualInput})
+    if (i < n && ctx.has_input(i) && (ctx.input_dtype(i) != t || !is_float(t)))
+      return ctx.error(std::string("the fused ") + (i == 2 ? "bias" : "residual") + " must have A's float type, got " +
+                       dtype_name(ctx.input_dtype(i)) + " with A " + dtype_name(t));
   return ok_status();
 }
 
@@ -56,8 +67,9 @@ Status infer(InferContext& ctx) {
   if (ctx.input_dtype(1) != t)
     return ctx.error(std::string("input types differ: ") + dtype_name(t) + " vs " +
                      dtype_name(ctx.input_dtype(1)));
-  const bool bias = has_bias(ctx.num_inputs());
-  if (bias) SRT_RETURN_IF_ERROR(check_bias_input(ctx, t));
+  SRT_RETURN_IF_ERROR(check_fused_inputs(ctx, t));
+  const bool bias = ctx.num_inputs() > 2 && ctx.has_input(2);
+  const bool residual = ctx.num_inputs() > kMatMulResidualInput && ctx.has_input(kMatMulResidualInput);
   if (!ctx.input(0).has_shape || !ctx.input(1).has_shape) {
     ctx.set_output_unranked(0, t);
     return ok_status();
@@ -65,18 +77,26 @@ Status infer(InferContext& ctx) {
   SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), ctx.input_dims(0), ctx.input_dims(1)));
   if (bias && ctx.input(2).has_shape)
     SRT_RETURN_IF_ERROR(check_matmul_bias(ctx.node(), ctx.input_dims(2), ctx.input_dims(1), s.out.size()));
+  if (residual && ctx.input(kMatMulResidualInput).has_shape)
+    SRT_RETURN_IF_ERROR(check_matmul_residual(ctx.node(), ctx.input_dims(kMatMulResidualInput), s.out));
   ctx.set_output(0, t, s.out);
   return ok_status();
 }
 
-// The fused bias (input 2), added to each of the float result's rows before narrowing, as the
-// GPU's bias epilogue adds it: one rounding for half types (float32 gives the unfused graph's bits).
+// The fused bias (input 2) added to each of the float result's rows, then the fused residual
+// (input 3), before narrowing, as the GPU's epilogue adds them: one rounding for half types
+// (float32 gives the unfused graph's bits).
 template <typename T>
-void add_bias(KernelContext& ctx, float* y, int64_t numel, int64_t n) {
-  if (!has_bias(ctx.num_inputs())) return;
-  const T* pb = ctx.input(2).as<T>();
-  for (int64_t r = 0, rows = n ? numel / n : 0; r < rows; ++r)
-    for (int64_t j = 0; j < n; ++j) y[r * n + j] += static_cast<float>(load(pb[j]));
+void add_fused(KernelContext& ctx, float* y, int64_t numel, int64_t n) {
+  if (has_bias(ctx)) {
+    const T* pb = ctx.input(2).as<T>();
+    for (int64_t r = 0, rows = n ? numel / n : 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j) y[r * n + j] += static_cast<float>(load(pb[j]));
+  }
+  if (has_residual(ctx)) {
+    const T* pr = ctx.input(kMatMulResidualInput).as<T>();
+    for (int64_t i = 0; i < numel; ++i) y[i] += static_cast<float>(load(pr[i]));
+  }
 }
 
 template <typename T>
@@ -116,7 +136,7 @@ Status run_typed(KernelContext& ctx, const MatMulShape& s) {
       });
     }
     if (!st.ok()) return st.with_context(ctx.node().describe());
-    add_bias<T>(ctx, fy.get(), y.numel(), n);
+    add_fused<T>(ctx, fy.get(), y.numel(), n);
     fy.flush();
     return ok_status();
   }
@@ -126,11 +146,7 @@ Status cpu(KernelContext& ctx) {
   const TensorRef& a = ctx.input(0);
   if (ctx.input(1).dtype != a.dtype) return ctx.error("input types differ");
   SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), a.dims, ctx.input(1).dims));
-  if (has_bias(ctx.num_inputs())) {
-    if (!ctx.has_input(2) || ctx.input(2).dtype != a.dtype || !is_float(a.dtype))
-      return ctx.error("the fused bias must be present with A's float type");
-    SRT_RETURN_IF_ERROR(check_matmul_bias(ctx.node(), ctx.input(2).dims, ctx.input(1).dims, s.out.size()));
-  }
+  SRT_RETURN_IF_ERROR(check_matmul_fused_operands(ctx, s.out));
   if (ctx.output(0).dims != s.out)
     return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " +
                      dims_to_string(s.out));
@@ -147,9 +163,39 @@ double flops(const ir::Node&, std::span<const Dims* const> in, const Dims& out) 
 
 }  // namespace
 
-bool matmul_has_bias_attr(const ir::Node& node) {
-  auto it = node.attrs.find(kMatMulBiasAttr);
+namespace {
+bool int_attr_is_one(const ir::Node& node, const char* name) {
+  auto it = node.attrs.find(name);
   return it != node.attrs.end() && it->second.kind == ir::Attribute::Kind::kInt && it->second.i == 1;
+}
+}  // namespace
+
+bool matmul_has_bias_attr(const ir::Node& node) { return int_attr_is_one(node, kMatMulBiasAttr); }
+bool matmul_has_residual_attr(const ir::Node& node) { return int_attr_is_one(node, kMatMulResidualAttr); }
+
+Status check_matmul_residual(const ir::Node& node, const Dims& residual, const Dims& out) {
+  if (residual.size() != out.size())
+    return node.error(StatusCode::kInvalidModel, "fused residual " + dims_to_string(residual) +
+                                                     " must have the output's dims " + dims_to_string(out));
+  for (size_t i = 0; i < out.size(); ++i)
+    if (residual[i] >= 0 && out[i] >= 0 && residual[i] != out[i])
+      return node.error(StatusCode::kInvalidModel, "fused residual " + dims_to_string(residual) +
+                                                       " must have the output's dims " + dims_to_string(out));
+  return ok_status();
+}
+
+Status check_matmul_fused_operands(const KernelContext& ctx, const Dims& out) {
+  const DataType t = ctx.input(0).dtype;
+  if (has_bias(ctx)) {
+    if (ctx.input(2).dtype != t || !is_float(t)) return ctx.error("the fused bias must have A's float type");
+    SRT_RETURN_IF_ERROR(check_matmul_bias(ctx.node(), ctx.input(2).dims, ctx.input(1).dims, out.size()));
+  }
+  if (has_residual(ctx)) {
+    if (ctx.input(kMatMulResidualInput).dtype != t || !is_float(t))
+      return ctx.error("the fused residual must have A's float type");
+    SRT_RETURN_IF_ERROR(check_matmul_residual(ctx.node(), ctx.input(kMatMulResidualInput).dims, out));
+  }
+  return ok_status();
 }
 
 Status check_matmul_bias(const ir::Node& node, const Dims& bias, const Dims& b, size_t out_rank) {

@@ -4,13 +4,21 @@
 // prefix marks it as streamrt's, never ONNX's):
 //   Y = A @ B + bias, with B of rank >= 2, bias of A's float type and of dims [1, ..., 1, N]
 //   (rank 1 .. rank of Y), added to every row of Y.
+// And with a fused residual, Add(MatMul(A, B), R) with R of Y's dims (a transformer's skip
+// connection; builder/fuse_matmul_residual.cc): a fourth input R (the third empty when there is
+// no bias) and "__residual" = 1, Y = A @ B (+ bias) + R, which the GEMM adds as its C operand.
+// Both are added to the float product before it is narrowed (one rounding in half types).
 #pragma once
 
 #include "ir/graph.h"
 
 namespace streamrt::ops {
 
+class KernelContext;
+
 inline constexpr const char* kMatMulBiasAttr = "__bias";
+inline constexpr const char* kMatMulResidualAttr = "__residual";
+inline constexpr size_t kMatMulResidualInput = 3;
 
 // numpy matmul's shape rule (shared with MatMulInteger / QLinearMatMul): 1-D operands promoted,
 // batch dims broadcast. Works on dims that may contain -1; errors name the node.
@@ -21,8 +29,14 @@ struct MatMulShape {
 };
 Result<MatMulShape> matmul_shape(const ir::Node& node, const Dims& a, const Dims& b);
 
-// True when the node is a MatMul carrying "__bias" = 1.
+// True when the node is a MatMul carrying "__bias" = 1 / "__residual" = 1.
 bool matmul_has_bias_attr(const ir::Node& node);
+bool matmul_has_residual_attr(const ir::Node& node);
+
+// Checks the residual's dims against Y's (entries may be -1: unknown); errors name the node.
+Status check_matmul_residual(const ir::Node& node, const Dims& residual, const Dims& out);
+// A kernel's fused bias and residual (when present): A's float type, their dims against B's and Y's.
+Status check_matmul_fused_operands(const KernelContext& ctx, const Dims& out);
 
 // Checks the bias dims against B's dims and Y's rank (entries may be -1: unknown); errors name
 // the node.

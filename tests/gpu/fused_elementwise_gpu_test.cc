@@ -7,9 +7,7 @@
 
 #include <cmath>
 
-#include "../unit/conv_test_util.h"
-#include "../unit/tactics_test_util.h"
-#include "gpu_test_util.h"
+#include "graph_check.h"
 
 namespace streamrt {
 namespace {
@@ -55,22 +53,11 @@ ir::Graph wide_graph(const Dims& dims) {
 }
 
 void check(const ir::Graph& g, DataType precision, const std::string& what) {
-  SCOPED_TRACE(what + " " + dtype_name(precision));
-  auto cuda = testing::build_graph_plan(g, DeviceType::kCuda, true, precision);
-  auto cpu = testing::build_graph_plan(g, DeviceType::kCpu, true, precision);
-  ASSERT_TRUE(cuda.ok()) << cuda.status().to_string();
-  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-  plan::PlanData p = testing::read_back(*cuda);
+  const plan::PlanData p = testing::check_cuda_against_cpu(g, precision, what + " " + dtype_name(precision));
   int fused = 0, others = 0;
   for (const ir::Node& s : p.steps) (s.op_type == "FusedElementwise" ? fused : others) += s.op_type != "Cast";
-  EXPECT_EQ(fused, 1) << "the chain is not one fused step";
-  EXPECT_EQ(others, 0);
-  const auto in = testing::block_inputs(g, 5);
-  auto got = testing::run_graph_plan(DeviceType::kCuda, *cuda, in);
-  auto want = testing::run_graph_plan(DeviceType::kCpu, *cpu, in);
-  ASSERT_TRUE(got.ok()) << got.status().to_string();
-  ASSERT_TRUE(want.ok()) << want.status().to_string();
-  testing::expect_close(*got, *want, testing::tolerance(precision), what);
+  EXPECT_EQ(fused, 1) << what << ": the chain is not one fused step";
+  EXPECT_EQ(others, 0) << what;
 }
 
 TEST(GpuFusedElementwise, MatchesTheCpuOnBothPaths) {

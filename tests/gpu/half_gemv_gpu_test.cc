@@ -23,6 +23,7 @@ struct Case {
   DataType dtype;
   int64_t rows, k, n;
   bool bias;
+  bool residual = false;
 };
 
 uint16_t to_bits(float f, DataType t) {
@@ -67,19 +68,23 @@ void run_case(const Case& c) {
   const auto a_bits = random_half(static_cast<size_t>(c.rows * c.k), 1.f, c.dtype, 1, &a);
   const auto w_bits = random_half(static_cast<size_t>(c.k * c.n), 1.f / std::sqrt(float(c.k)), c.dtype, 2, &w);
   const auto b_bits = random_half(static_cast<size_t>(c.n), 1.f, c.dtype, 3, &b);
+  std::vector<double> rv;
+  const auto r_bits = random_half(static_cast<size_t>(c.rows * c.n), 1.f, c.dtype, 5, &rv);
   // A one element past an aligned address: the kernel reads it by elements.
   DeviceBuffer da(a_bits.size() * 2 + 2), dw(w_bits.size() * 2), db(b_bits.size() * 2), dy(size_t(c.rows * c.n) * 2);
   void* a_at = static_cast<char*>(da.p) + 2;
   ASSERT_EQ(cudaMemcpy(a_at, a_bits.data(), a_bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dw.p, w_bits.data(), w_bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(db.p, b_bits.data(), b_bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemset(dy.p, 0xFF, size_t(c.rows * c.n) * 2), cudaSuccess);  // NaNs where nothing is written
+  // The residual is read from y itself (an in-place step); else y starts as NaNs where nothing is written.
+  if (c.residual) ASSERT_EQ(cudaMemcpy(dy.p, r_bits.data(), r_bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  else ASSERT_EQ(cudaMemset(dy.p, 0xFF, size_t(c.rows * c.n) * 2), cudaSuccess);
 
   CudaResources res;
   int device = 0;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&res.sm_count, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
-  HalfGemv g{c.dtype, c.rows, c.k, c.n, a_at, dw.p, c.bias ? db.p : nullptr, dy.p};
+  HalfGemv g{c.dtype, c.rows, c.k, c.n, a_at, dw.p, c.bias ? db.p : nullptr, c.residual ? dy.p : nullptr, dy.p};
   ASSERT_TRUE(half_gemv_applies(g));
   const Status st = half_gemv(res, g);
   ASSERT_TRUE(st.ok()) << st.to_string();
@@ -92,7 +97,7 @@ void run_case(const Case& c) {
   const double rtol = c.dtype == DataType::kFloat16 ? 1e-3 : 8e-3;
   for (int64_t r = 0; r < c.rows; ++r)
     for (int64_t j = 0; j < c.n; ++j) {
-      double want = c.bias ? b[j] : 0.0;
+      double want = (c.bias ? b[j] : 0.0) + (c.residual ? rv[r * c.n + j] : 0.0);
       for (int64_t i = 0; i < c.k; ++i) want += a[r * c.k + i] * w[i * c.n + j];
       const double got = from_bits(y_bits[r * c.n + j], c.dtype);
       ASSERT_NEAR(got, want, rtol * (1.0 + std::fabs(want))) << "row " << r << " column " << j;
@@ -108,6 +113,7 @@ TEST(GpuHalfGemv, MatchesDoubleProduct) {
     run_case({t, 1, 4099, 24, false});  // more than eight loads a row lane, some past K
     run_case({t, 1, 2048, 2048, false});
     run_case({t, 1, 8192, 2056, true});
+    run_case({t, 1, 2048, 520, true, true});  // a residual, read from the output's own memory
     run_case({t, 1, 2048, 34000, true});  // enough column tiles to fill the GPU: K whole in a block
     run_case({t, 1, 16384, 64, false});  // eight chunks of the largest size
   }
@@ -122,10 +128,10 @@ TEST(GpuHalfGemv, RefusesWhatItDoesNotTake) {
   };
   DeviceBuffer buf(1 << 20);
   void* d = buf.p;
-  refused({DataType::kFloat32, 1, 64, 64, d, d, nullptr, d});          // float32
-  refused({DataType::kFloat16, 2, 64, 64, d, d, nullptr, d});          // more than one row (cuBLASLt's)
-  refused({DataType::kFloat16, 1, 64, 60, d, d, nullptr, d});          // N not a multiple of 8
-  refused({DataType::kFloat16, 1, 64, 64, d, static_cast<char*>(d) + 2, nullptr, d});  // W misaligned
+  refused({DataType::kFloat32, 1, 64, 64, d, d, nullptr, nullptr, d});          // float32
+  refused({DataType::kFloat16, 2, 64, 64, d, d, nullptr, nullptr, d});          // more than one row (cuBLASLt's)
+  refused({DataType::kFloat16, 1, 64, 60, d, d, nullptr, nullptr, d});          // N not a multiple of 8
+  refused({DataType::kFloat16, 1, 64, 64, d, static_cast<char*>(d) + 2, nullptr, nullptr, d});  // W misaligned
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // BuilderConfig::passes on whole models: each switch takes out exactly its own rewrite (the other
-// fusions and the view aliasing stay as they were), and the plan built without it still computes
+// fusions and the view aliasing stay as they were; residuals ride only on MatMuls whose bias was
+// fused), and the plan built without it still computes
 // the fixture's reference output (test_data_set_0, exported from PyTorch). Conv fusion on models
 // is tested in fusion_conv_test.cc, conv tactics in tactics_conv_test.cc, step timing in
 // weight_streaming_test.cc.
@@ -12,6 +13,7 @@
 
 #include "conv_test_util.h"
 #include "onnx/tensor_proto.h"
+#include "ops/matmul.h"
 #include "plan/view_steps.h"
 #include "tactics_test_util.h"
 
@@ -22,13 +24,13 @@ const std::string kModels = std::string(STREAMRT_SOURCE_DIR) + "/tests/fixtures/
 
 // What the switches change in a plan.
 struct Rewrites {
-  size_t attention = 0, rotary = 0, matmul_bias = 0, aliased_views = 0;
+  size_t attention = 0, rotary = 0, matmul_bias = 0, matmul_residual = 0, aliased_views = 0;
   bool operator==(const Rewrites&) const = default;
 };
 
 std::ostream& operator<<(std::ostream& os, const Rewrites& r) {
   return os << "{attention " << r.attention << ", rotary " << r.rotary << ", matmul_bias " << r.matmul_bias
-            << ", aliased views " << r.aliased_views << "}";
+            << ", matmul_residual " << r.matmul_residual << ", aliased views " << r.aliased_views << "}";
 }
 
 Rewrites rewrites_of(const plan::PlanData& p) {
@@ -36,7 +38,8 @@ Rewrites rewrites_of(const plan::PlanData& p) {
   for (const ir::Node& s : p.steps) {
     r.attention += s.op_type == "Attention";
     r.rotary += s.op_type == "Rotary";
-    r.matmul_bias += s.op_type == "MatMul" && s.inputs.size() == 3;
+    r.matmul_bias += s.op_type == "MatMul" && ops::matmul_has_bias_attr(s);
+    r.matmul_residual += s.op_type == "MatMul" && ops::matmul_has_residual_attr(s);
     if (!plan::is_view_step(s) || s.inputs[0] < 0 || s.outputs[0] < 0) continue;
     // A view's output can sit on its input's bytes only when aliased: both are live at the step.
     const plan::ValueEntry &in = p.values[s.inputs[0]], &out = p.values[s.outputs[0]];
@@ -96,12 +99,16 @@ const Switch kSwitches[] = {
     {"attention_fusion", [](BuilderPasses& p) { p.attention_fusion = false; }, &Rewrites::attention},
     {"rotary_fusion", [](BuilderPasses& p) { p.rotary_fusion = false; }, &Rewrites::rotary},
     {"matmul_bias_fusion", [](BuilderPasses& p) { p.matmul_bias_fusion = false; }, &Rewrites::matmul_bias},
+    {"matmul_residual_fusion", [](BuilderPasses& p) { p.matmul_residual_fusion = false; }, &Rewrites::matmul_residual},
     {"view_aliasing", [](BuilderPasses& p) { p.view_aliasing = false; }, &Rewrites::aliased_views},
 };
 
 struct ModelRewrites {
   const char* model;
   Rewrites by_default;  // counted on the plans once, by hand (streamrt inspect)
+  // Residuals fused into MatMuls without a bias: the only ones left with the bias fusion off (a
+  // residual Add after an unfused bias Add reads no MatMul).
+  size_t residual_without_bias = 0;
 };
 
 void PrintTo(const ModelRewrites& m, std::ostream* os) { *os << m.model; }
@@ -114,11 +121,13 @@ TEST_P(BuilderPassSwitches, EachSwitchTakesOutItsRewriteAlone) {
   EXPECT_EQ(base.attention, GetParam().by_default.attention);
   EXPECT_EQ(base.rotary, GetParam().by_default.rotary);
   EXPECT_EQ(base.matmul_bias, GetParam().by_default.matmul_bias);
+  EXPECT_EQ(base.matmul_residual, GetParam().by_default.matmul_residual);
   EXPECT_GT(base.aliased_views, 0u);
   for (const Switch& s : kSwitches) {
     SCOPED_TRACE(s.name);
     Rewrites want = base;
     want.*s.removes = 0;
+    if (s.removes == &Rewrites::matmul_bias) want.matmul_residual = GetParam().residual_without_bias;
     EXPECT_EQ(build_and_check(c, s.off), want);
   }
   const Rewrites none = build_and_check(c, [](BuilderPasses& p) {
@@ -128,8 +137,8 @@ TEST_P(BuilderPassSwitches, EachSwitchTakesOutItsRewriteAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BuilderPassSwitches,
-                         ::testing::Values(ModelRewrites{"tiny_gpt", {2, 0, 8, 0}},
-                                           ModelRewrites{"tiny_llama", {2, 4, 0, 0}}),
+                         ::testing::Values(ModelRewrites{"tiny_gpt", {2, 0, 8, 4, 0}, 0},
+                                           ModelRewrites{"tiny_llama", {2, 4, 0, 4, 0}, 4}),
                          [](const auto& info) { return std::string(info.param.model); });
 
 }  // namespace

@@ -150,6 +150,7 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   add("kv_cache_in_place", [](BuilderConfig& c) { c.kv_cache_in_place = true; });
   add("passes.conv_fusion", [](BuilderConfig& c) { c.passes.conv_fusion = false; });
   add("passes.matmul_bias_fusion", [](BuilderConfig& c) { c.passes.matmul_bias_fusion = false; });
+  add("passes.matmul_residual_fusion", [](BuilderConfig& c) { c.passes.matmul_residual_fusion = false; });
   add("passes.rotary_fusion", [](BuilderConfig& c) { c.passes.rotary_fusion = false; });
   add("passes.attention_fusion", [](BuilderConfig& c) { c.passes.attention_fusion = false; });
   add("passes.view_aliasing", [](BuilderConfig& c) { c.passes.view_aliasing = false; });

@@ -89,20 +89,6 @@ ir::Graph linear_graph(const LinearSpec& spec) {
   return g;
 }
 
-// The graph's first output, every node run by its CPU kernel in order.
-Tensor evaluate(const ir::Graph& g, const std::vector<Tensor>& inputs) {
-  std::map<ir::ValueId, Tensor> vals(g.constants.begin(), g.constants.end());
-  for (size_t i = 0; i < inputs.size(); ++i) vals[g.inputs[i]] = inputs[i];
-  for (const ir::Node& n : g.nodes) {
-    std::vector<Tensor> in;
-    for (ir::ValueId v : n.inputs) in.push_back(vals.at(v));
-    std::vector<Tensor> out = run_ok(n, in);
-    if (out.size() != n.outputs.size()) return Tensor();
-    for (size_t k = 0; k < out.size(); ++k) vals[n.outputs[k]] = std::move(out[k]);
-  }
-  return vals.at(g.outputs[0]);
-}
-
 bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.dims() == b.dims() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
@@ -122,7 +108,7 @@ TEST_P(MatMulBiasFusion, FusedGraphComputesTheSameOutputs) {
   spec.bias_first = bias_first;
   ir::Graph g = linear_graph(spec);
   const Tensor a = random_tensor(dtype, spec.a, 1);
-  const Tensor want = evaluate(g, {a});
+  const Tensor want = interpret_graph(g, std::vector<Tensor>{a});
 
   EXPECT_EQ(fuse_matmul_bias(g), 1u);
   ASSERT_EQ(g.nodes.size(), 1u);
@@ -133,7 +119,7 @@ TEST_P(MatMulBiasFusion, FusedGraphComputesTheSameOutputs) {
   EXPECT_EQ(mm.outputs, std::vector<ir::ValueId>{g.find_value("y")});
   EXPECT_TRUE(ops::matmul_has_bias_attr(mm));
   ASSERT_TRUE(ir::infer_shapes(g).ok());
-  const Tensor got = evaluate(g, {a});
+  const Tensor got = interpret_graph(g, std::vector<Tensor>{a});
   ASSERT_EQ(got.dims(), want.dims());
   // The CPU kernel adds the bias before narrowing, as the GPU's epilogue does: the unfused bits in
   // float32; in float16 one rounding fewer than MatMul then Add, so within an ulp of theirs.

@@ -68,11 +68,11 @@ inline std::vector<Tensor> run_ok(const ir::Node& node, const std::vector<Tensor
   return r.ok() ? std::move(r).value() : std::vector<Tensor>{};
 }
 
-// Runs a graph of one input node by node on the CPU kernels (a reference for fusion tests);
-// returns output 0, or an empty tensor after a node failed (the test has failed then).
-inline Tensor interpret_graph(const ir::Graph& g, const Tensor& x) {
+// Runs a graph node by node on the CPU kernels (a reference for fusion tests), `xs` being its
+// inputs in order; returns output 0, or an empty tensor after a node failed (the test has failed then).
+inline Tensor interpret_graph(const ir::Graph& g, const std::vector<Tensor>& xs) {
   std::vector<Tensor> vals(g.values.size());
-  vals[g.inputs[0]] = x;
+  for (size_t i = 0; i < xs.size() && i < g.inputs.size(); ++i) vals[g.inputs[i]] = xs[i];
   for (const auto& [id, t] : g.constants) vals[id] = t;
   for (const auto& n : g.nodes) {
     std::vector<Tensor> ins;
@@ -84,5 +84,6 @@ inline Tensor interpret_graph(const ir::Graph& g, const Tensor& x) {
   }
   return vals[g.outputs[0]];
 }
+inline Tensor interpret_graph(const ir::Graph& g, const Tensor& x) { return interpret_graph(g, std::vector<Tensor>{x}); }
 
 }  // namespace streamrt::testing

@@ -163,11 +163,11 @@ Status LtOperation::init(const LtGemm& g, int32_t batch) {
   const uint64_t sd = batched ? static_cast<uint64_t>(g.stride_d * esize) : 0;
   align_a = alignment_of(addr(g.b) | sb);  // cuBLAS "A" is our B
   align_b = alignment_of(addr(g.a) | sa);
-  align_d = alignment_of(addr(g.d) | sd);
+  align_d = alignment_of(addr(g.d) | addr(g.c) | sd);  // C is read as D is laid out
   align_bias = g.bias ? alignment_of(addr(g.bias)) : 0;
   full_a = alignment_of(addr(g.b) | sb | static_cast<uint64_t>(g.ldb * esize));
   full_b = alignment_of(addr(g.a) | sa | static_cast<uint64_t>(g.lda * esize));
-  full_d = alignment_of(addr(g.d) | sd | static_cast<uint64_t>(g.ldd * esize));
+  full_d = alignment_of(addr(g.d) | addr(g.c) | sd | static_cast<uint64_t>(g.ldd * esize));
 
   SRT_CUBLAS(cublasLtMatmulDescCreate(&op, uses_tf32(g) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                                       CUDA_R_32F));
@@ -238,8 +238,8 @@ bool lt_algo_fits(cublasLtHandle_t h, const LtOperation& op, const cublasLtMatmu
 
 Status lt_run(cublasLtHandle_t h, const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo,
               void* workspace, size_t workspace_size, cudaStream_t stream) {
-  SRT_CUBLAS(cublasLtMatmul(h, op.op, &g.alpha, g.b, op.la, g.a, op.lb, &g.beta, g.d, op.ld, g.d, op.ld, &algo,
-                            workspace, workspace_size, stream));
+  SRT_CUBLAS(cublasLtMatmul(h, op.op, &g.alpha, g.b, op.la, g.a, op.lb, &g.beta, g.c ? g.c : g.d, op.ld, g.d, op.ld,
+                            &algo, workspace, workspace_size, stream));
   return ok_status();
 }
 
@@ -277,6 +277,7 @@ Status lt_matmul(CudaResources& res, const LtGemm& g) {
     return internal_error("lt_matmul: empty GEMM " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
                           std::to_string(g.k) + " must be handled by the caller");
   if (g.bias && g.batch != 1) return internal_error("lt_matmul: a bias needs batch == 1");
+  if (g.c && g.batch != 1) return internal_error("lt_matmul: a separate C needs batch == 1");
   // Batch counts are int32 in cuBLASLt; split very large batches (never seen in practice).
   constexpr int64_t kMaxBatch = 1 << 30;
   LtGemm part = g;

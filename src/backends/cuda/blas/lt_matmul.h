@@ -35,8 +35,9 @@ struct LtGemm {
   int64_t lda = 0;  // row stride (elements) of A as stored
   const void* b = nullptr;
   int64_t ldb = 0;
-  void* d = nullptr;  // output, also the C operand (in place) when beta != 0
+  void* d = nullptr;  // output, also the C operand (in place) when beta != 0 and c is null
   int64_t ldd = 0;
+  const void* c = nullptr;  // the C operand when beta != 0, laid out as D (batch 1 only)
   // Strided batch: `batch` GEMMs, matrix i at a + i * stride_a etc. (a stride of 0 shares the
   // operand between all batches).
   int64_t batch = 1;

@@ -227,35 +227,43 @@ Status gemm_cuda(CudaKernelContext& ctx) {
 // ---------------------------------------------------------------------------------------
 // MatMul
 
-// y[i] += bias[i % n]: the fused bias (ops/matmul.h) when no epilogue added it. Like the
-// CPU's unfused Add: on the narrowed product, in float.
+// y[i] += x[i % period]: a fused bias (period n) or residual (period: all of y) that no epilogue
+// added. Like the CPU's unfused Add: on the narrowed product, in float.
 template <typename T>
-__global__ void add_row_bias_kernel(T* y, const T* bias, int64_t total, int64_t n) {
+__global__ void add_into_kernel(T* y, const T* x, int64_t total, int64_t period) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = from_acc<T>(to_acc(y[i]) + to_acc(bias[i % n]));
+    y[i] = from_acc<T>(to_acc(y[i]) + to_acc(x[i % period]));
 }
 
 template <typename T>
-Status add_row_bias(CudaKernelContext& ctx, const MatMulShape& s) {
+Status add_into(CudaKernelContext& ctx, size_t input, int64_t period) {
   const ops::TensorRef& y = ctx.output(0);
   const int64_t total = y.numel();
-  if (total == 0 || s.n == 0) return ok_status();
-  add_row_bias_kernel<T><<<grid_for(total), 256, 0, ctx.stream()>>>(y.as<T>(), ctx.input(2).as<const T>(), total, s.n);
-  SRT_CUDA_LAUNCH("add_row_bias_kernel");
+  if (total == 0 || period == 0) return ok_status();
+  add_into_kernel<T><<<grid_for(total), 256, 0, ctx.stream()>>>(y.as<T>(), ctx.input(input).as<const T>(), total, period);
+  SRT_CUDA_LAUNCH("add_into_kernel");
   return ok_status();
 }
 
-// Float MatMul through cuBLASLt (the calls of matmul_gemm). With a fused bias (`bias`, else
-// null) the bias epilogue is tried first where the call is one GEMM (batch 1, as the tuner
-// times it); *biased says whether the bias was added.
-Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s, const void* bias, bool* biased) {
+// What a MatMul adds to its product (ops/matmul.h), and what the GEMM call took in.
+struct Fused {
+  const void* bias = nullptr;
+  const void* residual = nullptr;
+  bool bias_added = false, residual_added = false;
+};
+
+// Float MatMul through cuBLASLt (the calls of matmul_gemm). Where the call is one GEMM (batch 1,
+// as the tuner times it) a fused residual is its C operand (beta 1) and a fused bias goes to the
+// bias epilogue, tried first; f says what was added.
+Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s, Fused& f) {
   const ops::TensorRef& a = ctx.input(0);
   const ops::TensorRef& b = ctx.input(1);
   const ops::TensorRef& y = ctx.output(0);
-  *biased = false;
   if (dims_numel(s.batch) == 0 || s.m == 0 || s.n == 0) return ok_status();
   if (s.k == 0) {
-    SRT_CUDA(cudaMemsetAsync(y.data, 0, y.nbytes(), ctx.stream()));
+    if (f.residual) SRT_CUDA(cudaMemcpyAsync(y.data, f.residual, y.nbytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
+    else SRT_CUDA(cudaMemsetAsync(y.data, 0, y.nbytes(), ctx.stream()));
+    f.residual_added = f.residual != nullptr;
     return ok_status();
   }
   const LtStepTactics tactics(ctx.node());
@@ -264,18 +272,27 @@ Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s, const void* bias,
   g.a = a.data;
   g.b = b.data;
   g.d = y.data;
-  if (bias && !mg.per_matrix && g.batch == 1) {
-    g.bias = bias;
+  if (f.residual && !mg.per_matrix && g.batch == 1) {
+    g.c = f.residual;
+    g.beta = 1.f;
+  }
+  if (f.bias && !mg.per_matrix && g.batch == 1) {
+    g.bias = f.bias;
     tactics.apply(g);
     Status st = lt_matmul(ctx.resources(), g);
     if (st.code() != StatusCode::kUnsupported) {
-      *biased = st.ok();
+      f.bias_added = st.ok();
+      f.residual_added = st.ok() && g.c;
       return st.with_context(ctx.node().describe());
     }
-    g.bias = nullptr;  // no epilogue algorithm: the plain GEMM, then add_row_bias
+    g.bias = nullptr;  // no epilogue algorithm: the plain GEMM, then add_into
   }
   tactics.apply(g);
-  if (!mg.per_matrix) return lt_matmul(ctx.resources(), g).with_context(ctx.node().describe());
+  if (!mg.per_matrix) {
+    Status st = lt_matmul(ctx.resources(), g);
+    f.residual_added = st.ok() && g.c;
+    return st.with_context(ctx.node().describe());
+  }
   const int64_t esize = static_cast<int64_t>(dtype_size(a.dtype));
   Status st;
   ops::for_each_broadcast<2>(s.batch, {s.batch_a, s.batch_b}, [&](int64_t i, const std::array<int64_t, 2>& o) {
@@ -313,29 +330,28 @@ Status matmul_cuda(CudaKernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(MatMulShape s, matmul_shape(ctx.node(), a.dims, ctx.input(1).dims));
   if (ctx.output(0).dims != s.out)
     return ctx.error("output has shape " + dims_to_string(ctx.output(0).dims) + ", expected " + dims_to_string(s.out));
-  const bool has_bias = ctx.num_inputs() > 2;
-  if (has_bias) {
-    if (!ctx.has_input(2) || ctx.input(2).dtype != a.dtype || !is_float(a.dtype))
-      return ctx.error("the fused bias must be present with A's float type");
-    SRT_RETURN_IF_ERROR(ops::check_matmul_bias(ctx.node(), ctx.input(2).dims, ctx.input(1).dims, s.out.size()));
-  }
+  SRT_RETURN_IF_ERROR(ops::check_matmul_fused_operands(ctx, s.out));
+  Fused f;
+  const size_t r = ops::kMatMulResidualInput;
+  if (ctx.num_inputs() > 2 && ctx.has_input(2)) f.bias = ctx.input(2).data;
+  if (ctx.num_inputs() > r && ctx.has_input(r)) f.residual = ctx.input(r).data;
   return cuda_dispatch<ops::kFloats | ops::kSignedInts>(a.dtype, ctx.node().describe(), [&]<typename T>() -> Status {
     if constexpr (std::is_same_v<T, int8_t>) return ctx.unsupported("int8 MatMul is not supported");
     else if constexpr (std::is_integral_v<T>) return matmul_tiled<T>(ctx, s);
     else {
       if (s.batch_b.empty() && s.k > 0) {  // one row: the GEMV of half_gemv.h
-        HalfGemv g{a.dtype, dims_numel(s.batch) * s.m, s.k, s.n, a.data, ctx.input(1).data,
-                   has_bias ? ctx.input(2).data : nullptr, ctx.output(0).data};
+        HalfGemv g{a.dtype, dims_numel(s.batch) * s.m, s.k, s.n, a.data, ctx.input(1).data, f.bias, f.residual,
+                   ctx.output(0).data};
         if (half_gemv_applies(g)) {
           Status st = half_gemv(ctx.resources(), g);
           if (st.code() != StatusCode::kUnsupported) return st.with_context(ctx.node().describe());
         }
       }
-      bool biased = false;
-      Status st = matmul_lt(ctx, s, has_bias ? ctx.input(2).data : nullptr, &biased);
+      Status st = matmul_lt(ctx, s, f);
       if (st.code() == StatusCode::kUnsupported) st = matmul_tiled<T>(ctx, s);
-      if (!st.ok() || !has_bias || biased) return st;
-      return add_row_bias<T>(ctx, s);
+      if (st.ok() && f.residual && !f.residual_added) st = add_into<T>(ctx, r, ctx.output(0).numel());
+      if (st.ok() && f.bias && !f.bias_added) st = add_into<T>(ctx, 2, s.n);
+      return st;
     }
   });
 }

@@ -73,7 +73,7 @@ __device__ __forceinline__ int load_rows(const T* wp, int64_t stride, int j, int
 template <typename T, int M>
 __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict__ a, int rows,
                                                              const T* __restrict__ w, const T* __restrict__ bias,
-                                                             T* __restrict__ y, int64_t k, int64_t n, int chunk,
+                                                             const T* residual, T* y, int64_t k, int64_t n, int chunk,
                                                              int split) {
   // The chunk's rows of A, later the warps' sums ([warp][M][kCols] floats: half its bytes).
   __shared__ __align__(16) T xs[M * kMaxChunk];
@@ -154,6 +154,7 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict
     if (m >= rows || c >= n) continue;
     float s = part[i];
     if (bias) s += static_cast<float>(to_acc(bias[c]));
+    if (residual) s += static_cast<float>(to_acc(residual[m * n + c]));  // may be y itself: read first
     y[m * n + c] = from_acc<T>(s);
   }
 }
@@ -193,7 +194,8 @@ Status launch(CudaResources& res, const HalfGemv& g) {
   cfg.attrs = &attr;
   cfg.numAttrs = split > 1 ? 1 : 0;
   SRT_CUDA(cudaLaunchKernelEx(&cfg, half_gemv_kernel<T, M>, static_cast<const T*>(g.a), static_cast<int>(g.rows),
-                              static_cast<const T*>(g.w), static_cast<const T*>(g.bias), static_cast<T*>(g.y), g.k,
+                              static_cast<const T*>(g.w), static_cast<const T*>(g.bias),
+                              static_cast<const T*>(g.residual), static_cast<T*>(g.y), g.k,
                               g.n, static_cast<int>(chunk), static_cast<int>(split)));
   return ok_status();
 }

@@ -17,14 +17,15 @@ struct HalfGemv {
   int64_t rows = 0, k = 0, n = 0;
   const void* a = nullptr;     // rows x k
   const void* w = nullptr;     // k x n
-  const void* bias = nullptr;  // n, or null
-  void* y = nullptr;           // rows x n
+  const void* bias = nullptr;      // n, or null
+  const void* residual = nullptr;  // rows x n added to the product, or null
+  void* y = nullptr;               // rows x n
 };
 
 // Whether half_gemv takes `g` (types, rows, N a multiple of 8 and W 16-byte aligned: it reads W
 // in 16-byte runs).
 bool half_gemv_applies(const HalfGemv& g);
-// Enqueues y = a @ w (+ bias) on res.stream, accumulating in float; kUnsupported (nothing
+// Enqueues y = a @ w (+ bias) (+ residual) on res.stream, accumulating in float; kUnsupported (nothing
 // enqueued) where it does not apply.
 Status half_gemv(CudaResources& res, const HalfGemv& g);
 
