@@ -41,16 +41,17 @@ bool has_residual(const KernelContext& ctx) {
 }
 
 // The fused bias exists only with "__bias" = 1, the residual only with "__residual" = 1; both
-// have A's float type.
-Status check_fused_inputs(const InferContext& ctx, DataType t) {
+// have A's float type. *bias / *residual: whether they are there.
+Status check_fused_inputs(const InferContext& ctx, DataType t, bool* bias, bool* residual) {
   const size_t n = ctx.num_inputs();
   if (n > 4) return ctx.error("MatMul takes at most 4 inputs (A, B, a fused bias and residual), got " + std::to_string(n));
-  const bool bias = n > 2 && ctx.has_input(2), residual = n > kMatMulResidualInput && ctx.has_input(kMatMulResidualInput);
-  if (bias != matmul_has_bias_attr(ctx.node()))
-    return ctx.error(bias ? std::string("a third input, a fused bias, needs the attribute ") + kMatMulBiasAttr + " = 1"
+  *bias = n > 2 && ctx.has_input(2);
+  *residual = n > kMatMulResidualInput && ctx.has_input(kMatMulResidualInput);
+  if (*bias != matmul_has_bias_attr(ctx.node()))
+    return ctx.error(*bias ? std::string("a third input, a fused bias, needs the attribute ") + kMatMulBiasAttr + " = 1"
                           : std::string("the fused bias (input 2) is missing"));
-  if (residual != matmul_has_residual_attr(ctx.node()))
-    return ctx.error(residual ? std::string("a fourth input, a fused residual, needs the attribute ") +
+  if (*residual != matmul_has_residual_attr(ctx.node()))
+    return ctx.error(*residual ? std::string("a fourth input, a fused residual, needs the attribute ") +
                                     kMatMulResidualAttr + " = 1"
                               : std::string("the fused residual (input 3) is missing"));
   for (size_t i : {size_t{2}, kMatMulResidualInput})
@@ -67,9 +68,8 @@ Status infer(InferContext& ctx) {
   if (ctx.input_dtype(1) != t)
     return ctx.error(std::string("input types differ: ") + dtype_name(t) + " vs " +
                      dtype_name(ctx.input_dtype(1)));
-  SRT_RETURN_IF_ERROR(check_fused_inputs(ctx, t));
-  const bool bias = ctx.num_inputs() > 2 && ctx.has_input(2);
-  const bool residual = ctx.num_inputs() > kMatMulResidualInput && ctx.has_input(kMatMulResidualInput);
+  bool bias = false, residual = false;
+  SRT_RETURN_IF_ERROR(check_fused_inputs(ctx, t, &bias, &residual));
   if (!ctx.input(0).has_shape || !ctx.input(1).has_shape) {
     ctx.set_output_unranked(0, t);
     return ok_status();
@@ -161,27 +161,22 @@ double flops(const ir::Node&, std::span<const Dims* const> in, const Dims& out) 
   return 2.0 * estimate_numel(out) * static_cast<double>(std::max<int64_t>(a->back(), 1));
 }
 
-}  // namespace
-
-namespace {
 bool int_attr_is_one(const ir::Node& node, const char* name) {
   auto it = node.attrs.find(name);
   return it != node.attrs.end() && it->second.kind == ir::Attribute::Kind::kInt && it->second.i == 1;
 }
+
 }  // namespace
 
 bool matmul_has_bias_attr(const ir::Node& node) { return int_attr_is_one(node, kMatMulBiasAttr); }
 bool matmul_has_residual_attr(const ir::Node& node) { return int_attr_is_one(node, kMatMulResidualAttr); }
 
 Status check_matmul_residual(const ir::Node& node, const Dims& residual, const Dims& out) {
-  if (residual.size() != out.size())
-    return node.error(StatusCode::kInvalidModel, "fused residual " + dims_to_string(residual) +
-                                                     " must have the output's dims " + dims_to_string(out));
-  for (size_t i = 0; i < out.size(); ++i)
-    if (residual[i] >= 0 && out[i] >= 0 && residual[i] != out[i])
-      return node.error(StatusCode::kInvalidModel, "fused residual " + dims_to_string(residual) +
-                                                       " must have the output's dims " + dims_to_string(out));
-  return ok_status();
+  bool same = residual.size() == out.size();
+  for (size_t i = 0; same && i < out.size(); ++i) same = residual[i] < 0 || out[i] < 0 || residual[i] == out[i];
+  if (same) return ok_status();
+  return node.error(StatusCode::kInvalidModel,
+                    "fused residual " + dims_to_string(residual) + " must have the output's dims " + dims_to_string(out));
 }
 
 Status check_matmul_fused_operands(const KernelContext& ctx, const Dims& out) {

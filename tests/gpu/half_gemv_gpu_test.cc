@@ -84,6 +84,7 @@ void run_case(const Case& c) {
   int device = 0;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&res.sm_count, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&res.cc_major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
   HalfGemv g{c.dtype, c.rows, c.k, c.n, a_at, dw.p, c.bias ? db.p : nullptr, c.residual ? dy.p : nullptr, dy.p};
   ASSERT_TRUE(half_gemv_applies(g));
   const Status st = half_gemv(res, g);

@@ -31,6 +31,7 @@ struct CudaResources {
   size_t workspace_size = 0;
   uint64_t workspace_generation = 0;  // bumped when the workspace moves (captured graphs hold its address)
   int sm_count = 0;
+  int cc_major = 0;  // compute capability (9: thread-block clusters)
   // Grows the workspace to at least `bytes` (synchronizes the stream when it must reallocate).
   Status ensure_workspace(size_t bytes);
 };

@@ -29,6 +29,9 @@ template <typename T> __device__ __forceinline__ T from_acc(acc_t<T> v) {
   else return v;
 }
 
+// Whether a device pointer allows 16-byte vector accesses.
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 // Calls f.template operator()<T>() with the device storage type for `t` (bool for kBool); the
 // types outside `Allowed` (kCudaWideTypes: cuda_kernel_registry.h) give kUnsupported, as
 // cuda_dtypes(Allowed) says, which a kernel's registration lists.

@@ -207,13 +207,6 @@ constexpr size_t slot_bytes(int slots) { return size_t(slots) * 2 * kSlotThreads
 template <typename T>
 Status launch_slots(CudaKernelContext& ctx, T* y, int64_t n, const Inputs<T>& in, uint32_t scalar_mask,
                     const Program& p) {
-  static std::once_flag once;  // the most slots a program can need: more than the default 48 KB
-  static cudaError_t attr = cudaSuccess;
-  std::call_once(once, [] {
-    attr = cudaFuncSetAttribute(fused_slots_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                static_cast<int>(slot_bytes(kMaxInputs + ops::fused::kMaxInstructions)));
-  });
-  SRT_CUDA(attr);
   const int64_t nvec = n / kLanes;
   int gate = 0, up = 0;
   if (scalar_mask == 0 && match_gate(p, &gate, &up)) {
@@ -221,6 +214,13 @@ Status launch_slots(CudaKernelContext& ctx, T* y, int64_t n, const Inputs<T>& in
     SRT_CUDA_LAUNCH("gate_kernel");
     return ok_status();
   }
+  static std::once_flag once;  // the most slots a program can need: more than the default 48 KB
+  static cudaError_t attr = cudaSuccess;
+  std::call_once(once, [] {
+    attr = cudaFuncSetAttribute(fused_slots_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(slot_bytes(kMaxInputs + ops::fused::kMaxInstructions)));
+  });
+  SRT_CUDA(attr);
   const SlotProgram sp = allocate_slots(p);
   fused_slots_kernel<T><<<grid_for(nvec, kSlotThreads), kSlotThreads, slot_bytes(sp.slots), ctx.stream()>>>(
       y, nvec, in, scalar_mask, sp);
@@ -249,10 +249,10 @@ Status fused_cuda(CudaKernelContext& ctx) {
   }
   return cuda_dispatch<ops::kFloats>(y.dtype, ctx.node().describe(), [&]<typename T>() {
     Inputs<T> in{};
-    bool aligned = reinterpret_cast<uintptr_t>(y.data) % 16 == 0;
+    bool aligned = aligned16(y.data);
     for (int k = 0; k < p.num_inputs; ++k) {
       in.ptr[k] = ctx.input(k).as<const T>();
-      aligned = aligned && ((scalar_mask >> k) & 1u || reinterpret_cast<uintptr_t>(in.ptr[k]) % 16 == 0);
+      aligned = aligned && ((scalar_mask >> k) & 1u || aligned16(in.ptr[k]));
     }
     if (flat && aligned && n % kLanes == 0 && p.size > 0) return launch_slots<T>(ctx, y.as<T>(), n, in, scalar_mask, p);
     if (flat && n < (int64_t{1} << 31)) {

@@ -1,12 +1,12 @@
-// One-row MatMul on a float16 / bfloat16 weight in ONNX's K x N layout (half_gemv.h). The kernel
-// holds accumulators for M rows; only M = 1 runs: with 8 rows its float FMAs and reads of A made a
-// batch-8 Llama-1B token 2x slower than cuBLASLt (H200), 512-thread blocks for wide outputs were
-// slower than these.
+// One-row MatMul on a float16 / bfloat16 weight in ONNX's K x N layout (half_gemv.h). One row
+// only: a version with accumulators for 8 rows made a batch-8 Llama-1B token 2x slower than
+// cuBLASLt (its float FMAs and reads of A, H200); 512-thread blocks for wide outputs were slower
+// than these.
 //
 // Reading the weight once is all the time there is, and the kernel is bound by how many 16-byte
 // loads are in flight. A block owns 64 output columns (128-byte runs of each weight row) and a
 // chunk of K: its 256 threads are 8 column groups of 16 bytes by 32 row lanes, each with eight
-// loads of weight rows issued before any is used (the first eight before the chunk's rows of A
+// loads of weight rows issued before any is used (the first eight before the chunk of A
 // are staged in shared memory). A decode step's projections have few columns for their bytes
 // (2048 x 2048: 32 column tiles), so K is split over up to eight blocks of one thread-block
 // cluster (sm_90) until the GPU holds two blocks a multiprocessor; the blocks add their sums
@@ -27,7 +27,7 @@ constexpr int kGroups = kCols / 8;                // threads across them, 16 byt
 constexpr int kLanes = kThreads / kGroups;        // threads down the chunk
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxSplit = 8;                      // the portable cluster size
-constexpr int kMaxChunk = 2048;                   // K a block: its rows of A fit shared memory
+constexpr int kMaxChunk = 2048;                   // K a block: its piece of A fits shared memory
 constexpr int kUnroll = 8;                        // weight loads in flight a thread
 
 template <typename T>
@@ -43,18 +43,15 @@ struct Pair<__nv_bfloat16> {
   static __device__ __forceinline__ float2 to_float2(type v) { return __bfloat1622float2(v); }
 };
 
-// Eight weights (16 bytes) times one row value per row of A, into acc.
-template <typename T, int M>
-__device__ __forceinline__ void accumulate(const uint4& v, const float (&x)[M], float (&acc)[M][8]) {
+// Eight weights (16 bytes) times A's value for their row, into acc.
+template <typename T>
+__device__ __forceinline__ void accumulate(const uint4& v, float x, float (&acc)[8]) {
   const auto* p = reinterpret_cast<const typename Pair<T>::type*>(&v);
 #pragma unroll
   for (int h = 0; h < 4; ++h) {
     const float2 f = Pair<T>::to_float2(p[h]);
-#pragma unroll
-    for (int m = 0; m < M; ++m) {
-      acc[m][2 * h] = fmaf(x[m], f.x, acc[m][2 * h]);
-      acc[m][2 * h + 1] = fmaf(x[m], f.y, acc[m][2 * h + 1]);
-    }
+    acc[2 * h] = fmaf(x, f.x, acc[2 * h]);
+    acc[2 * h + 1] = fmaf(x, f.y, acc[2 * h + 1]);
   }
 }
 
@@ -68,16 +65,15 @@ __device__ __forceinline__ int load_rows(const T* wp, int64_t stride, int j, int
   return have;
 }
 
-// M: rows of A the accumulators hold (`rows` <= M are real). Grid: (column tiles, split); with
-// split > 1 a cluster is (1, split, 1), so blockIdx.y is the block's rank in it.
-template <typename T, int M>
-__global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict__ a, int rows,
-                                                             const T* __restrict__ w, const T* __restrict__ bias,
-                                                             const T* residual, T* y, int64_t k, int64_t n, int chunk,
-                                                             int split) {
-  // The chunk's rows of A, later the warps' sums ([warp][M][kCols] floats: half its bytes).
-  __shared__ __align__(16) T xs[M * kMaxChunk];
-  __shared__ float part[M * kCols];
+// Grid: (column tiles, split); with split > 1 a cluster is (1, split, 1), so blockIdx.y is the
+// block's rank in it.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict__ a, const T* __restrict__ w,
+                                                             const T* __restrict__ bias, const T* residual, T* y,
+                                                             int64_t k, int64_t n, int chunk, int split) {
+  // The chunk of A, later the warps' sums ([warp][kCols] floats: half its bytes).
+  __shared__ __align__(16) T xs[kMaxChunk];
+  __shared__ float part[kCols];
   const int tx = threadIdx.x % kGroups, ty = threadIdx.x / kGroups;
   const int64_t k0 = static_cast<int64_t>(blockIdx.y) * chunk;
   const int len = static_cast<int>(k0 < k ? min(static_cast<int64_t>(chunk), k - k0) : 0);
@@ -88,23 +84,15 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict
   uint4 v[kUnroll];
   int have = has_col ? load_rows(wp, stride, ty, len, v) : 0;
 
-  // A's rows of the chunk, by elements (A may sit at any element offset).
-  for (int i = threadIdx.x; i < M * len; i += kThreads) {
-    const int m = i / len, j = i % len;
-    xs[m * chunk + j] = m < rows ? a[m * k + k0 + j] : T{};
-  }
+  // The chunk of A, by elements (A may sit at any element offset).
+  for (int j = threadIdx.x; j < len; j += kThreads) xs[j] = a[k0 + j];
   __syncthreads();
 
-  float acc[M][8] = {};
+  float acc[8] = {};
   for (int j = ty; have > 0;) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (u < have) {
-        float x[M];
-#pragma unroll
-        for (int m = 0; m < M; ++m) x[m] = static_cast<float>(to_acc(xs[m * chunk + j + u * kLanes]));
-        accumulate<T, M>(v[u], x, acc);
-      }
+      if (u < have) accumulate<T>(v[u], static_cast<float>(to_acc(xs[j + u * kLanes])), acc);
     j += kUnroll * kLanes;
     wp += kUnroll * stride;
     have = load_rows(wp, stride, j, len, v);
@@ -112,25 +100,21 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict
 
   // Sum the row lanes: four in a warp by shuffles, then the warps in shared memory.
 #pragma unroll
-  for (int m = 0; m < M; ++m)
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      acc[m][e] += __shfl_xor_sync(0xffffffffu, acc[m][e], 8);
-      acc[m][e] += __shfl_xor_sync(0xffffffffu, acc[m][e], 16);
-    }
+  for (int e = 0; e < 8; ++e) {
+    acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], 8);
+    acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], 16);
+  }
   __syncthreads();  // xs is free
   float* red = reinterpret_cast<float*>(xs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane < kGroups)
 #pragma unroll
-    for (int m = 0; m < M; ++m)
-#pragma unroll
-      for (int e = 0; e < 8; ++e) red[(warp * M + m) * kCols + tx * 8 + e] = acc[m][e];
+    for (int e = 0; e < 8; ++e) red[warp * kCols + tx * 8 + e] = acc[e];
   __syncthreads();
-  for (int i = threadIdx.x; i < M * kCols; i += kThreads) {
+  for (int i = threadIdx.x; i < kCols; i += kThreads) {
     float s = 0.f;
 #pragma unroll
-    for (int v2 = 0; v2 < kWarps; ++v2) s += red[v2 * M * kCols + i];
+    for (int v2 = 0; v2 < kWarps; ++v2) s += red[v2 * kCols + i];
     part[i] = s;
   }
 
@@ -142,34 +126,23 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();
     if (blockIdx.y == 0)
-      for (int i = threadIdx.x; i < M * kCols; i += kThreads)
+      for (int i = threadIdx.x; i < kCols; i += kThreads)
         for (int r = 1; r < split; ++r) part[i] += cluster.map_shared_rank(part, r)[i];
     cluster.sync();  // the others' shared memory stays until it has been read
     if (blockIdx.y != 0) return;
 #endif
   }
-  for (int i = threadIdx.x; i < M * kCols; i += kThreads) {
-    const int m = i / kCols;
-    const int64_t c = static_cast<int64_t>(blockIdx.x) * kCols + i % kCols;
-    if (m >= rows || c >= n) continue;
+  for (int i = threadIdx.x; i < kCols; i += kThreads) {
+    const int64_t c = static_cast<int64_t>(blockIdx.x) * kCols + i;
+    if (c >= n) continue;
     float s = part[i];
     if (bias) s += static_cast<float>(to_acc(bias[c]));
-    if (residual) s += static_cast<float>(to_acc(residual[m * n + c]));  // may be y itself: read first
-    y[m * n + c] = from_acc<T>(s);
+    if (residual) s += static_cast<float>(to_acc(residual[c]));  // may be y itself: read first
+    y[c] = from_acc<T>(s);
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// Thread-block clusters (and so a split K) need sm_90.
-bool has_clusters() {
-  int device = 0, major = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-  return major >= 9;
-}
-
-template <typename T, int M>
+template <typename T>
 Status launch(CudaResources& res, const HalfGemv& g) {
   const int64_t tiles = (g.n + kCols - 1) / kCols;
   // Two blocks a multiprocessor where the columns alone give fewer, at least eight rows a row
@@ -177,7 +150,7 @@ Status launch(CudaResources& res, const HalfGemv& g) {
   const int64_t sms = res.sm_count > 0 ? res.sm_count : 132;
   int64_t split = std::min<int64_t>({kMaxSplit, (2 * sms + tiles - 1) / tiles, std::max<int64_t>(1, g.k / (kLanes * kUnroll))});
   split = std::max<int64_t>(split, (g.k + kMaxChunk - 1) / kMaxChunk);
-  if (!has_clusters()) split = 1;
+  if (res.cc_major < 9) split = 1;  // thread-block clusters (and so a split K) need sm_90
   const int64_t chunk = ((g.k + split - 1) / split + 7) / 8 * 8;
   split = (g.k + chunk - 1) / chunk;
   if (chunk > kMaxChunk) return unsupported("half_gemv: K needs more than one cluster");
@@ -193,25 +166,23 @@ Status launch(CudaResources& res, const HalfGemv& g) {
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = split > 1 ? 1 : 0;
-  SRT_CUDA(cudaLaunchKernelEx(&cfg, half_gemv_kernel<T, M>, static_cast<const T*>(g.a), static_cast<int>(g.rows),
-                              static_cast<const T*>(g.w), static_cast<const T*>(g.bias),
-                              static_cast<const T*>(g.residual), static_cast<T*>(g.y), g.k,
-                              g.n, static_cast<int>(chunk), static_cast<int>(split)));
+  SRT_CUDA(cudaLaunchKernelEx(&cfg, half_gemv_kernel<T>, static_cast<const T*>(g.a), static_cast<const T*>(g.w),
+                              static_cast<const T*>(g.bias), static_cast<const T*>(g.residual), static_cast<T*>(g.y),
+                              g.k, g.n, static_cast<int>(chunk), static_cast<int>(split)));
   return ok_status();
 }
 
 }  // namespace
 
 bool half_gemv_applies(const HalfGemv& g) {
-  return (g.dtype == DataType::kFloat16 || g.dtype == DataType::kBFloat16) && g.rows >= 1 &&
-         g.rows <= kHalfGemvMaxRows && g.k >= 1 && g.k <= int64_t{kMaxSplit} * kMaxChunk && g.n >= 8 &&
+  return (g.dtype == DataType::kFloat16 || g.dtype == DataType::kBFloat16) && g.rows == 1 && g.k >= 1 && g.k <= int64_t{kMaxSplit} * kMaxChunk && g.n >= 8 &&
          g.n % 8 == 0 && g.n / kCols < (int64_t{1} << 31) && aligned16(g.w);
 }
 
 Status half_gemv(CudaResources& res, const HalfGemv& g) {
   if (!half_gemv_applies(g)) return unsupported("half_gemv: operands it does not take");
-  if (g.dtype == DataType::kFloat16) return launch<__half, 1>(res, g);
-  return launch<__nv_bfloat16, 1>(res, g);
+  if (g.dtype == DataType::kFloat16) return launch<__half>(res, g);
+  return launch<__nv_bfloat16>(res, g);
 }
 
 }  // namespace streamrt::cuda

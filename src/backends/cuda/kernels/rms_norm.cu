@@ -73,8 +73,6 @@ __global__ void rms_norm_vec(const T* x, const T* scale, T* y, int64_t n, float 
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 Status rms_norm_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef& x = ctx.input(0);
   SRT_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.node().attr_int("axis", -1));

@@ -42,8 +42,6 @@ __global__ void rotary_vec_kernel(T* y, const T* x, const T* c, const T* s, uint
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 Status rotary_cuda(CudaKernelContext& ctx) {
   const ops::TensorRef &x = ctx.input(0), &c = ctx.input(1), &s = ctx.input(2);
   const ops::TensorRef& y = ctx.output(0);
