@@ -495,7 +495,7 @@ streamrt_cli_test(log_level_variable pass "streamrt verbose: engine '[^']*': loa
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --iterations 1)
 set_tests_properties(cli_log_level_variable PROPERTIES ENVIRONMENT STREAMRT_LOG=verbose)
 # Bad values: an error naming the flag or variable, exit 1.
-streamrt_cli_test(no_fusion_unknown fail "InvalidArgument: --no-fusion 'bogus': expected conv, matmul-bias, matmul-residual, rotary, attention or all"
+streamrt_cli_test(no_fusion_unknown fail "InvalidArgument: --no-fusion 'bogus': expected conv, matmul-bias, matmul-residual, matmul-group, rotary, attention or all"
   ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan ${STREAMRT_CLI_PROFILE} --no-fusion conv,bogus)
 streamrt_cli_test(onnx_test_no_fusion_unknown fail "InvalidArgument: --no-fusion 'softmax'"
   ARGS onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/attention/fp32 --device cpu --no-fusion softmax)

@@ -33,6 +33,10 @@ struct BuilderPasses {
   bool conv_fusion = true;
   bool matmul_bias_fusion = true;
   bool matmul_residual_fusion = true;
+  // MatMuls by constant weights that read one activation (Q / K / V, gate / up) -> one step, with
+  // the RMS normalization before them and the SwiGLU gate after (builder/fuse_matmul_group.cc).
+  // Not applied in weight-streaming builds.
+  bool matmul_group_fusion = true;
   bool rotary_fusion = true;
   bool attention_fusion = true;
   // A view step (Reshape, Squeeze, ...) whose input and output are same-sized activations shares

@@ -186,6 +186,15 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
       log_warning(source + ": kv_cache_in_place found no past / present pair it can store in place (a graph "
                   "input concatenated into a graph output that only attention reads); the cache stays dense");
   }
+  // Last: the MatMuls every other pass leaves (quantized and split steps are no longer MatMuls).
+  if (config.passes.matmul_group_fusion && !config.weight_streaming) {
+    const size_t fused = builder::fuse_matmul_groups(g);
+    rep.nodes_fused += fused;
+    if (fused > 0) {
+      auto again = ir::infer_shapes(g, infer);
+      if (!again.ok()) return again.status().with_context("after grouping MatMuls");
+    }
+  }
   if (config.engine_name.empty() && g.name.empty()) {
     size_t slash = source.find_last_of('/');
     g.name = source.substr(slash == std::string::npos ? 0 : slash + 1);

@@ -28,6 +28,9 @@ class GraphIndex {
   // The same, but other readers are allowed when they are dead once `nodes` are removed (they
   // only feed `nodes`, `root` or other such readers): the caller must then remove dead code.
   bool only_use_with_dead(const std::vector<int>& nodes, int root) const;
+  // The nodes reading v (a node once per input that reads it), removed ones included.
+  const std::vector<int>& consumers(ir::ValueId v) const { return consumers_[v]; }
+  bool is_output(ir::ValueId v) const { return is_output_[v]; }
   void remove(int node) { removed_[node] = true; }
   bool removed(size_t node) const { return removed_[node]; }
   // Erases removed nodes from the graph.
@@ -89,6 +92,13 @@ size_t fuse_matmul_bias(ir::Graph& g);
 // residual (fuse_matmul_residual.cc). Runs after precision conversion, quantization and weight
 // splitting (builder.cc), on the MatMuls they leave: one GEMM by a 2-D constant.
 size_t fuse_matmul_residual(ir::Graph& g);
+
+// MatMuls by 2-D constants that read one activation (a layer's Q / K / V, its gate and up
+// projections), with the RMSNormalization that alone feeds them and the SwiGLU gate that alone
+// reads a pair -> MatMulGroup (fuse_matmul_group.cc). Runs last (builder.cc), on the MatMuls the
+// other passes leave, and not in weight-streaming builds (a group's weights would stream as one).
+// Returns the number of nodes fused away.
+size_t fuse_matmul_groups(ir::Graph& g);
 
 // Conv followed by Add(., R) and / or Relu -> Conv with that epilogue (fuse_conv.cc).
 size_t fuse_conv(ir::Graph& g);

@@ -54,6 +54,9 @@ namespace streamrt::builder {
 
 inline constexpr const char* kTf32Attr = "__tf32";
 inline constexpr const char* kLtAlgoAttr = "__lt_algo";
+// The record of a step's GEMM number `part` (a MatMulGroup makes one per weight): kLtAlgoAttr for
+// the first, "__lt_algo1", "__lt_algo2" after it.
+inline std::string lt_algo_attr(int part) { return part == 0 ? kLtAlgoAttr : kLtAlgoAttr + std::to_string(part); }
 
 inline constexpr int64_t kLtAlgoMagic = 0x00314F474C41544CLL;  // "LTALGO1", little-endian bytes
 inline constexpr size_t kLtAlgoWords = 8;                       // sizeof(cublasLtMatmulAlgo_t) / 8

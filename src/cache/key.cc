@@ -181,7 +181,7 @@ void graph_parts(const ir::Graph& g, const std::string& prefix, std::map<std::st
 static_assert(field_count<BuilderConfig>() == 17,
               "BuilderConfig changed: add the new field to append_builder_config() in src/cache/key.cc, then "
               "update this count");
-static_assert(field_count<BuilderPasses>() == 8,
+static_assert(field_count<BuilderPasses>() == 9,
               "BuilderPasses changed: add the new switch to append_builder_config() in src/cache/key.cc, then "
               "update this count");
 void append_builder_config(const BuilderConfig& c, std::map<std::string, std::string>& parts) {
@@ -235,6 +235,7 @@ void append_builder_config(const BuilderConfig& c, std::map<std::string, std::st
   pass("passes.conv_fusion", p.conv_fusion);
   pass("passes.matmul_bias_fusion", p.matmul_bias_fusion);
   pass("passes.matmul_residual_fusion", p.matmul_residual_fusion);
+  pass("passes.matmul_group_fusion", p.matmul_group_fusion);
   pass("passes.rotary_fusion", p.rotary_fusion);
   pass("passes.attention_fusion", p.attention_fusion);
   pass("passes.view_aliasing", p.view_aliasing);

@@ -14,6 +14,7 @@ void passes_from_environment(BuilderPasses& passes, const EnvLookup& env) {
       {"STREAMRT_NO_CONV_FUSION", &BuilderPasses::conv_fusion},
       {"STREAMRT_NO_MATMUL_BIAS_FUSION", &BuilderPasses::matmul_bias_fusion},
       {"STREAMRT_NO_MATMUL_RESIDUAL_FUSION", &BuilderPasses::matmul_residual_fusion},
+      {"STREAMRT_NO_MATMUL_GROUP_FUSION", &BuilderPasses::matmul_group_fusion},
       {"STREAMRT_NO_ROTARY_FUSION", &BuilderPasses::rotary_fusion},
       {"STREAMRT_NO_ATTENTION_FUSION", &BuilderPasses::attention_fusion},
       {"STREAMRT_NO_VIEW_ALIASING", &BuilderPasses::view_aliasing},

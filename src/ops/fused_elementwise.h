@@ -69,12 +69,31 @@ SRT_HOST_DEVICE inline float apply(int32_t op, float x, float y) {
   }
 }
 
+// Whether the program is SwiGLU's gate silu(a) * b = Mul(Mul(a, Sigmoid(a)), b) (either operand
+// order of each Mul); *gate / *up: the registers of a and b. Its kernels compute it as
+// gate_value() does.
+inline bool match_gate(const Program& p, int* gate, int* up) {
+  if (p.num_inputs != 2 || p.size != 3 || p.op[0] != kSigmoid || p.op[1] != kMul || p.op[2] != kMul) return false;
+  const int g = p.a[0], u = 1 - g, s = 2, t = 3;
+  if (g > 1) return false;
+  auto pair_is = [&](int i, int x, int y) { return (p.a[i] == x && p.b[i] == y) || (p.a[i] == y && p.b[i] == x); };
+  if (!pair_is(1, g, s) || !pair_is(2, t, u)) return false;
+  *gate = g;
+  *up = u;
+  return true;
+}
+
 // Runs the program on one element's inputs.
 SRT_HOST_DEVICE inline float evaluate(const Program& p, const float* inputs) {
   float r[kMaxInputs + kMaxInstructions];
   for (int i = 0; i < p.num_inputs; ++i) r[i] = inputs[i];
   for (int i = 0; i < p.size; ++i) r[p.num_inputs + i] = apply(p.op[i], r[p.a[i]], r[p.b[i]]);
   return r[p.num_inputs + p.size - 1];
+}
+
+// The gate's value for one element, as the interpreter evaluates match_gate's program.
+SRT_HOST_DEVICE inline float gate_value(float gate, float up) {
+  return apply(kMul, apply(kMul, gate, apply(kSigmoid, gate, 0.f)), up);
 }
 
 }  // namespace streamrt::ops::fused

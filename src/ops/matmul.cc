@@ -115,16 +115,8 @@ Status run_typed(KernelContext& ctx, const MatMulShape& s) {
   } else {
     FloatView<T> fa(a.as<T>(), a.numel());
     FloatOut<T> fy(y.as<T>(), y.numel());
-    // Half-type B is never widened whole (ops/half_gemm.h): a few rows of A (a decode step)
-    // read it as stored; more go through BLAS a widened panel at a time.
-    auto product = [&](int64_t rows, const float* pa, const T* pb, float* py) -> Status {
-      if constexpr (std::is_same_v<T, float>) {
-        return sgemm(false, false, rows, n, k, 1.f, pa, k, pb, n, 0.f, py, n);
-      } else {
-        if (rows > kHalfGemmMaxRows) return half_b_sgemm(false, false, rows, n, k, 1.f, pa, k, pb, n, 0.f, py, n);
-        half_b_gemm_rows(false, rows, n, k, pa, k, pb, n, py, n);
-        return ok_status();
-      }
+    auto product = [&](int64_t rows, const float* pa, const T* pb, float* py) {
+      return matmul_float_rows<T>(rows, n, k, pa, pb, py);
     };
     Status st;
     if (batch_b == 1) {
@@ -167,6 +159,22 @@ bool int_attr_is_one(const ir::Node& node, const char* name) {
 }
 
 }  // namespace
+
+template <typename T>
+Status matmul_float_rows(int64_t rows, int64_t n, int64_t k, const float* a, const T* b, float* y) {
+  if constexpr (std::is_same_v<T, float>) {
+    return sgemm(false, false, rows, n, k, 1.f, a, k, b, n, 0.f, y, n);
+  } else {
+    // Half-type B is never widened whole (ops/half_gemm.h): a few rows of A (a decode step)
+    // read it as stored; more go through BLAS a widened panel at a time.
+    if (rows > kHalfGemmMaxRows) return half_b_sgemm(false, false, rows, n, k, 1.f, a, k, b, n, 0.f, y, n);
+    half_b_gemm_rows(false, rows, n, k, a, k, b, n, y, n);
+    return ok_status();
+  }
+}
+template Status matmul_float_rows<float>(int64_t, int64_t, int64_t, const float*, const float*, float*);
+template Status matmul_float_rows<Half>(int64_t, int64_t, int64_t, const float*, const Half*, float*);
+template Status matmul_float_rows<BFloat16>(int64_t, int64_t, int64_t, const float*, const BFloat16*, float*);
 
 bool matmul_has_bias_attr(const ir::Node& node) { return int_attr_is_one(node, kMatMulBiasAttr); }
 bool matmul_has_residual_attr(const ir::Node& node) { return int_attr_is_one(node, kMatMulResidualAttr); }

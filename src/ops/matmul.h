@@ -29,6 +29,12 @@ struct MatMulShape {
 };
 Result<MatMulShape> matmul_shape(const ir::Node& node, const Dims& a, const Dims& b);
 
+// Row-major y[rows x n] = a[rows x k] * b[k x n], a and y in float, b of type T (float, Half,
+// BFloat16) read as stored: the CPU MatMul's product (BLAS; half-type B widened in registers for
+// a few rows, a panel at a time for more). kUnsupported past BLAS's index range.
+template <typename T>
+Status matmul_float_rows(int64_t rows, int64_t n, int64_t k, const float* a, const T* b, float* y);
+
 // True when the node is a MatMul carrying "__bias" = 1 / "__residual" = 1.
 bool matmul_has_bias_attr(const ir::Node& node);
 bool matmul_has_residual_attr(const ir::Node& node);

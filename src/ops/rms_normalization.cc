@@ -1,9 +1,7 @@
 // RMSNormalization (ONNX opset 23 semantics; the builder also fuses the
 // Pow-ReduceMean-Add-Sqrt-Div/Reciprocal pattern into it): Y = X / sqrt(mean(X^2 over axes
 // [axis, rank)) + epsilon) * scale. Statistics in float32 whatever the I/O type.
-#include <cmath>
-
-#include "ops/common.h"
+#include "ops/rms_normalization.h"
 
 namespace streamrt::ops {
 namespace {
@@ -14,23 +12,6 @@ Status infer(InferContext& ctx) {
     return ctx.error("scale must have X's type");
   ctx.set_output_like(0, ctx.input_dtype(0), 0);
   return ok_status();
-}
-
-template <typename T>
-void rms_rows(const T* x, const T* scale, int64_t scale_n, T* y, int64_t rows, int64_t n, float eps) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * n;
-    double sum = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      double v = load(xr[i]);
-      sum += v * v;
-    }
-    const float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
-    for (int64_t i = 0; i < n; ++i) {
-      float s = scale ? static_cast<float>(load(scale[i % scale_n])) : 1.f;
-      y[r * n + i] = store<T>(static_cast<float>(load(xr[i])) * inv * s);
-    }
-  }
 }
 
 // Plan load: axis within the input's rank (the kernel splits dims there).
@@ -49,7 +30,7 @@ Status cpu(KernelContext& ctx) {
   if (has_scale && (scale_n == 0 || n % scale_n != 0))
     return ctx.error("scale of " + std::to_string(scale_n) + " elements does not fit rows of " + std::to_string(n));
   return dispatch<kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() {
-    rms_rows<T>(x.as<const T>(), has_scale ? ctx.input(1).as<const T>() : nullptr, scale_n, ctx.output(0).as<T>(),
+    rms_norm_rows<T>(x.as<const T>(), has_scale ? ctx.input(1).as<const T>() : nullptr, scale_n, ctx.output(0).as<T>(),
                 rows, n, eps);
     return ok_status();
   });

@@ -60,6 +60,17 @@ struct DeviceBuffer {
   ~DeviceBuffer() { cudaFree(p); }
 };
 
+// The GEMV of one weight, as MatMul runs it.
+HalfGemv one_weight(DataType t, int64_t rows, int64_t k, int64_t n, const void* a, const void* w, void* y) {
+  HalfGemv g;
+  g.dtype = t;
+  g.rows = rows;
+  g.k = k;
+  g.a = a;
+  g.part[0] = {w, nullptr, y, n};
+  return g;
+}
+
 void run_case(const Case& c) {
   SCOPED_TRACE(std::string(c.dtype == DataType::kFloat16 ? "float16" : "bfloat16") + " rows " +
                std::to_string(c.rows) + " k " + std::to_string(c.k) + " n " + std::to_string(c.n) +
@@ -85,7 +96,9 @@ void run_case(const Case& c) {
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&res.sm_count, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&res.cc_major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
-  HalfGemv g{c.dtype, c.rows, c.k, c.n, a_at, dw.p, c.bias ? db.p : nullptr, c.residual ? dy.p : nullptr, dy.p};
+  HalfGemv g = one_weight(c.dtype, c.rows, c.k, c.n, a_at, dw.p, dy.p);
+  g.part[0].bias = c.bias ? db.p : nullptr;
+  g.residual = c.residual ? dy.p : nullptr;
   ASSERT_TRUE(half_gemv_applies(g));
   const Status st = half_gemv(res, g);
   ASSERT_TRUE(st.ok()) << st.to_string();
@@ -129,10 +142,19 @@ TEST(GpuHalfGemv, RefusesWhatItDoesNotTake) {
   };
   DeviceBuffer buf(1 << 20);
   void* d = buf.p;
-  refused({DataType::kFloat32, 1, 64, 64, d, d, nullptr, nullptr, d});          // float32
-  refused({DataType::kFloat16, 2, 64, 64, d, d, nullptr, nullptr, d});          // more than one row (cuBLASLt's)
-  refused({DataType::kFloat16, 1, 64, 60, d, d, nullptr, nullptr, d});          // N not a multiple of 8
-  refused({DataType::kFloat16, 1, 64, 64, d, static_cast<char*>(d) + 2, nullptr, nullptr, d});  // W misaligned
+  refused(one_weight(DataType::kFloat32, 1, 64, 64, d, d, d));                          // float32
+  refused(one_weight(DataType::kFloat16, 2, 64, 64, d, d, d));                          // more than one row (cuBLASLt's)
+  refused(one_weight(DataType::kFloat16, 1, 64, 60, d, d, d));                          // N not a multiple of 8
+  refused(one_weight(DataType::kFloat16, 1, 64, 64, d, static_cast<char*>(d) + 2, d));  // W misaligned
+  HalfGemv two = one_weight(DataType::kFloat16, 1, 64, 64, d, d, d);
+  two.parts = 2;
+  two.part[1] = {d, nullptr, d, 64};
+  two.residual = d;
+  refused(two);  // a residual with two weights
+  two.residual = nullptr;
+  two.gate = true;
+  two.part[1].n = 128;
+  refused(two);  // a gate of two widths
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "conv_test_util.h"
 #include "onnx/tensor_proto.h"
 #include "ops/matmul.h"
+#include "ops/matmul_group.h"
 #include "plan/view_steps.h"
 #include "tactics_test_util.h"
 
@@ -24,13 +25,14 @@ const std::string kModels = std::string(STREAMRT_SOURCE_DIR) + "/tests/fixtures/
 
 // What the switches change in a plan.
 struct Rewrites {
-  size_t attention = 0, rotary = 0, matmul_bias = 0, matmul_residual = 0, aliased_views = 0;
+  size_t attention = 0, rotary = 0, matmul_bias = 0, matmul_residual = 0, matmul_group = 0, aliased_views = 0;
   bool operator==(const Rewrites&) const = default;
 };
 
 std::ostream& operator<<(std::ostream& os, const Rewrites& r) {
   return os << "{attention " << r.attention << ", rotary " << r.rotary << ", matmul_bias " << r.matmul_bias
-            << ", matmul_residual " << r.matmul_residual << ", aliased views " << r.aliased_views << "}";
+            << ", matmul_residual " << r.matmul_residual << ", matmul_group " << r.matmul_group << ", aliased views "
+            << r.aliased_views << "}";
 }
 
 Rewrites rewrites_of(const plan::PlanData& p) {
@@ -40,6 +42,7 @@ Rewrites rewrites_of(const plan::PlanData& p) {
     r.rotary += s.op_type == "Rotary";
     r.matmul_bias += s.op_type == "MatMul" && ops::matmul_has_bias_attr(s);
     r.matmul_residual += s.op_type == "MatMul" && ops::matmul_has_residual_attr(s);
+    r.matmul_group += s.op_type == ops::kMatMulGroup;
     if (!plan::is_view_step(s) || s.inputs[0] < 0 || s.outputs[0] < 0) continue;
     // A view's output can sit on its input's bytes only when aliased: both are live at the step.
     const plan::ValueEntry &in = p.values[s.inputs[0]], &out = p.values[s.outputs[0]];
@@ -100,6 +103,7 @@ const Switch kSwitches[] = {
     {"rotary_fusion", [](BuilderPasses& p) { p.rotary_fusion = false; }, &Rewrites::rotary},
     {"matmul_bias_fusion", [](BuilderPasses& p) { p.matmul_bias_fusion = false; }, &Rewrites::matmul_bias},
     {"matmul_residual_fusion", [](BuilderPasses& p) { p.matmul_residual_fusion = false; }, &Rewrites::matmul_residual},
+    {"matmul_group_fusion", [](BuilderPasses& p) { p.matmul_group_fusion = false; }, &Rewrites::matmul_group},
     {"view_aliasing", [](BuilderPasses& p) { p.view_aliasing = false; }, &Rewrites::aliased_views},
 };
 
@@ -122,6 +126,7 @@ TEST_P(BuilderPassSwitches, EachSwitchTakesOutItsRewriteAlone) {
   EXPECT_EQ(base.rotary, GetParam().by_default.rotary);
   EXPECT_EQ(base.matmul_bias, GetParam().by_default.matmul_bias);
   EXPECT_EQ(base.matmul_residual, GetParam().by_default.matmul_residual);
+  EXPECT_EQ(base.matmul_group, GetParam().by_default.matmul_group);
   EXPECT_GT(base.aliased_views, 0u);
   for (const Switch& s : kSwitches) {
     SCOPED_TRACE(s.name);
@@ -137,8 +142,8 @@ TEST_P(BuilderPassSwitches, EachSwitchTakesOutItsRewriteAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BuilderPassSwitches,
-                         ::testing::Values(ModelRewrites{"tiny_gpt", {2, 0, 8, 4, 0}, 0},
-                                           ModelRewrites{"tiny_llama", {2, 4, 0, 4, 0}, 4}),
+                         ::testing::Values(ModelRewrites{"tiny_gpt", {2, 0, 8, 4, 0, 0}, 0},
+                                           ModelRewrites{"tiny_llama", {2, 4, 0, 4, 4, 0}, 4}),
                          [](const auto& info) { return std::string(info.param.model); });
 
 }  // namespace

@@ -151,6 +151,7 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   add("passes.conv_fusion", [](BuilderConfig& c) { c.passes.conv_fusion = false; });
   add("passes.matmul_bias_fusion", [](BuilderConfig& c) { c.passes.matmul_bias_fusion = false; });
   add("passes.matmul_residual_fusion", [](BuilderConfig& c) { c.passes.matmul_residual_fusion = false; });
+  add("passes.matmul_group_fusion", [](BuilderConfig& c) { c.passes.matmul_group_fusion = false; });
   add("passes.rotary_fusion", [](BuilderConfig& c) { c.passes.rotary_fusion = false; });
   add("passes.attention_fusion", [](BuilderConfig& c) { c.passes.attention_fusion = false; });
   add("passes.view_aliasing", [](BuilderConfig& c) { c.passes.view_aliasing = false; });

@@ -117,17 +117,19 @@ TEST(OpProperties, MovedPropertiesAnswerAsTheCentralListsDid) {
     if (!s.dims_only_inputs.empty()) dims_only.insert(s.op_type);
     if (s.output_dtype_attr) dtype_attrs.insert(s.op_type + "." + s.output_dtype_attr);
   }
-  // The central list, and WeightOnlyMatMul (issue 19) that came after it.
-  EXPECT_EQ(streaming, (std::set<std::string>{"MatMul", "Gemm", "Conv", "ConvTranspose", "Gather", "WeightOnlyMatMul"}));
+  // The central list, and WeightOnlyMatMul (issue 19) and MatMulGroup (issue 16) that came after it.
+  EXPECT_EQ(streaming, (std::set<std::string>{"MatMul", "Gemm", "Conv", "ConvTranspose", "Gather", "WeightOnlyMatMul",
+                                              "MatMulGroup"}));
   EXPECT_EQ(schema("MatMul").streamable_inputs, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(schema("Gemm").streamable_inputs, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(schema("Conv").streamable_inputs, (std::vector<int>{1, 2}));
   EXPECT_EQ(schema("ConvTranspose").streamable_inputs, (std::vector<int>{1, 2}));
   EXPECT_EQ(schema("Gather").streamable_inputs, (std::vector<int>{0}));
   EXPECT_EQ(schema("WeightOnlyMatMul").streamable_inputs, (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(schema("MatMulGroup").streamable_inputs, (std::vector<int>{1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(tables, (std::set<std::string>{"Gather"}));
   EXPECT_EQ(views, (std::set<std::string>{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}));
-  EXPECT_EQ(tf32, (std::set<std::string>{"MatMul", "Gemm", "Conv"}));
+  EXPECT_EQ(tf32, (std::set<std::string>{"MatMul", "Gemm", "Conv", "MatMulGroup"}));
   EXPECT_EQ(dims_only, (std::set<std::string>{"Shape", "Size", "RandomUniformLike", "RandomNormalLike"}));
   EXPECT_EQ(dtype_attrs, (std::set<std::string>{"Cast.to", "EyeLike.dtype", "HannWindow.output_datatype",
                                                 "HammingWindow.output_datatype", "BlackmanWindow.output_datatype",

@@ -44,7 +44,7 @@ Command add_cache_command(CLI::App& app);
 // STREAMRT_CONV_TACTICS and STREAMRT_NO_STEP_TIMING variables still apply (core/environment.h);
 // a flag adds to them.
 struct PassOptions {
-  std::vector<std::string> no_fusion;  // conv | matmul-bias | matmul-residual | rotary | attention | all
+  std::vector<std::string> no_fusion;  // conv | matmul-bias | matmul-residual | matmul-group | rotary | attention | all
   bool no_view_aliasing = false, conv_tactics = false, no_step_timing = false;
 };
 void add_pass_options(CLI::App& app, PassOptions& o);

@@ -12,7 +12,7 @@ namespace streamrt::cli {
 
 void add_pass_options(CLI::App& app, PassOptions& o) {
   app.add_option("--no-fusion", o.no_fusion,
-                 "diagnostics: leave these fusions out: conv, matmul-bias, matmul-residual, rotary, attention or all, comma-separated "
+                 "diagnostics: leave these fusions out: conv, matmul-bias, matmul-residual, matmul-group, rotary, attention or all, comma-separated "
                  "(also STREAMRT_NO_<NAME>_FUSION=1)")
       ->delimiter(',')
       ->allow_extra_args(false);
@@ -33,6 +33,7 @@ Result<BuilderPasses> make_builder_passes(const PassOptions& o) {
       {"conv", &BuilderPasses::conv_fusion},
       {"matmul-bias", &BuilderPasses::matmul_bias_fusion},
       {"matmul-residual", &BuilderPasses::matmul_residual_fusion},
+      {"matmul-group", &BuilderPasses::matmul_group_fusion},
       {"rotary", &BuilderPasses::rotary_fusion},
       {"attention", &BuilderPasses::attention_fusion},
   };
@@ -44,7 +45,7 @@ Result<BuilderPasses> make_builder_passes(const PassOptions& o) {
         known = true;
       }
     if (!known)
-      return invalid_argument("--no-fusion '" + name + "': expected conv, matmul-bias, matmul-residual, rotary, attention or all");
+      return invalid_argument("--no-fusion '" + name + "': expected conv, matmul-bias, matmul-residual, matmul-group, rotary, attention or all");
   }
   if (o.no_view_aliasing) p.view_aliasing = false;
   if (o.conv_tactics) p.conv_tactics = true;

@@ -247,8 +247,8 @@ uint32_t lt_call_flags(const LtGemm& g) {
   return (uses_tf32(g) ? builder::kLtAlgoTf32 : 0u) | (g.bias ? builder::kLtAlgoBias : 0u);
 }
 
-LtStepTactics::LtStepTactics(const ir::Node& step) : tf32_(builder::step_allows_tf32(step)) {
-  auto it = step.attrs.find(builder::kLtAlgoAttr);
+LtStepTactics::LtStepTactics(const ir::Node& step, int part) : tf32_(builder::step_allows_tf32(step)) {
+  auto it = step.attrs.find(builder::lt_algo_attr(part));
   if (it == step.attrs.end()) return;
   static std::atomic<bool> warned_malformed{false}, warned_version{false};
   auto r = builder::decode_lt_algo(it->second);

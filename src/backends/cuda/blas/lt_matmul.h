@@ -65,7 +65,8 @@ uint32_t lt_call_flags(const LtGemm& g);
 // chosen with this cuBLASLt (a malformed or foreign record is ignored; logged once a process).
 class LtStepTactics {
  public:
-  explicit LtStepTactics(const ir::Node& step);
+  // The record of the step's GEMM `part` (builder::lt_algo_attr).
+  explicit LtStepTactics(const ir::Node& step, int part = 0);
   // Sets g.tf32 (float32 GEMMs) and, when the record was timed for the same flags, g.algo
   // (pointing into this object). Call after g's bias and dtype are final.
   void apply(LtGemm& g) const;

@@ -10,6 +10,8 @@
 #include <random>
 
 #include "backends/cuda/blas/gemm_problem.h"
+#include "backends/cuda/kernels/half_gemv.h"
+#include "ops/matmul_group.h"
 #include "core/float16.h"
 #include "core/logging.h"
 
@@ -118,10 +120,40 @@ Result<std::optional<Problem>> step_problem(const ir::Node& step, std::span<cons
   return std::optional<Problem>(p);
 }
 
+// A MatMulGroup's GEMMs, one a weight, as its many-row path makes them (kernels/matmul_group.cu);
+// none for the rows its GEMV takes.
+Result<std::vector<Problem>> group_problems(const ir::Node& step, std::span<const ops::TensorInfo> in) {
+  std::vector<Problem> out;
+  const DataType dt = in.empty() ? DataType::kUndefined : in[0].dtype;
+  if (dt != DataType::kFloat32 && dt != DataType::kFloat16 && dt != DataType::kBFloat16) return out;
+  std::vector<bool> present;
+  std::array<const Dims*, ops::kMatMulGroupMax> w = {};
+  for (size_t i = 0; i < in.size(); ++i) present.push_back(in[i].dtype != DataType::kUndefined);
+  for (size_t i = 0; i < static_cast<size_t>(ops::kMatMulGroupMax); ++i)
+    if (ops::kMatMulGroupWeight + i < in.size() && present[ops::kMatMulGroupWeight + i])
+      w[i] = &in[ops::kMatMulGroupWeight + i].dims;
+  SRT_ASSIGN_OR_RETURN(ops::MatMulGroupLayout l, ops::matmul_group_layout(step, present, in[0].dims, w));
+  if (l.rows <= 0 || l.k <= 0 || half_gemv_rows(dt, l.rows)) return out;
+  for (int i = 0; i < l.count; ++i) {
+    MatMulShape s;
+    s.m = l.rows, s.k = l.k, s.n = l.n[static_cast<size_t>(i)];
+    s.out = {s.m, s.n};
+    if (s.n <= 0) return std::vector<Problem>();
+    Problem p;
+    p.g = matmul_gemm(s, dt).g;
+    p.bias = l.bias[static_cast<size_t>(i)];
+    p.g.tf32 = builder::step_allows_tf32(step) && dt == DataType::kFloat32;
+    out.push_back(p);
+  }
+  return out;
+}
+
 class LtSession final : public builder::TacticSession {
  public:
   ~LtSession() override;
   Result<bool> tune(ir::Node& step, std::span<const ops::TensorInfo> in) override;
+  // Times one GEMM of the step and records the fastest in its attribute `attr`.
+  Result<bool> tune_problem(ir::Node& step, const Problem* p, const std::string& attr);
 
  private:
   Status ensure_ready();
@@ -202,8 +234,22 @@ Result<double> LtSession::time_ms(const LtOperation& op, const LtGemm& g, const 
 }
 
 Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in) {
-  SRT_ASSIGN_OR_RETURN(std::optional<Problem> p, step_problem(step, in));
-  if (!p) return false;
+  std::vector<Problem> problems;
+  if (step.op_type == ops::kMatMulGroup && step.domain.empty()) {
+    SRT_ASSIGN_OR_RETURN(problems, group_problems(step, in));
+  } else {
+    SRT_ASSIGN_OR_RETURN(std::optional<Problem> p, step_problem(step, in));
+    if (p) problems.push_back(*p);
+  }
+  bool tuned = false;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    SRT_ASSIGN_OR_RETURN(bool one, tune_problem(step, &problems[i], builder::lt_algo_attr(static_cast<int>(i))));
+    tuned = tuned || one;
+  }
+  return tuned;
+}
+
+Result<bool> LtSession::tune_problem(ir::Node& step, const Problem* p, const std::string& attr) {
   SRT_RETURN_IF_ERROR(ensure_ready());
   LtGemm g = p->g;
   SRT_RETURN_IF_ERROR(bind_scratch(g, p->bias));
@@ -244,7 +290,7 @@ Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in
   r.best_ns = static_cast<int64_t>(best_ms * 1e6);
   r.heuristic_ns = static_cast<int64_t>(first_ms * 1e6);
   std::memcpy(r.algo.data(), &cand[static_cast<size_t>(best)].algo, sizeof(cublasLtMatmulAlgo_t));
-  step.attrs[builder::kLtAlgoAttr] = builder::encode_lt_algo(r);
+  step.attrs[attr] = builder::encode_lt_algo(r);
   return true;
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "backends/cuda/kernels/elementwise.cuh"
+#include "backends/cuda/kernels/gate.h"
 #include "ops/fused_elementwise.h"
 
 namespace streamrt::cuda {
@@ -159,25 +160,18 @@ __global__ void __launch_bounds__(kSlotThreads) fused_slots_kernel(T* y, int64_t
   }
 }
 
-// The program is silu(a) * b = Mul(Mul(a, Sigmoid(a)), b), either operand order of each Mul;
-// *gate / *up: the inputs a and b.
-bool match_gate(const Program& p, int* gate, int* up) {
-  using namespace ops::fused;
-  if (p.num_inputs != 2 || p.size != 3 || p.op[0] != kSigmoid || p.op[1] != kMul || p.op[2] != kMul) return false;
-  const int g = p.a[0], u = 1 - g, s = 2, t = 3;
-  if (g > 1) return false;
-  auto pair_is = [&](int i, int x, int y) { return (p.a[i] == x && p.b[i] == y) || (p.a[i] == y && p.b[i] == x); };
-  if (!pair_is(1, g, s) || !pair_is(2, t, u)) return false;
-  *gate = g;
-  *up = u;
-  return true;
-}
-
 // Eight outputs of the gate from eight of a and b: apply()'s operations, in the interpreter's order.
 __device__ __forceinline__ void gate8(const float (&a)[kLanes], const float (&b)[kLanes], float (&y)[kLanes]) {
   using namespace ops::fused;
 #pragma unroll
-  for (int e = 0; e < kLanes; ++e) y[e] = apply(kMul, apply(kMul, a[e], apply(kSigmoid, a[e], 0.f)), b[e]);
+  for (int e = 0; e < kLanes; ++e) y[e] = gate_value(a[e], b[e]);
+}
+
+// One element a thread, for a gate whose operands gate_kernel cannot read 16 bytes at a time.
+template <typename T>
+__global__ void gate_scalar_kernel(T* y, const T* a, const T* b, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = from_acc<T>(ops::fused::gate_value(to_acc(a[i]), to_acc(b[i])));
 }
 
 // Two runs of eight elements a thread, every load issued before the arithmetic.
@@ -209,7 +203,7 @@ Status launch_slots(CudaKernelContext& ctx, T* y, int64_t n, const Inputs<T>& in
                     const Program& p) {
   const int64_t nvec = n / kLanes;
   int gate = 0, up = 0;
-  if (scalar_mask == 0 && match_gate(p, &gate, &up)) {
+  if (scalar_mask == 0 && ops::fused::match_gate(p, &gate, &up)) {
     gate_kernel<T><<<grid_for((nvec + 1) / 2, 256), 256, 0, ctx.stream()>>>(y, in.ptr[gate], in.ptr[up], nvec);
     SRT_CUDA_LAUNCH("gate_kernel");
     return ok_status();
@@ -271,6 +265,26 @@ Status fused_cuda(CudaKernelContext& ctx) {
 }
 
 }  // namespace
+
+Status swiglu_gate(cudaStream_t stream, DataType dtype, void* y, const void* gate, const void* up, int64_t n) {
+  if (n == 0) return ok_status();
+  if (dtype != DataType::kFloat32 && dtype != DataType::kFloat16 && dtype != DataType::kBFloat16)
+    return unsupported(std::string("swiglu_gate: ") + dtype_name(dtype));
+  return cuda_dispatch<ops::kFloats>(dtype, "swiglu_gate", [&]<typename T>() {
+    T* py = static_cast<T*>(y);
+    const T *pg = static_cast<const T*>(gate), *pu = static_cast<const T*>(up);
+    if (n % kLanes == 0 && aligned16(py) && aligned16(pg) && aligned16(pu)) {
+      const int64_t nvec = n / kLanes;
+      gate_kernel<T><<<grid_for((nvec + 1) / 2, 256), 256, 0, stream>>>(py, pg, pu, nvec);
+      SRT_CUDA_LAUNCH("gate_kernel");
+      return ok_status();
+    }
+    gate_scalar_kernel<T><<<grid_for(n), 256, 0, stream>>>(py, pg, pu, n);
+    SRT_CUDA_LAUNCH("gate_scalar_kernel");
+    return ok_status();
+  });
+}
+
 
 STREAMRT_REGISTER_CUDA_KERNEL(FusedElementwise, "FusedElementwise", fused_cuda, cuda_dtypes(ops::kFloats));
 

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/blas/gemm_problem.h"
 #include "backends/cuda/kernels/cuda_types.cuh"
+#include "backends/cuda/kernels/gemm.h"
 #include "backends/cuda/kernels/half_gemv.h"
 #include "ops/gemm.h"
 #include "ops/matmul.h"
@@ -103,14 +104,14 @@ __global__ void tiled_gemm_kernel(const T* a, const T* b, T* d, TiledGemmArgs g,
 }
 
 template <typename T>
-Status launch_tiled_gemm(CudaKernelContext& ctx, const T* a, const T* b, T* d, const TiledGemmArgs& g,
+Status launch_tiled_gemm(cudaStream_t stream, const T* a, const T* b, T* d, const TiledGemmArgs& g,
                          const BatchMap& bm) {
   if (g.m == 0 || g.n == 0 || g.batch == 0) return ok_status();
   const int64_t tiles_n = (g.n + kTile - 1) / kTile, tiles_m = (g.m + kTile - 1) / kTile;
-  if (tiles_n > INT32_MAX) return ctx.unsupported("tiled GEMM with " + std::to_string(g.n) + " columns");
+  if (tiles_n > INT32_MAX) return unsupported("tiled GEMM with " + std::to_string(g.n) + " columns");
   dim3 grid(static_cast<unsigned>(tiles_n), static_cast<unsigned>(std::min<int64_t>(tiles_m, 65535)),
             static_cast<unsigned>(std::min<int64_t>(g.batch, 65535)));
-  tiled_gemm_kernel<T><<<grid, dim3(kTile, kTile), 0, ctx.stream()>>>(a, b, d, g, bm);
+  tiled_gemm_kernel<T><<<grid, dim3(kTile, kTile), 0, stream>>>(a, b, d, g, bm);
   SRT_CUDA_LAUNCH("tiled_gemm_kernel");
   return ok_status();
 }
@@ -145,7 +146,8 @@ Status gemm_tiled(CudaKernelContext& ctx, const ops::GemmAttrs& at, int64_t m, i
   g.lda = a.dims[1], g.ldb = b.dims[1], g.ldd = n;
   g.alpha = at.alpha;
   g.beta = has_c ? at.beta : 0.0;
-  return launch_tiled_gemm<T>(ctx, a.as<const T>(), b.as<const T>(), ctx.output(0).as<T>(), g, BatchMap{});
+  return launch_tiled_gemm<T>(ctx.stream(), a.as<const T>(), b.as<const T>(), ctx.output(0).as<T>(), g, BatchMap{})
+      .with_context(ctx.node().describe());
 }
 
 // Float Gemm: the bias epilogue for a row-vector C with beta 1, else C copied into Y and
@@ -236,13 +238,17 @@ __global__ void add_into_kernel(T* y, const T* x, int64_t total, int64_t period)
 }
 
 template <typename T>
-Status add_into(CudaKernelContext& ctx, size_t input, int64_t period) {
-  const ops::TensorRef& y = ctx.output(0);
-  const int64_t total = y.numel();
+Status add_into(cudaStream_t stream, T* y, const T* x, int64_t total, int64_t period) {
   if (total == 0 || period == 0) return ok_status();
-  add_into_kernel<T><<<grid_for(total), 256, 0, ctx.stream()>>>(y.as<T>(), ctx.input(input).as<const T>(), total, period);
+  add_into_kernel<T><<<grid_for(total), 256, 0, stream>>>(y, x, total, period);
   SRT_CUDA_LAUNCH("add_into_kernel");
   return ok_status();
+}
+
+template <typename T>
+Status add_into(CudaKernelContext& ctx, size_t input, int64_t period) {
+  const ops::TensorRef& y = ctx.output(0);
+  return add_into<T>(ctx.stream(), y.as<T>(), ctx.input(input).as<const T>(), y.numel(), period);
 }
 
 // What a MatMul adds to its product (ops/matmul.h), and what the GEMM call took in.
@@ -320,8 +326,9 @@ Status matmul_tiled(CudaKernelContext& ctx, const MatMulShape& s) {
   g.lda = s.k, g.ldb = s.n, g.ldd = s.n;
   g.a_mat = s.m * s.k, g.b_mat = s.k * s.n, g.d_mat = s.m * s.n;
   g.batch = dims_numel(s.batch);
-  return launch_tiled_gemm<T>(ctx, ctx.input(0).as<const T>(), ctx.input(1).as<const T>(), ctx.output(0).as<T>(), g,
-                              bm);
+  return launch_tiled_gemm<T>(ctx.stream(), ctx.input(0).as<const T>(), ctx.input(1).as<const T>(),
+                              ctx.output(0).as<T>(), g, bm)
+      .with_context(ctx.node().describe());
 }
 
 Status matmul_cuda(CudaKernelContext& ctx) {
@@ -340,8 +347,13 @@ Status matmul_cuda(CudaKernelContext& ctx) {
     else if constexpr (std::is_integral_v<T>) return matmul_tiled<T>(ctx, s);
     else {
       if (s.batch_b.empty() && s.k > 0) {  // one row: the GEMV of half_gemv.h
-        HalfGemv g{a.dtype, dims_numel(s.batch) * s.m, s.k, s.n, a.data, ctx.input(1).data, f.bias, f.residual,
-                   ctx.output(0).data};
+        HalfGemv g;
+        g.dtype = a.dtype;
+        g.rows = dims_numel(s.batch) * s.m;
+        g.k = s.k;
+        g.a = a.data;
+        g.part[0] = {ctx.input(1).data, f.bias, ctx.output(0).data, s.n};
+        g.residual = f.residual;
         if (half_gemv_applies(g)) {
           Status st = half_gemv(ctx.resources(), g);
           if (st.code() != StatusCode::kUnsupported) return st.with_context(ctx.node().describe());
@@ -357,6 +369,44 @@ Status matmul_cuda(CudaKernelContext& ctx) {
 }
 
 }  // namespace
+
+Status matmul_2d(CudaResources& res, const LtStepTactics& tactics, const Matmul2d& p) {
+  if (p.rows == 0 || p.n == 0) return ok_status();
+  if (p.k == 0) return unsupported("matmul_2d: K = 0");
+  return cuda_dispatch<ops::kFloats>(p.dtype, "matmul_2d", [&]<typename T>() -> Status {
+    MatMulShape s;
+    s.m = p.rows, s.k = p.k, s.n = p.n;
+    s.out = {p.rows, p.n};
+    MatMulGemm mg = matmul_gemm(s, p.dtype);
+    LtGemm& g = mg.g;
+    g.a = p.a, g.b = p.w, g.d = p.y;
+    bool bias_added = false;
+    Status st;
+    if (p.bias) {
+      g.bias = p.bias;
+      tactics.apply(g);
+      st = lt_matmul(res, g);
+      bias_added = st.ok();
+      if (st.code() == StatusCode::kUnsupported) g.bias = nullptr;  // no epilogue algorithm
+    }
+    if (!bias_added) {
+      tactics.apply(g);
+      st = lt_matmul(res, g);
+    }
+    if (st.code() == StatusCode::kUnsupported) {
+      TiledGemmArgs t;
+      t.m = p.rows, t.n = p.n, t.k = p.k;
+      t.lda = p.k, t.ldb = p.n, t.ldd = p.n;
+      t.a_mat = p.rows * p.k, t.b_mat = p.k * p.n, t.d_mat = p.rows * p.n;
+      st = launch_tiled_gemm<T>(res.stream, static_cast<const T*>(p.a), static_cast<const T*>(p.w),
+                                static_cast<T*>(p.y), t, BatchMap{});
+    }
+    if (st.ok() && p.bias && !bias_added)
+      st = add_into<T>(res.stream, static_cast<T*>(p.y), static_cast<const T*>(p.bias), p.rows * p.n, p.n);
+    return st;
+  });
+}
+
 
 STREAMRT_REGISTER_CUDA_KERNEL(Gemm, "Gemm", gemm_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));
 STREAMRT_REGISTER_CUDA_KERNEL(MatMul, "MatMul", matmul_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));

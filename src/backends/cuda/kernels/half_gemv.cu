@@ -11,10 +11,17 @@
 // (2048 x 2048: 32 column tiles), so K is split over up to eight blocks of one thread-block
 // cluster (sm_90) until the GPU holds two blocks a multiprocessor; the blocks add their sums
 // through distributed shared memory: one launch, no scratch, nothing to zero between runs.
+//
+// MatMulGroup's weights share the launch: the grid's column tiles run through every part's
+// columns (a block reads one weight), and the split counts them all, so Q / K / V's 2048 + 512 +
+// 512 columns fill the GPU where K and V alone could not. A gate's block reads its 64 columns of
+// both weights, one after the other, and writes silu(P0) * P1. A normalized A costs each block a
+// pass over all of A for the sum of squares (K x 2 bytes from L2) before it stages its chunk.
 #include <cooperative_groups.h>
 
 #include "backends/cuda/kernels/cuda_types.cuh"
 #include "backends/cuda/kernels/half_gemv.h"
+#include "ops/fused_elementwise.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -65,29 +72,57 @@ __device__ __forceinline__ int load_rows(const T* wp, int64_t stride, int j, int
   return have;
 }
 
-// Grid: (column tiles, split); with split > 1 a cluster is (1, split, 1), so blockIdx.y is the
-// block's rank in it.
-template <typename T>
-__global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict__ a, const T* __restrict__ w,
-                                                             const T* __restrict__ bias, const T* residual, T* y,
-                                                             int64_t k, int64_t n, int chunk, int split) {
-  // The chunk of A, later the warps' sums ([warp][kCols] floats: half its bytes).
-  __shared__ __align__(16) T xs[kMaxChunk];
-  __shared__ float part[kCols];
-  const int tx = threadIdx.x % kGroups, ty = threadIdx.x / kGroups;
-  const int64_t k0 = static_cast<int64_t>(blockIdx.y) * chunk;
-  const int len = static_cast<int>(k0 < k ? min(static_cast<int64_t>(chunk), k - k0) : 0);
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kCols + tx * 8;
-  const bool has_col = col < n;
-  const int64_t stride = static_cast<int64_t>(kLanes) * n;
-  const T* wp = w + (k0 + ty) * n + col;
-  uint4 v[kUnroll];
-  int have = has_col ? load_rows(wp, stride, ty, len, v) : 0;
-
-  // The chunk of A, by elements (A may sit at any element offset).
-  for (int j = threadIdx.x; j < len; j += kThreads) xs[j] = a[k0 + j];
+// Block-wide sum of one float a thread (every thread gets it).
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
   __syncthreads();
+  float s = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) s += scratch[w];
+  return s;
+}
 
+template <typename T>
+struct GemvArgs {
+  const T* a;
+  const T* scale;  // RMS normalization of A, or null
+  float eps;
+  int64_t k;
+  const T* w[3];
+  const T* bias[3];
+  T* y[3];
+  int64_t n[3];
+  int64_t tile_end[3];  // column tiles up to and including each part (the gate: part 0's only)
+  const T* residual;
+  int parts, gate, chunk, split;
+};
+
+// Stages the block's chunk of A in xs: as it is, or RMS-normalized as RMSNormalization's kernel
+// rounds it (every block sums the squares of all of A: a few KiB from L2).
+template <typename T>
+__device__ __forceinline__ void stage_a(const GemvArgs<T>& p, int64_t k0, int len, T* xs, float* scratch) {
+  if (!p.scale) {
+    for (int j = threadIdx.x; j < len; j += kThreads) xs[j] = p.a[k0 + j];
+    return;
+  }
+  float ss = 0.f;
+  for (int64_t j = threadIdx.x; j < p.k; j += kThreads) {
+    const float x = static_cast<float>(to_acc(p.a[j]));
+    ss += x * x;
+  }
+  const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(p.k) + p.eps);
+  for (int j = threadIdx.x; j < len; j += kThreads)
+    xs[j] = from_acc<T>(static_cast<float>(to_acc(p.a[k0 + j])) * inv * static_cast<float>(to_acc(p.scale[k0 + j])));
+}
+
+// This block's sums of its 64 columns of one weight into out[kCols]: the eight first loads (v,
+// have) were issued by the caller; xs holds the chunk of A.
+template <typename T>
+__device__ __forceinline__ void column_sums(const T* wp, int64_t stride, int len, uint4 (&v)[kUnroll], int have,
+                                            const T* xs, float* red, float* out) {
+  const int tx = threadIdx.x % kGroups, ty = threadIdx.x / kGroups;
   float acc[8] = {};
   for (int j = ty; have > 0;) {
 #pragma unroll
@@ -97,15 +132,12 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict
     wp += kUnroll * stride;
     have = load_rows(wp, stride, j, len, v);
   }
-
   // Sum the row lanes: four in a warp by shuffles, then the warps in shared memory.
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
     acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], 8);
     acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], 16);
   }
-  __syncthreads();  // xs is free
-  float* red = reinterpret_cast<float*>(xs);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane < kGroups)
 #pragma unroll
@@ -115,45 +147,107 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const T* __restrict
     float s = 0.f;
 #pragma unroll
     for (int v2 = 0; v2 < kWarps; ++v2) s += red[v2 * kCols + i];
-    part[i] = s;
+    out[i] = s;
+  }
+  __syncthreads();  // red is free again
+}
+
+// Grid: (column tiles of every part, split); with split > 1 a cluster is (1, split, 1), so
+// blockIdx.y is the block's rank in it. A gate's block reads its columns of both weights.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) half_gemv_kernel(const GemvArgs<T> p) {
+  __shared__ __align__(16) T xs[kMaxChunk];
+  __shared__ float red[kWarps * kCols];
+  __shared__ float part[2][kCols];
+  int q = 0;
+  while (q + 1 < p.parts && !p.gate && blockIdx.x >= p.tile_end[q]) ++q;
+  const int64_t tile = blockIdx.x - (q > 0 ? p.tile_end[q - 1] : 0);
+  const int tx = threadIdx.x % kGroups, ty = threadIdx.x / kGroups;
+  const int64_t k0 = static_cast<int64_t>(blockIdx.y) * p.chunk;
+  const int len = static_cast<int>(k0 < p.k ? min(static_cast<int64_t>(p.chunk), p.k - k0) : 0);
+  const int64_t col = tile * kCols + tx * 8;
+  const int64_t n = p.n[q];
+  const bool has_col = col < n;
+  const int64_t stride = static_cast<int64_t>(kLanes) * n;
+  uint4 v[kUnroll];
+  // The first weight loads are in flight while A is staged.
+  const T* wp = p.w[q] + (k0 + ty) * n + col;
+  int have = has_col ? load_rows(wp, stride, ty, len, v) : 0;
+  stage_a(p, k0, len, xs, red);
+  __syncthreads();
+  column_sums<T>(wp, stride, len, v, have, xs, red, part[0]);
+  if (p.gate) {
+    const T* wp1 = p.w[1] + (k0 + ty) * n + col;
+    have = has_col ? load_rows(wp1, stride, ty, len, v) : 0;
+    column_sums<T>(wp1, stride, len, v, have, xs, red, part[1]);
   }
 
   // The cluster's first block adds the others' sums and writes.
-  if (split > 1) {
+  const int sums = p.gate ? 2 : 1;
+  if (p.split > 1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
     __trap();  // the host launches clusters on sm_90 and later only
 #else
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();
     if (blockIdx.y == 0)
-      for (int i = threadIdx.x; i < kCols; i += kThreads)
-        for (int r = 1; r < split; ++r) part[i] += cluster.map_shared_rank(part, r)[i];
+      for (int i = threadIdx.x; i < sums * kCols; i += kThreads)
+        for (int r = 1; r < p.split; ++r) (&part[0][0])[i] += cluster.map_shared_rank(&part[0][0], r)[i];
     cluster.sync();  // the others' shared memory stays until it has been read
     if (blockIdx.y != 0) return;
 #endif
   }
   for (int i = threadIdx.x; i < kCols; i += kThreads) {
-    const int64_t c = static_cast<int64_t>(blockIdx.x) * kCols + i;
+    const int64_t c = tile * kCols + i;
     if (c >= n) continue;
-    float s = part[i];
-    if (bias) s += static_cast<float>(to_acc(bias[c]));
-    if (residual) s += static_cast<float>(to_acc(residual[c]));  // may be y itself: read first
-    y[c] = from_acc<T>(s);
+    float s = part[0][i];
+    if (p.bias[q]) s += static_cast<float>(to_acc(p.bias[q][c]));
+    if (p.gate) {
+      float u = part[1][i];
+      if (p.bias[1]) u += static_cast<float>(to_acc(p.bias[1][c]));
+      // Each product rounded as the unfused MatMul step would have stored it.
+      p.y[0][c] = from_acc<T>(ops::fused::gate_value(static_cast<float>(to_acc(from_acc<T>(s))),
+                                                     static_cast<float>(to_acc(from_acc<T>(u)))));
+      continue;
+    }
+    if (p.residual) s += static_cast<float>(to_acc(p.residual[c]));  // may be y itself: read first
+    p.y[q][c] = from_acc<T>(s);
   }
 }
 
 template <typename T>
 Status launch(CudaResources& res, const HalfGemv& g) {
-  const int64_t tiles = (g.n + kCols - 1) / kCols;
-  // Two blocks a multiprocessor where the columns alone give fewer, at least eight rows a row
-  // lane (one load each in flight), and chunks that fit shared memory.
+  GemvArgs<T> p = {};
+  p.a = static_cast<const T*>(g.a);
+  p.scale = static_cast<const T*>(g.norm_scale);
+  p.eps = g.eps;
+  p.k = g.k;
+  p.parts = g.parts;
+  p.gate = g.gate ? 1 : 0;
+  p.residual = static_cast<const T*>(g.residual);
+  int64_t tiles = 0;
+  for (int i = 0; i < g.parts; ++i) {
+    const HalfGemv::Part& gp = g.part[static_cast<size_t>(i)];
+    p.w[i] = static_cast<const T*>(gp.w);
+    p.bias[i] = static_cast<const T*>(gp.bias);
+    p.y[i] = static_cast<T*>(gp.y);
+    p.n[i] = gp.n;
+    if (!g.gate || i == 0) tiles += (gp.n + kCols - 1) / kCols;
+    p.tile_end[i] = tiles;
+  }
+  // Two blocks a multiprocessor where the columns alone give fewer (a gate's block does two
+  // tiles' work), at least eight rows a row lane (one load each in flight), and chunks that fit
+  // shared memory.
   const int64_t sms = res.sm_count > 0 ? res.sm_count : 132;
-  int64_t split = std::min<int64_t>({kMaxSplit, (2 * sms + tiles - 1) / tiles, std::max<int64_t>(1, g.k / (kLanes * kUnroll))});
+  const int64_t work = tiles * (g.gate ? 2 : 1);
+  int64_t split = std::min<int64_t>({kMaxSplit, (2 * sms + work - 1) / work, std::max<int64_t>(1, g.k / (kLanes * kUnroll))});
   split = std::max<int64_t>(split, (g.k + kMaxChunk - 1) / kMaxChunk);
   if (res.cc_major < 9) split = 1;  // thread-block clusters (and so a split K) need sm_90
   const int64_t chunk = ((g.k + split - 1) / split + 7) / 8 * 8;
   split = (g.k + chunk - 1) / chunk;
   if (chunk > kMaxChunk) return unsupported("half_gemv: K needs more than one cluster");
+  p.chunk = static_cast<int>(chunk);
+  p.split = static_cast<int>(split);
 
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(split), 1);
@@ -166,17 +260,25 @@ Status launch(CudaResources& res, const HalfGemv& g) {
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = split > 1 ? 1 : 0;
-  SRT_CUDA(cudaLaunchKernelEx(&cfg, half_gemv_kernel<T>, static_cast<const T*>(g.a), static_cast<const T*>(g.w),
-                              static_cast<const T*>(g.bias), static_cast<const T*>(g.residual), static_cast<T*>(g.y),
-                              g.k, g.n, static_cast<int>(chunk), static_cast<int>(split)));
+  SRT_CUDA(cudaLaunchKernelEx(&cfg, half_gemv_kernel<T>, p));
   return ok_status();
 }
 
 }  // namespace
 
 bool half_gemv_applies(const HalfGemv& g) {
-  return (g.dtype == DataType::kFloat16 || g.dtype == DataType::kBFloat16) && g.rows == 1 && g.k >= 1 && g.k <= int64_t{kMaxSplit} * kMaxChunk && g.n >= 8 &&
-         g.n % 8 == 0 && g.n / kCols < (int64_t{1} << 31) && aligned16(g.w);
+  if ((g.dtype != DataType::kFloat16 && g.dtype != DataType::kBFloat16) || g.rows != 1 || g.k < 1 ||
+      g.k > int64_t{kMaxSplit} * kMaxChunk || g.parts < 1 || g.parts > 3)
+    return false;
+  if ((g.gate && (g.parts != 2 || g.part[0].n != g.part[1].n)) || (g.residual && g.parts != 1)) return false;
+  if (g.norm_scale && !g.a) return false;
+  int64_t tiles = 0;
+  for (int i = 0; i < g.parts; ++i) {
+    const HalfGemv::Part& p = g.part[static_cast<size_t>(i)];
+    if (p.n < 8 || p.n % 8 != 0 || !aligned16(p.w) || (!p.y && !(g.gate && i == 1))) return false;
+    tiles += p.n / kCols + 1;
+  }
+  return tiles < (int64_t{1} << 31);
 }
 
 Status half_gemv(CudaResources& res, const HalfGemv& g) {

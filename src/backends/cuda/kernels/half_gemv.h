@@ -1,9 +1,11 @@
-// One row of A times a float16 / bfloat16 weight stored as ONNX has it (K x N, row-major): the
-// batch-1 decode-step MatMul, which only reads the weight (a Llama-3.2-1B-shape token: 1.37 ms
-// with this, 1.46 with cuBLASLt's kernels, H200). Used by MatMul (kernels/gemm.cu) when B is one
-// 2-D matrix and A has one row in all.
+// One row of A times float16 / bfloat16 weights stored as ONNX has them (K x N, row-major): the
+// batch-1 decode step's products, which only read the weights. Used by MatMul (kernels/gemm.cu)
+// when B is one 2-D matrix and A has one row in all, and by MatMulGroup (kernels/matmul_group.cu)
+// for up to three weights at once, with A RMS-normalized as it is staged and SwiGLU's gate in the
+// epilogue: one launch where a decode step had a normalization, three projections and a gate.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "backends/cuda/cuda_kernel.h"
@@ -12,19 +14,36 @@ namespace streamrt::cuda {
 
 struct HalfGemv {
   DataType dtype = DataType::kFloat16;  // kFloat16 or kBFloat16, of every operand
-  int64_t rows = 0, k = 0, n = 0;  // the caller's row count: the GEMV takes 1
-  const void* a = nullptr;         // rows x k
-  const void* w = nullptr;         // k x n
-  const void* bias = nullptr;      // n, or null
-  const void* residual = nullptr;  // rows x n added to the product, or null
-  void* y = nullptr;               // rows x n
+  int64_t rows = 0, k = 0;              // the caller's row count: the GEMV takes 1
+  const void* a = nullptr;              // rows x k
+  // RMS normalization of A first: a[j] / sqrt(mean(a^2) + eps) * scale[j], rounded to the type.
+  const void* norm_scale = nullptr;  // k, or null: A as it is
+  float eps = 0.f;
+  struct Part {
+    const void* w = nullptr;     // k x n
+    const void* bias = nullptr;  // n, or null
+    void* y = nullptr;           // rows x n
+    int64_t n = 0;
+  };
+  int parts = 1;  // 1 to 3
+  std::array<Part, 3> part = {};
+  const void* residual = nullptr;  // rows x n added to the product (one part only), or null
+  // Two parts of one n: part[0].y = silu(P0) * P1 (each product rounded to the type first, as
+  // FusedElementwise's gate reads them); part[1].y is not written.
+  bool gate = false;
 };
 
-// Whether half_gemv takes `g` (types, rows, N a multiple of 8 and W 16-byte aligned: it reads W
-// in 16-byte runs).
+// Whether half_gemv takes `g` (types, one row, each N a multiple of 8 and each W 16-byte aligned:
+// it reads W in 16-byte runs; K within one cluster's chunks).
 bool half_gemv_applies(const HalfGemv& g);
-// Enqueues y = a @ w (+ bias) (+ residual) on res.stream, accumulating in float; kUnsupported
-// (nothing enqueued) where it does not apply. K is split over a cluster on res.cc_major >= 9.
+// Whether a product of `rows` rows of `dtype` is the GEMV's kind (the operands may still rule it
+// out: half_gemv_applies).
+inline bool half_gemv_rows(DataType dtype, int64_t rows) {
+  return rows == 1 && (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16);
+}
+// Enqueues every part's y = norm(a) @ w (+ bias) (+ residual), or the gate, on res.stream,
+// accumulating in float; kUnsupported (nothing enqueued) where it does not apply. K is split over
+// a cluster on res.cc_major >= 9.
 Status half_gemv(CudaResources& res, const HalfGemv& g);
 
 }  // namespace streamrt::cuda

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backends/cuda/kernels/norm_util.cuh"
+#include "backends/cuda/kernels/rms_norm.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -83,33 +84,40 @@ Status rms_norm_cuda(CudaKernelContext& ctx) {
   int64_t n = 1;
   for (int64_t d = axis; d < rank; ++d) n *= x.dims[d];
   const int64_t rows = n ? x.numel() / n : 0;
-  if (rows == 0) return ok_status();
   const bool has_scale = ctx.has_input(1);
   const int64_t scale_n = has_scale ? ctx.input(1).numel() : 1;
   if (has_scale && (scale_n == 0 || n % scale_n != 0)) return ctx.error("scale does not fit the normalized rows");
-  if (rows > 0x7fffffff) return ctx.unsupported("too many rows for one launch");
+  return rms_norm_rows(ctx.stream(), x.dtype, x.data, has_scale ? ctx.input(1).data : nullptr, scale_n,
+                       ctx.output(0).data, rows, n, eps)
+      .with_context(ctx.node().describe());
+}
+
+}  // namespace
+
+Status rms_norm_rows(cudaStream_t stream, DataType dtype, const void* x, const void* scale, int64_t scale_n, void* y,
+                     int64_t rows, int64_t n, float eps) {
+  if (rows == 0) return ok_status();
+  if (rows > 0x7fffffff) return unsupported("rms_norm: too many rows for one launch");
   const int block = norm::block_for_row(n);
-  return cuda_dispatch<ops::kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() {
+  return cuda_dispatch<ops::kFloats>(dtype, "rms_norm", [&]<typename T>() {
     constexpr int64_t kVec = 16 / sizeof(T);
-    const T* scale = has_scale ? ctx.input(1).as<const T>() : nullptr;
+    const T* s = static_cast<const T*>(scale);
     const int64_t pieces = n / kVec;
-    if (n % kVec == 0 && (!has_scale || scale_n == n) && aligned16(x.data) && aligned16(ctx.output(0).data) &&
-        (!has_scale || aligned16(scale)) && pieces <= 1024 * kVecPieces) {
+    if (n % kVec == 0 && (!s || scale_n == n) && aligned16(x) && aligned16(y) && (!s || aligned16(s)) &&
+        pieces <= 1024 * kVecPieces) {
       // Enough threads that each keeps at most kVecPieces pieces; 128 at least, 1024 at most.
       const int vblock = std::clamp<int>(norm::block_for_row((pieces + kVecPieces - 1) / kVecPieces), 128, 1024);
-      rms_norm_vec<T><<<static_cast<unsigned>(rows), vblock, 0, ctx.stream()>>>(x.as<const T>(), scale,
-                                                                                ctx.output(0).as<T>(), n, eps);
+      rms_norm_vec<T><<<static_cast<unsigned>(rows), vblock, 0, stream>>>(static_cast<const T*>(x), s,
+                                                                          static_cast<T*>(y), n, eps);
       SRT_CUDA_LAUNCH("rms_norm_vec");
       return ok_status();
     }
-    rms_norm_kernel<T><<<static_cast<unsigned>(rows), block, 0, ctx.stream()>>>(
-        x.as<const T>(), has_scale ? ctx.input(1).as<const T>() : nullptr, scale_n, ctx.output(0).as<T>(), n, eps);
+    rms_norm_kernel<T><<<static_cast<unsigned>(rows), block, 0, stream>>>(static_cast<const T*>(x), s, scale_n,
+                                                                          static_cast<T*>(y), n, eps);
     SRT_CUDA_LAUNCH("rms_norm_kernel");
     return ok_status();
   });
 }
-
-}  // namespace
 
 STREAMRT_REGISTER_CUDA_KERNEL(RMSNormalization, "RMSNormalization", rms_norm_cuda, cuda_dtypes(ops::kFloats));
 

@@ -1,0 +1,89 @@
+// MatMulGroup on CUDA (ops/matmul_group.h). One row of float16 / bfloat16 (a decode token): one
+// launch of the GEMV (half_gemv.h) over every weight, normalizing A as it stages it and gating in
+// its epilogue. More rows, or float32: what the unfused steps ran, one after the other — the
+// RMSNormalization kernel into the scratch output, a cuBLASLt GEMM a weight (each with its own
+// timed algorithm: builder::lt_algo_attr), and the gate kernel over the two products (in the
+// scratch after the normalized rows).
+#include "backends/cuda/kernels/gate.h"
+#include "backends/cuda/kernels/gemm.h"
+#include "backends/cuda/kernels/half_gemv.h"
+#include "backends/cuda/kernels/rms_norm.h"
+#include "ops/matmul_group.h"
+
+namespace streamrt::cuda {
+namespace {
+
+using ops::kMatMulGroupBias;
+using ops::kMatMulGroupScale;
+using ops::kMatMulGroupWeight;
+
+const void* bias_of(const CudaKernelContext& ctx, const ops::MatMulGroupLayout& l, int i) {
+  return l.bias[static_cast<size_t>(i)] ? ctx.input(kMatMulGroupBias + static_cast<size_t>(i)).data : nullptr;
+}
+
+// The one-row GEMV; kUnsupported when it does not take these operands.
+Status run_gemv(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
+  HalfGemv g;
+  g.dtype = ctx.input(0).dtype;
+  g.rows = l.rows;
+  g.k = l.k;
+  g.a = ctx.input(0).data;
+  if (l.norm) g.norm_scale = ctx.input(kMatMulGroupScale).data, g.eps = l.epsilon;
+  g.parts = l.count;
+  g.gate = l.gate;
+  for (int i = 0; i < l.count; ++i) {
+    const size_t ui = static_cast<size_t>(i);
+    void* y = l.gate ? (i == 0 ? ctx.output(0).data : nullptr) : ctx.output(ui).data;
+    g.part[ui] = {ctx.input(kMatMulGroupWeight + ui).data, bias_of(ctx, l, i), y, l.n[ui]};
+  }
+  if (!half_gemv_applies(g)) return unsupported("the GEMV does not take these operands");
+  return half_gemv(ctx.resources(), g);
+}
+
+// Normalization, GEMMs, gate, as separate launches.
+Status run_steps(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
+  const DataType t = ctx.input(0).dtype;
+  const size_t es = dtype_size(t);
+  uint8_t* scratch = nullptr;
+  if (l.has_scratch()) {
+    const ops::TensorRef& s = ctx.output(l.products());
+    if (s.numel() < l.scratch_elements())
+      return ctx.error("scratch of " + std::to_string(s.numel()) + " elements, expected " +
+                       std::to_string(l.scratch_elements()));
+    scratch = s.as<uint8_t>();
+  }
+  const void* x = ctx.input(0).data;
+  if (l.norm) {
+    SRT_RETURN_IF_ERROR(rms_norm_rows(ctx.stream(), t, x, ctx.input(kMatMulGroupScale).data, l.k, scratch, l.rows, l.k,
+                                      l.epsilon));
+    x = scratch;
+  }
+  uint8_t* products = scratch + (l.norm ? l.rows * l.k * static_cast<int64_t>(es) : 0);
+  for (int i = 0; i < l.count; ++i) {
+    const size_t ui = static_cast<size_t>(i);
+    void* y = l.gate ? products + i * l.rows * l.n[0] * static_cast<int64_t>(es) : ctx.output(ui).data;
+    Matmul2d m{t, l.rows, l.k, l.n[ui], x, ctx.input(kMatMulGroupWeight + ui).data, bias_of(ctx, l, i), y};
+    SRT_RETURN_IF_ERROR(matmul_2d(ctx.resources(), LtStepTactics(ctx.node(), i), m));
+  }
+  if (l.gate)
+    SRT_RETURN_IF_ERROR(swiglu_gate(ctx.stream(), t, ctx.output(0).data, products,
+                                    products + l.rows * l.n[0] * static_cast<int64_t>(es), l.rows * l.n[0]));
+  return ok_status();
+}
+
+Status matmul_group_cuda(CudaKernelContext& ctx) {
+  SRT_ASSIGN_OR_RETURN(ops::MatMulGroupLayout l, ops::matmul_group_kernel_layout(ctx));
+  if (l.rows == 0) return ok_status();
+  if (l.k == 0) return ctx.unsupported("K = 0");
+  if (half_gemv_rows(ctx.input(0).dtype, l.rows)) {
+    Status st = run_gemv(ctx, l);
+    if (st.code() != StatusCode::kUnsupported) return st.with_context(ctx.node().describe());
+  }
+  return run_steps(ctx, l).with_context(ctx.node().describe());
+}
+
+}  // namespace
+
+STREAMRT_REGISTER_CUDA_KERNEL(MatMulGroup, "MatMulGroup", matmul_group_cuda, cuda_dtypes(ops::kFloats));
+
+}  // namespace streamrt::cuda

@@ -1,0 +1,58 @@
+// MatMulGroup: the MatMuls that read one activation, as one step (streamrt's own op, written by
+// builder/fuse_matmul_group.cc). A transformer layer's Q / K / V projections read the same
+// normalized hidden state, and so do the MLP's gate and up projections; one step reads that
+// input once, and a one-row product (a decode token) runs as a single GEMV launch over every
+// weight instead of one launch per weight, a normalization and a gate.
+//
+// Inputs: 0 A [..., K]; 1 the scale of an RMS normalization of A's rows (optional: [K]);
+// 2, 3, 4 the weights W_i [K, N_i] (2 at least: the first `count` of them); 5, 6, 7 their biases
+// (optional, each [1, ..., 1, N_i]). Attributes: epsilon (the normalization's), gate (0 / 1).
+//   X   = A, or RMSNormalization(A, scale, epsilon) over the last axis (rounded to A's type)
+//   P_i = X @ W_i (+ bias_i), each rounded to A's type as a MatMul step would round it
+//   outputs: P_0 .. P_{count-1}; with gate = 1 (two weights of one N) the one output
+//            silu(P_0) * P_1 (SwiGLU, FusedElementwise's gate arithmetic)
+// and, when there is a normalization or a gate, a last output `scratch` (1-D, A's type): room for
+// the many-row path's intermediates (the normalized rows, then the two products), which the
+// memory planner sizes with everything else. Kernels that do not need it leave it unwritten.
+#pragma once
+
+#include <array>
+#include <span>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace streamrt::ops {
+
+inline constexpr const char* kMatMulGroup = "MatMulGroup";
+inline constexpr size_t kMatMulGroupScale = 1;
+inline constexpr size_t kMatMulGroupWeight = 2;  // first weight input
+inline constexpr size_t kMatMulGroupBias = 5;    // first bias input
+inline constexpr int kMatMulGroupMax = 3;        // weights a group takes
+
+struct MatMulGroupLayout {
+  int count = 0;  // weights
+  bool norm = false, gate = false;
+  std::array<bool, kMatMulGroupMax> bias = {};
+  float epsilon = 1e-5f;
+  int64_t rows = -1, k = -1;  // A's rows (its leading dims' product) and last dim; -1: unknown
+  std::array<int64_t, kMatMulGroupMax> n = {-1, -1, -1};
+  Dims lead;  // A's leading dims (outputs are lead + [N_i])
+  size_t products() const { return gate ? 1 : static_cast<size_t>(count); }
+  bool has_scratch() const { return norm || gate; }
+  // Elements of the scratch output: rows x K for the normalized rows, 2 x rows x N for the gated
+  // products; -1 when rows is unknown.
+  int64_t scratch_elements() const;
+};
+
+// The group's layout from its attributes and which inputs are present (`present[i]`) with the
+// dims `a` of A and `w[i]` of each weight (any may hold -1); kInvalidModel naming the node
+// when the inputs, attributes or dims do not fit the form above.
+Result<MatMulGroupLayout> matmul_group_layout(const ir::Node& node, const std::vector<bool>& present, const Dims& a,
+                                              std::span<const Dims* const> w);
+
+class KernelContext;
+// The layout of a kernel's step at its (static) dims, with the products' dims checked.
+Result<MatMulGroupLayout> matmul_group_kernel_layout(const KernelContext& ctx);
+
+}  // namespace streamrt::ops

@@ -1,0 +1,49 @@
+// GPU tests of MatMulGroup (ops/matmul_group.h, kernels/matmul_group.cu; skip without a CUDA
+// device): Q / K / V, gate / up and an LM head, each with the RMS normalization before it, built
+// for CUDA against the CPU plan in float32 / float16 / bfloat16. One row takes the GEMV (norm in
+// its staging, gate in its epilogue, K split over a cluster); more rows, float32, or columns the
+// GEMV cannot read in 16-byte runs take the normalization kernel, a GEMM a weight and the gate
+// kernel through the scratch output.
+#include <gtest/gtest.h>
+
+#include "graph_check.h"
+#include "matmul_group_graph.h"
+#include "ops/matmul_group.h"
+
+namespace streamrt {
+namespace {
+
+struct Shape {
+  const char* name;
+  testing::GroupSpec spec;
+};
+
+TEST(GpuMatMulGroup, MatchesTheCpu) {
+  SRT_REQUIRE_GPU();
+  const Shape shapes[] = {
+      {"qkv", {.x = {1, 1024}, .n = {256, 64, 64}}},
+      {"qkv bias", {.x = {1, 1024}, .n = {256, 64, 64}, .bias = true}},
+      {"qkv no norm", {.x = {1, 512}, .n = {128, 64, 64}, .norm = false}},
+      {"qkv K 4096", {.x = {1, 4096}, .n = {64, 64, 64}}},  // two chunks of the largest a block takes
+      {"gate up", {.x = {1, 512}, .n = {512, 512}, .gate = true}},
+      {"gate up bias", {.x = {1, 512}, .n = {256, 256}, .gate = true, .bias = true}},
+      {"lm head", {.x = {1, 256}, .n = {1000}}},
+      {"odd columns", {.x = {1, 64}, .n = {6, 10}}},  // no 16-byte runs: the many-row path
+      {"odd gate", {.x = {1, 64}, .n = {12, 12}, .gate = true}},
+  };
+  for (DataType precision : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16})
+    for (const Shape& s : shapes)
+      for (int64_t rows : {1, 5}) {
+        testing::GroupSpec spec = s.spec;
+        spec.x.front() = rows;
+        const std::string what = std::string(dtype_name(precision)) + " " + s.name + " rows " + std::to_string(rows);
+        plan::PlanData p = testing::check_cuda_against_cpu(testing::group_graph(spec), precision, what, 9);
+        EXPECT_NE(testing::find_step(p, ops::kMatMulGroup), nullptr) << what;
+        EXPECT_EQ(testing::find_step(p, "MatMul"), nullptr) << what;
+        EXPECT_EQ(testing::find_step(p, "RMSNormalization"), nullptr) << what;
+        EXPECT_EQ(testing::find_step(p, "FusedElementwise"), nullptr) << what;
+      }
+}
+
+}  // namespace
+}  // namespace streamrt

@@ -1,0 +1,193 @@
+// MatMuls that read one activation -> MatMulGroup (builder/fuse_matmul_group.cc, ops/matmul_group.h):
+// which graphs group, what the group absorbs (the RMS normalization, SwiGLU's gate), that the
+// grouped plan computes the unfused plan's bits on the CPU (float32 and float16), the op's checks,
+// and the build switch.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "builder/fusion.h"
+#include "matmul_group_graph.h"
+#include "ops/matmul_group.h"
+#include "tactics_test_util.h"
+
+namespace streamrt::builder {
+namespace {
+
+using namespace streamrt::testing;
+
+struct Built {
+  plan::PlanData plan;
+  Tensor out;
+};
+
+Built build_and_run(const ir::Graph& g, DataType precision, bool group, bool streaming = false) {
+  BuilderConfig c;
+  c.device = DeviceType::kCpu;
+  c.float_precision = precision;
+  c.passes.matmul_group_fusion = group;
+  c.weight_streaming = streaming;
+  c.min_streamable_bytes = 0;
+  auto bytes = build_plan_from_graph(g, c);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+  if (!bytes.ok()) return {};
+  Built b{read_back(*bytes), {}};
+  auto out = run_graph_plan(DeviceType::kCpu, *bytes, block_inputs(g, 3));
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  if (out.ok()) b.out = *out;
+  return b;
+}
+
+size_t count_op(const plan::PlanData& p, const char* op) {
+  size_t n = 0;
+  for (const ir::Node& s : p.steps) n += s.op_type == op;
+  return n;
+}
+
+const ir::Node* group_step(const plan::PlanData& p) {
+  for (const ir::Node& s : p.steps)
+    if (s.op_type == ops::kMatMulGroup) return &s;
+  return nullptr;
+}
+
+struct Case {
+  const char* name;
+  GroupSpec spec;
+  size_t weights;
+  bool norm, gate, bias;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class MatMulGroupFusion : public ::testing::TestWithParam<std::tuple<Case, DataType>> {};
+
+// One group with what it absorbed; the unfused plan's output bit for bit.
+TEST_P(MatMulGroupFusion, GroupsAndComputesTheUnfusedBits) {
+  auto [c, dtype] = GetParam();
+  const ir::Graph g = group_graph(c.spec);
+  const Built fused = build_and_run(g, dtype, true), plain = build_and_run(g, dtype, false);
+  ASSERT_EQ(count_op(fused.plan, ops::kMatMulGroup), 1u);
+  EXPECT_EQ(count_op(plain.plan, ops::kMatMulGroup), 0u);
+  EXPECT_EQ(count_op(fused.plan, "MatMul"), 0u);
+  EXPECT_EQ(count_op(fused.plan, "RMSNormalization"), 0u);
+  EXPECT_EQ(count_op(fused.plan, "FusedElementwise"), 0u);
+  const ir::Node& s = *group_step(fused.plan);
+  auto present = [&](size_t i) { return i < s.inputs.size() && s.inputs[i] != ir::kNoValue; };
+  EXPECT_EQ(present(ops::kMatMulGroupScale), c.norm);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(present(ops::kMatMulGroupWeight + i), i < c.weights) << i;
+  EXPECT_EQ(present(ops::kMatMulGroupBias), c.bias);
+  EXPECT_EQ(s.attr_int("gate", 0).value(), c.gate ? 1 : 0);
+  EXPECT_EQ(s.outputs.size(), (c.gate ? 1 : c.weights) + (c.norm || c.gate ? 1 : 0)) << "products and scratch";
+  ASSERT_EQ(fused.out.dims(), plain.out.dims());
+  ASSERT_GT(fused.out.nbytes(), 0u);
+  EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.nbytes()), 0)
+      << "the group rounds where the unfused steps round";
+}
+
+const Case kCases[] = {
+    {"qkv_norm", GroupSpec{}, 3, true, false, false},
+    {"qkv_norm_bias", GroupSpec{.bias = true}, 3, true, false, true},
+    {"qkv_no_norm", GroupSpec{.norm = false}, 3, false, false, false},
+    {"gate_up_norm", GroupSpec{.n = {24, 24}, .gate = true}, 2, true, true, false},
+    {"gate_up_swapped", GroupSpec{.n = {24, 24}, .gate = true, .gate_swapped = true}, 2, true, true, false},
+    {"gate_up_bias_no_norm", GroupSpec{.n = {24, 24}, .norm = false, .gate = true, .bias = true}, 2, false, true, true},
+    {"lm_head_norm", GroupSpec{.x = {1, 16}, .n = {40}}, 1, true, false, false},
+    {"one_row", GroupSpec{.x = {1, 1, 16}}, 3, true, false, false},
+    {"many_rows", GroupSpec{.x = {3, 11, 16}}, 3, true, false, false},  // past the CPU's few-row path
+};
+
+INSTANTIATE_TEST_SUITE_P(Cases, MatMulGroupFusion,
+                         ::testing::Combine(::testing::ValuesIn(kCases),
+                                            ::testing::Values(DataType::kFloat32, DataType::kFloat16)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) +
+                                  (std::get<1>(info.param) == DataType::kFloat32 ? "_fp32" : "_fp16");
+                         });
+
+TEST(MatMulGroupFusion, WhatStaysOutside) {
+  {
+    SCOPED_TRACE("the normalized X also read by a Neg: the group forms, the norm stays");
+    const Built b = build_and_run(group_graph({.norm_read_elsewhere = true}), DataType::kFloat32, true);
+    EXPECT_EQ(count_op(b.plan, ops::kMatMulGroup), 1u);
+    EXPECT_EQ(count_op(b.plan, "RMSNormalization"), 1u);
+    EXPECT_FALSE(group_step(b.plan)->inputs[ops::kMatMulGroupScale] != ir::kNoValue);
+  }
+  {
+    SCOPED_TRACE("a MatMul taking a residual is no member: the other two group");
+    const Built b = build_and_run(group_graph({.residual_member = true}), DataType::kFloat32, true);
+    EXPECT_EQ(count_op(b.plan, ops::kMatMulGroup), 1u);
+    EXPECT_EQ(count_op(b.plan, "MatMul"), 1u);
+    EXPECT_EQ(count_op(b.plan, "RMSNormalization"), 1u) << "X has a reader outside the group";
+  }
+  {
+    SCOPED_TRACE("a weight that is no constant is no member");
+    const Built b = build_and_run(group_graph({.weights_inputs = true}), DataType::kFloat32, true);
+    EXPECT_EQ(count_op(b.plan, "MatMul"), 1u);
+    EXPECT_EQ(count_op(b.plan, ops::kMatMulGroup), 1u);
+  }
+  {
+    SCOPED_TRACE("one MatMul without a norm: nothing to group");
+    const Built b = build_and_run(group_graph({.n = {8}, .norm = false}), DataType::kFloat32, true);
+    EXPECT_EQ(count_op(b.plan, ops::kMatMulGroup), 0u);
+    EXPECT_EQ(count_op(b.plan, "MatMul"), 1u);
+  }
+  {
+    SCOPED_TRACE("five readers: groups of three and two, no norm absorbed");
+    const Built b = build_and_run(group_graph({.n = {8, 8, 8, 8, 8}}), DataType::kFloat32, true);
+    EXPECT_EQ(count_op(b.plan, ops::kMatMulGroup), 2u);
+    EXPECT_EQ(count_op(b.plan, "RMSNormalization"), 1u);
+  }
+  {
+    SCOPED_TRACE("weight streaming: every weight streams on its own");
+    const Built b = build_and_run(group_graph({}), DataType::kFloat32, true, true);
+    EXPECT_EQ(count_op(b.plan, ops::kMatMulGroup), 0u);
+    EXPECT_EQ(count_op(b.plan, "MatMul"), 3u);
+  }
+}
+
+TEST(MatMulGroupOp, ChecksItsInputsAndAttributes) {
+  auto infer = [](std::vector<Dims> dims, size_t outputs, std::map<std::string, ir::Attribute> attrs = {}) {
+    ir::Graph g;
+    ir::Node n;
+    n.name = "group";
+    n.op_type = ops::kMatMulGroup;
+    n.opset = 17;
+    n.attrs = std::move(attrs);
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i].empty()) {
+        n.inputs.push_back(ir::kNoValue);
+        continue;
+      }
+      n.inputs.push_back(g.add_value("in" + std::to_string(i), DataType::kFloat32, dims[i], true));
+      g.inputs.push_back(n.inputs.back());
+    }
+    for (size_t i = 0; i < outputs; ++i) n.outputs.push_back(g.add_value("out" + std::to_string(i)));
+    g.nodes = {n};
+    g.outputs = n.outputs;
+    return ir::infer_shapes(g);
+  };
+  const ir::Attribute gate = ir::Attribute::make_int(1);
+  EXPECT_TRUE(infer({{2, 8}, {}, {8, 4}, {8, 6}}, 2).ok());
+  EXPECT_TRUE(infer({{2, 8}, {8}, {8, 4}, {8, 4}}, 2, {{"gate", gate}}).ok()) << "gate + scratch";
+  EXPECT_TRUE(infer({{2, 8}, {8}, {8, 4}}, 2).ok()) << "a normalized group of one";
+  EXPECT_FALSE(infer({{2, 8}, {8}, {8, 4}}, 1).ok()) << "the scratch output is missing";
+  EXPECT_FALSE(infer({{2, 8}, {}, {8, 4}, {8, 4}, {8, 4}}, 1, {{"gate", gate}}).ok()) << "a gate of three";
+  EXPECT_FALSE(infer({{2, 8}, {}, {8, 4}, {8, 6}}, 2, {{"gate", gate}}).ok()) << "gated Ns differ";
+  EXPECT_FALSE(infer({{2, 8}, {}, {}, {8, 4}}, 1).ok()) << "a weight after an absent one";
+  EXPECT_FALSE(infer({{2, 8}, {}, {7, 4}}, 1).ok()) << "W's K is not A's";
+  EXPECT_FALSE(infer({{2, 8}, {4}, {8, 4}}, 2).ok()) << "a scale that is not [K]";
+  EXPECT_FALSE(infer({{2, 8}, {}, {8, 4}, {}, {}, {}, {5}}, 1).ok()) << "a bias without its weight";
+  EXPECT_FALSE(infer({{2, 8}, {}, {8, 4}}, 1, {{"gate", ir::Attribute::make_int(2)}}).ok()) << "gate 2";
+  // By hand: one row [1, 2] by two weights with a bias on the second.
+  ir::Node n = make_node(ops::kMatMulGroup, 7, 2);
+  n.inputs = {0, ir::kNoValue, 2, 3, ir::kNoValue, ir::kNoValue, 6};
+  auto out = run_ok(n, {f32({1, 2}, {1, 2}), Tensor(), f32({2, 1}, {3, 4}), f32({2, 2}, {1, 0, 0, 1}), Tensor(),
+                        Tensor(), f32({2}, {10, 20})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(values_f32(out[0]), (std::vector<float>{11}));
+  EXPECT_EQ(values_f32(out[1]), (std::vector<float>{11, 22}));
+}
+
+}  // namespace
+}  // namespace streamrt::builder
