@@ -119,13 +119,9 @@ void make_group(ir::Graph& g, GraphIndex& idx, ir::ValueId x, std::vector<int> m
     n.outputs.push_back(g.nodes[static_cast<size_t>(gate)].outputs[0]);
   }
   if (norm >= 0 || gate >= 0) {
-    const ir::Value& a = g.value(n.inputs[0]);
-    const ir::Value& p = g.value(g.nodes[static_cast<size_t>(members[0])].outputs[0]);
-    int64_t rows = 1;
-    for (size_t d = 0; d + 1 < a.dims.size(); ++d) rows = a.dims[d] < 0 || rows < 0 ? -1 : rows * a.dims[d];
-    const int64_t k = a.dims.back(), cols = p.dims.back();
-    const int64_t elems = rows < 0 ? -1 : (norm >= 0 ? rows * k : 0) + (gate >= 0 ? 2 * rows * cols : 0);
-    n.outputs.push_back(g.add_value(unused_name(g, n.name + "_scratch"), a.dtype, {elems}, true));
+    // Its dims come from the shape rule (builder.cc infers the graph again after this pass).
+    const DataType t = g.value(n.inputs[0]).dtype;
+    n.outputs.push_back(g.add_value(unused_name(g, n.name + "_scratch"), t));
   }
   for (int m : members)
     if (m != place) idx.remove(m);
