@@ -1,7 +1,7 @@
 // MatMuls that read one activation -> MatMulGroup (builder/fuse_matmul_group.cc, ops/matmul_group.h):
 // which graphs group, what the group absorbs (the RMS normalization, SwiGLU's gate), that the
 // grouped plan computes the unfused plan's bits on the CPU (float32 and float16), the op's checks,
-// and the build switch.
+// and refit by the weights' own names.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,7 +9,10 @@
 
 #include "builder/fusion.h"
 #include "matmul_group_graph.h"
+#include "onnx_model_util.h"
 #include "ops/matmul_group.h"
+#include "plan/plan.h"
+#include "streamrt/refit.h"
 #include "tactics_test_util.h"
 
 namespace streamrt::builder {
@@ -144,6 +147,38 @@ TEST(MatMulGroupFusion, WhatStaysOutside) {
     EXPECT_EQ(count_op(b.plan, ops::kMatMulGroup), 0u);
     EXPECT_EQ(count_op(b.plan, "MatMul"), 3u);
   }
+}
+
+// Grouped weights keep their names: refitting a plan with another graph's weights by name gives
+// the plan that graph builds, byte for byte.
+TEST(MatMulGroupFusion, RefitByNameGivesTheOtherGraphsPlan) {
+  const ir::Graph a = group_graph({.bias = true});
+  ir::Graph b = a;
+  uint32_t seed = 90;
+  for (auto& [id, t] : b.constants) b.set_constant(id, random_tensor(t.dtype(), t.dims(), seed++));
+  BuilderConfig c;
+  c.device = DeviceType::kCpu;
+  auto plan_a = build_plan_from_graph(a, c), plan_b = build_plan_from_graph(b, c);
+  ASSERT_TRUE(plan_a.ok() && plan_b.ok());
+  ASSERT_EQ(count_op(read_back(*plan_a), ops::kMatMulGroup), 1u);
+  ASSERT_NE(*plan_a, *plan_b);
+  TempDir dir;
+  write_file(dir.file("a.plan"), std::string(plan_a->begin(), plan_a->end()));
+  auto r = Refitter::open_plan(dir.file("a.plan"));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  size_t set = 0;
+  for (const auto& [id, t] : b.constants) {
+    const std::string& name = b.value(id).name;
+    ASSERT_TRUE((*r)->set_weights(name, t.dtype(), t.dims(), t.data(), t.nbytes()).ok()) << name;
+    ++set;
+  }
+  EXPECT_EQ(set, 5u) << "the norm's scale, three weights, a bias";
+  ASSERT_TRUE((*r)->refit().ok());
+  ASSERT_TRUE((*r)->write_plan(dir.file("out.plan")).ok());
+  auto mapped = plan::read_plan(dir.file("out.plan"));
+  ASSERT_TRUE(mapped.ok());
+  const auto* p = static_cast<const uint8_t*>(mapped->mapping.get());
+  EXPECT_EQ(std::vector<uint8_t>(p, p + mapped->file_size), *plan_b);
 }
 
 TEST(MatMulGroupOp, ChecksItsInputsAndAttributes) {
