@@ -189,17 +189,22 @@ std::string describe_conv_algo(const ir::Attribute& a) {
 std::string describe_tactics(const ir::Node& step) {
   std::string out;
   if (auto it = step.attrs.find(kConvAlgoAttr); it != step.attrs.end()) out = describe_conv_algo(it->second);
-  if (auto it = step.attrs.find(kLtAlgoAttr); it != step.attrs.end()) {
+  // One record a GEMM of the step (a MatMulGroup has one a weight: lt_algo_attr).
+  for (int part = 0; part < kLtAlgoParts; ++part) {
+    auto it = step.attrs.find(lt_algo_attr(part));
+    if (it == step.attrs.end()) continue;
+    if (!out.empty()) out += "; ";
+    if (part > 0) out += "GEMM " + std::to_string(part) + ": ";
     auto r = decode_lt_algo(it->second);
     char buf[256];
     if (!r.ok()) {
-      out = "cuBLASLt algo: unreadable (" + r.status().message() + "), the heuristic decides";
+      out += "cuBLASLt algo: unreadable (" + r.status().message() + "), the heuristic decides";
     } else {
       std::snprintf(buf, sizeof buf, "cuBLASLt algo: heuristic #%lld of %lld, %.1f us (#0: %.1f us) at %lldx%lldx%lld",
                     static_cast<long long>(r->rank), static_cast<long long>(r->candidates), r->best_ns / 1e3,
                     r->heuristic_ns / 1e3, static_cast<long long>(r->m), static_cast<long long>(r->n),
                     static_cast<long long>(r->k));
-      out = buf;
+      out += buf;
       if (r->batch > 1) out += " batch " + std::to_string(r->batch);
       if (r->flags & kLtAlgoBias) out += " with bias";
       out += ", cuBLASLt " + std::to_string(r->library_version);

@@ -56,6 +56,7 @@ inline constexpr const char* kTf32Attr = "__tf32";
 inline constexpr const char* kLtAlgoAttr = "__lt_algo";
 // The record of a step's GEMM number `part` (a MatMulGroup makes one per weight): kLtAlgoAttr for
 // the first, "__lt_algo1", "__lt_algo2" after it.
+inline constexpr int kLtAlgoParts = 3;  // GEMMs a step may record (ops::kMatMulGroupMax)
 inline std::string lt_algo_attr(int part) { return part == 0 ? kLtAlgoAttr : kLtAlgoAttr + std::to_string(part); }
 
 inline constexpr int64_t kLtAlgoMagic = 0x00314F474C41544CLL;  // "LTALGO1", little-endian bytes

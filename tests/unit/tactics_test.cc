@@ -129,6 +129,14 @@ TEST(TacticRecord, DescribeForInspect) {
   n.attrs[builder::kLtAlgoAttr] = ir::Attribute::make_ints({1, 2, 3});
   n.attrs.erase(builder::kTf32Attr);
   EXPECT_NE(builder::describe_tactics(n).find("unreadable"), std::string::npos) << builder::describe_tactics(n);
+  // A MatMulGroup's records, one a weight.
+  EXPECT_EQ(builder::lt_algo_attr(0), builder::kLtAlgoAttr);
+  EXPECT_EQ(builder::lt_algo_attr(2), std::string(builder::kLtAlgoAttr) + "2");
+  n.attrs[builder::kLtAlgoAttr] = builder::encode_lt_algo(sample_record());
+  n.attrs[builder::lt_algo_attr(2)] = builder::encode_lt_algo(sample_record());
+  const std::string both = builder::describe_tactics(n);
+  EXPECT_EQ(both.find("cuBLASLt algo: heuristic #2"), 0u) << both;
+  EXPECT_NE(both.find("; GEMM 2: cuBLASLt algo: heuristic #2"), std::string::npos) << both;
 }
 
 // ---------------------------------------------------------------------------------------
