@@ -16,8 +16,6 @@
 namespace streamrt::builder {
 namespace {
 
-bool float_type(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16; }
-
 // True when `b` can be MatMul `mm`'s fused bias.
 bool fusable(const ir::Graph& g, const ir::Node& mm, ir::ValueId b) {
   if (mm.inputs.size() != 2 || mm.outputs.size() != 1 || mm.inputs[0] == ir::kNoValue) return false;
@@ -25,7 +23,7 @@ bool fusable(const ir::Graph& g, const ir::Node& mm, ir::ValueId b) {
   const ir::Value& y = g.value(mm.outputs[0]);
   const Tensor* w = g.constant(mm.inputs[1]);
   const Tensor* bias = g.constant(b);
-  if (!w || !bias || w->dims().size() != 2 || !float_type(w->dtype())) return false;
+  if (!w || !bias || w->dims().size() != 2 || !is_float(w->dtype())) return false;
   if (a.dtype != w->dtype() || bias->dtype() != w->dtype() || !a.has_shape || a.dims.size() < 2) return false;
   const Dims& bd = bias->dims();
   if (bd.empty() || !y.has_shape || bd.size() > y.dims.size() || bd.back() != w->dims()[1]) return false;

@@ -23,8 +23,6 @@
 namespace streamrt::builder {
 namespace {
 
-bool float_type(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16; }
-
 // True when `n` can be a member of X's group.
 bool member(const ir::Graph& g, const ir::Node& n, ir::ValueId x) {
   if (n.op_type != "MatMul" || !n.domain.empty() || n.outputs.size() != 1 || n.outputs[0] == ir::kNoValue ||
@@ -36,7 +34,7 @@ bool member(const ir::Graph& g, const ir::Node& n, ir::ValueId x) {
   const Tensor* w = g.constant(n.inputs[1]);
   const ir::Value& xv = g.value(x);
   const ir::Value& y = g.value(n.outputs[0]);
-  if (!w || w->dims().size() != 2 || w->dtype() != xv.dtype || !float_type(xv.dtype)) return false;
+  if (!w || w->dims().size() != 2 || w->dtype() != xv.dtype || !is_float(xv.dtype)) return false;
   return xv.has_shape && !xv.dims.empty() && xv.dims.back() == w->dims()[0] && y.has_shape &&
          y.dims.size() == xv.dims.size() && y.dtype == xv.dtype;
 }
@@ -150,6 +148,7 @@ size_t fuse_matmul_groups(ir::Graph& g) {
           member(g, g.nodes[static_cast<size_t>(c)], x))
         members.push_back(c);
     std::sort(members.begin(), members.end());
+    if (members.empty()) continue;
     if (members.size() > static_cast<size_t>(ops::kMatMulGroupMax)) {
       for (size_t s = 0; s + 1 < members.size(); s += ops::kMatMulGroupMax) {
         std::vector<int> part(members.begin() + static_cast<long>(s),
@@ -159,10 +158,10 @@ size_t fuse_matmul_groups(ir::Graph& g) {
       }
       continue;
     }
-    const int norm = members.empty() ? -1 : absorbable_norm(g, idx, x, members);
+    const int norm = absorbable_norm(g, idx, x, members);
+    if (members.size() == 1 && norm < 0) continue;  // a lone MatMul: nothing to share
     bool gate_first = true;
     const int gate = absorbable_gate(g, idx, members, &gate_first);
-    if (members.empty() || (members.size() == 1 && norm < 0)) continue;
     make_group(g, idx, x, members, norm, gate, gate_first);
     ++groups;
   }

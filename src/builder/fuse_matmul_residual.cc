@@ -15,8 +15,6 @@
 namespace streamrt::builder {
 namespace {
 
-bool float_type(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16; }
-
 // True when `r` can be MatMul `mm`'s fused residual.
 bool fusable(const ir::Graph& g, const ir::Node& mm, ir::ValueId r) {
   if (mm.op_type != "MatMul" || !mm.domain.empty() || mm.outputs.size() != 1 || mm.inputs.size() < 2 ||
@@ -25,7 +23,7 @@ bool fusable(const ir::Graph& g, const ir::Node& mm, ir::ValueId r) {
   const Tensor* w = g.constant(mm.inputs[1]);
   const ir::Value& y = g.value(mm.outputs[0]);
   const ir::Value& rv = g.value(r);
-  if (!w || w->dims().size() != 2 || !float_type(w->dtype()) || r == mm.outputs[0]) return false;
+  if (!w || w->dims().size() != 2 || !is_float(w->dtype()) || r == mm.outputs[0]) return false;
   return y.has_shape && rv.has_shape && y.dtype == w->dtype() && rv.dtype == y.dtype && rv.dims == y.dims &&
          y.dims.size() >= 2;
 }

@@ -59,6 +59,18 @@ Result<MatMulGroupLayout> matmul_group_layout(const ir::Node& node, const std::v
   return l;
 }
 
+Result<MatMulGroupLayout> matmul_group_layout(const ir::Node& node, std::span<const TensorInfo> in) {
+  std::vector<bool> present;
+  std::array<const Dims*, kMatMulGroupMax> w = {};
+  for (const TensorInfo& t : in) present.push_back(t.dtype != DataType::kUndefined);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const size_t k = kMatMulGroupWeight + i;
+    if (k < in.size() && present[k] && in[k].has_shape) w[i] = &in[k].dims;
+  }
+  static const Dims kUnknown = {-1};
+  return matmul_group_layout(node, present, !in.empty() && in[0].has_shape ? in[0].dims : kUnknown, w);
+}
+
 Result<MatMulGroupLayout> matmul_group_kernel_layout(const KernelContext& ctx) {
   std::vector<bool> present;
   std::array<const Dims*, kMatMulGroupMax> w = {};
@@ -78,20 +90,10 @@ Result<MatMulGroupLayout> matmul_group_kernel_layout(const KernelContext& ctx) {
 
 namespace {
 
-// Which inputs are there and the dims of A and the weights (null while unknown).
-struct InferOperands {
-  std::vector<bool> present;
-  std::array<const Dims*, kMatMulGroupMax> w = {};
-};
-
-InferOperands operands(const InferContext& ctx) {
-  InferOperands o;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) o.present.push_back(ctx.has_input(i));
-  for (int i = 0; i < kMatMulGroupMax; ++i) {
-    const size_t in = kMatMulGroupWeight + static_cast<size_t>(i);
-    if (ctx.has_input(in) && ctx.input(in).has_shape) o.w[static_cast<size_t>(i)] = &ctx.input_dims(in);
-  }
-  return o;
+std::vector<TensorInfo> inputs_of(const InferContext& ctx) {
+  std::vector<TensorInfo> in;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) in.push_back(ctx.input(i));
+  return in;
 }
 
 Status check_types(const InferContext& ctx) {
@@ -115,10 +117,7 @@ Status check_outputs(const InferContext& ctx, const MatMulGroupLayout& l) {
 Status infer(InferContext& ctx) {
   SRT_RETURN_IF_ERROR(check_types(ctx));
   const DataType t = ctx.input_dtype(0);
-  const InferOperands o = operands(ctx);
-  static const Dims kUnknown = {-1};
-  const Dims& a = ctx.input(0).has_shape ? ctx.input_dims(0) : kUnknown;
-  SRT_ASSIGN_OR_RETURN(MatMulGroupLayout l, matmul_group_layout(ctx.node(), o.present, a, o.w));
+  SRT_ASSIGN_OR_RETURN(MatMulGroupLayout l, matmul_group_layout(ctx.node(), inputs_of(ctx)));
   SRT_RETURN_IF_ERROR(check_outputs(ctx, l));
   if (l.norm && ctx.input(kMatMulGroupScale).has_shape) {
     const Dims& s = ctx.input_dims(kMatMulGroupScale);
@@ -127,8 +126,9 @@ Status infer(InferContext& ctx) {
   }
   for (int i = 0; i < l.count; ++i) {
     const size_t b = kMatMulGroupBias + static_cast<size_t>(i);
-    if (l.bias[static_cast<size_t>(i)] && ctx.input(b).has_shape && o.w[static_cast<size_t>(i)])
-      SRT_RETURN_IF_ERROR(check_matmul_bias(ctx.node(), ctx.input_dims(b), *o.w[static_cast<size_t>(i)], l.lead.size() + 1));
+    const size_t w = kMatMulGroupWeight + static_cast<size_t>(i);
+    if (l.bias[static_cast<size_t>(i)] && ctx.input(b).has_shape && ctx.input(w).has_shape)
+      SRT_RETURN_IF_ERROR(check_matmul_bias(ctx.node(), ctx.input_dims(b), ctx.input_dims(w), l.lead.size() + 1));
   }
   if (!ctx.input(0).has_shape) {
     for (size_t i = 0; i < ctx.num_outputs(); ++i) ctx.set_output_unranked(i, t);
@@ -184,12 +184,10 @@ Status cpu(KernelContext& ctx) {
   return dispatch<kFloats>(ctx.input(0).dtype, ctx.node().describe(), [&]<typename T>() { return run_typed<T>(ctx, l); });
 }
 
-// Plan load: the attributes and the input / output counts (the shape rule checks the dims).
+// Plan load: the attributes and the input / output counts (the shape rule checks the rest).
 Status verify(const InferContext& ctx) {
   SRT_RETURN_IF_ERROR(check_types(ctx));
-  const InferOperands o = operands(ctx);
-  static const Dims kUnknown = {-1};
-  SRT_ASSIGN_OR_RETURN(MatMulGroupLayout l, matmul_group_layout(ctx.node(), o.present, kUnknown, o.w));
+  SRT_ASSIGN_OR_RETURN(MatMulGroupLayout l, matmul_group_layout(ctx.node(), inputs_of(ctx)));
   return check_outputs(ctx, l);
 }
 

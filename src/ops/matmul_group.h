@@ -51,6 +51,11 @@ struct MatMulGroupLayout {
 Result<MatMulGroupLayout> matmul_group_layout(const ir::Node& node, const std::vector<bool>& present, const Dims& a,
                                               std::span<const Dims* const> w);
 
+struct TensorInfo;
+// The same from the inputs' shape-inference records (absent: kUndefined dtype; dims unknown
+// without has_shape).
+Result<MatMulGroupLayout> matmul_group_layout(const ir::Node& node, std::span<const TensorInfo> in);
+
 class KernelContext;
 // The layout of a kernel's step at its (static) dims, with the products' dims checked.
 Result<MatMulGroupLayout> matmul_group_kernel_layout(const KernelContext& ctx);

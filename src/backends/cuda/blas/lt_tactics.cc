@@ -125,14 +125,8 @@ Result<std::optional<Problem>> step_problem(const ir::Node& step, std::span<cons
 Result<std::vector<Problem>> group_problems(const ir::Node& step, std::span<const ops::TensorInfo> in) {
   std::vector<Problem> out;
   const DataType dt = in.empty() ? DataType::kUndefined : in[0].dtype;
-  if (dt != DataType::kFloat32 && dt != DataType::kFloat16 && dt != DataType::kBFloat16) return out;
-  std::vector<bool> present;
-  std::array<const Dims*, ops::kMatMulGroupMax> w = {};
-  for (size_t i = 0; i < in.size(); ++i) present.push_back(in[i].dtype != DataType::kUndefined);
-  for (size_t i = 0; i < static_cast<size_t>(ops::kMatMulGroupMax); ++i)
-    if (ops::kMatMulGroupWeight + i < in.size() && present[ops::kMatMulGroupWeight + i])
-      w[i] = &in[ops::kMatMulGroupWeight + i].dims;
-  SRT_ASSIGN_OR_RETURN(ops::MatMulGroupLayout l, ops::matmul_group_layout(step, present, in[0].dims, w));
+  if (!is_float(dt)) return out;
+  SRT_ASSIGN_OR_RETURN(ops::MatMulGroupLayout l, ops::matmul_group_layout(step, in));
   if (l.rows <= 0 || l.k <= 0 || half_gemv_rows(dt, l.rows)) return out;
   for (int i = 0; i < l.count; ++i) {
     MatMulShape s;
@@ -153,7 +147,7 @@ class LtSession final : public builder::TacticSession {
   ~LtSession() override;
   Result<bool> tune(ir::Node& step, std::span<const ops::TensorInfo> in) override;
   // Times one GEMM of the step and records the fastest in its attribute `attr`.
-  Result<bool> tune_problem(ir::Node& step, const Problem* p, const std::string& attr);
+  Result<bool> tune_problem(ir::Node& step, const Problem& p, const std::string& attr);
 
  private:
   Status ensure_ready();
@@ -243,25 +237,25 @@ Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in
   }
   bool tuned = false;
   for (size_t i = 0; i < problems.size(); ++i) {
-    SRT_ASSIGN_OR_RETURN(bool one, tune_problem(step, &problems[i], builder::lt_algo_attr(static_cast<int>(i))));
+    SRT_ASSIGN_OR_RETURN(bool one, tune_problem(step, problems[i], builder::lt_algo_attr(static_cast<int>(i))));
     tuned = tuned || one;
   }
   return tuned;
 }
 
-Result<bool> LtSession::tune_problem(ir::Node& step, const Problem* p, const std::string& attr) {
+Result<bool> LtSession::tune_problem(ir::Node& step, const Problem& p, const std::string& attr) {
   SRT_RETURN_IF_ERROR(ensure_ready());
-  LtGemm g = p->g;
-  SRT_RETURN_IF_ERROR(bind_scratch(g, p->bias));
+  LtGemm g = p.g;
+  SRT_RETURN_IF_ERROR(bind_scratch(g, p.bias));
   std::array<cublasLtMatmulHeuristicResult_t, kMaxCandidates> cand{};
   auto op = std::make_unique<LtOperation>();
   SRT_RETURN_IF_ERROR(op->init(g, static_cast<int32_t>(g.batch)));
   SRT_ASSIGN_OR_RETURN(int count, lt_heuristics(handle_, *op, kLtWorkspaceBytes, cand));
-  if (count == 0 && p->bias) {
+  if (count == 0 && p.bias) {
     // No epilogue algorithm: the kernel copies Gemm's C into Y and accumulates with beta
     // instead, or adds MatMul's bias after a plain GEMM (beta 0).
     g.bias = nullptr;
-    if (p->c_beta) g.beta = *p->c_beta;
+    if (p.c_beta) g.beta = *p.c_beta;
     op = std::make_unique<LtOperation>();
     SRT_RETURN_IF_ERROR(op->init(g, static_cast<int32_t>(g.batch)));
     SRT_ASSIGN_OR_RETURN(count, lt_heuristics(handle_, *op, kLtWorkspaceBytes, cand));

@@ -196,6 +196,21 @@ __global__ void __launch_bounds__(256) gate_kernel(T* __restrict__ y, const T* _
   }
 }
 
+// y = silu(a) * b over n elements: gate_kernel where all three are 16-byte aligned and n a multiple
+// of 8, gate_scalar_kernel otherwise.
+template <typename T>
+Status launch_gate(cudaStream_t stream, T* y, const T* a, const T* b, int64_t n) {
+  if (n % kLanes == 0 && aligned16(y) && aligned16(a) && aligned16(b)) {
+    const int64_t nvec = n / kLanes;
+    gate_kernel<T><<<grid_for((nvec + 1) / 2, 256), 256, 0, stream>>>(y, a, b, nvec);
+    SRT_CUDA_LAUNCH("gate_kernel");
+    return ok_status();
+  }
+  gate_scalar_kernel<T><<<grid_for(n), 256, 0, stream>>>(y, a, b, n);
+  SRT_CUDA_LAUNCH("gate_scalar_kernel");
+  return ok_status();
+}
+
 constexpr size_t slot_bytes(int slots) { return size_t(slots) * 2 * kSlotThreads * sizeof(float4); }
 
 template <typename T>
@@ -203,11 +218,7 @@ Status launch_slots(CudaKernelContext& ctx, T* y, int64_t n, const Inputs<T>& in
                     const Program& p) {
   const int64_t nvec = n / kLanes;
   int gate = 0, up = 0;
-  if (scalar_mask == 0 && ops::fused::match_gate(p, &gate, &up)) {
-    gate_kernel<T><<<grid_for((nvec + 1) / 2, 256), 256, 0, ctx.stream()>>>(y, in.ptr[gate], in.ptr[up], nvec);
-    SRT_CUDA_LAUNCH("gate_kernel");
-    return ok_status();
-  }
+  if (scalar_mask == 0 && ops::fused::match_gate(p, &gate, &up)) return launch_gate<T>(ctx.stream(), y, in.ptr[gate], in.ptr[up], n);
   static std::once_flag once;  // the most slots a program can need: more than the default 48 KB
   static cudaError_t attr = cudaSuccess;
   std::call_once(once, [] {
@@ -268,23 +279,10 @@ Status fused_cuda(CudaKernelContext& ctx) {
 
 Status swiglu_gate(cudaStream_t stream, DataType dtype, void* y, const void* gate, const void* up, int64_t n) {
   if (n == 0) return ok_status();
-  if (dtype != DataType::kFloat32 && dtype != DataType::kFloat16 && dtype != DataType::kBFloat16)
-    return unsupported(std::string("swiglu_gate: ") + dtype_name(dtype));
   return cuda_dispatch<ops::kFloats>(dtype, "swiglu_gate", [&]<typename T>() {
-    T* py = static_cast<T*>(y);
-    const T *pg = static_cast<const T*>(gate), *pu = static_cast<const T*>(up);
-    if (n % kLanes == 0 && aligned16(py) && aligned16(pg) && aligned16(pu)) {
-      const int64_t nvec = n / kLanes;
-      gate_kernel<T><<<grid_for((nvec + 1) / 2, 256), 256, 0, stream>>>(py, pg, pu, nvec);
-      SRT_CUDA_LAUNCH("gate_kernel");
-      return ok_status();
-    }
-    gate_scalar_kernel<T><<<grid_for(n), 256, 0, stream>>>(py, pg, pu, n);
-    SRT_CUDA_LAUNCH("gate_scalar_kernel");
-    return ok_status();
+    return launch_gate<T>(stream, static_cast<T*>(y), static_cast<const T*>(gate), static_cast<const T*>(up), n);
   });
 }
-
 
 STREAMRT_REGISTER_CUDA_KERNEL(FusedElementwise, "FusedElementwise", fused_cuda, cuda_dtypes(ops::kFloats));
 

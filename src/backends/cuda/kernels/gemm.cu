@@ -245,12 +245,6 @@ Status add_into(cudaStream_t stream, T* y, const T* x, int64_t total, int64_t pe
   return ok_status();
 }
 
-template <typename T>
-Status add_into(CudaKernelContext& ctx, size_t input, int64_t period) {
-  const ops::TensorRef& y = ctx.output(0);
-  return add_into<T>(ctx.stream(), y.as<T>(), ctx.input(input).as<const T>(), y.numel(), period);
-}
-
 // What a MatMul adds to its product (ops/matmul.h), and what the GEMM call took in.
 struct Fused {
   const void* bias = nullptr;
@@ -260,24 +254,23 @@ struct Fused {
 
 // Float MatMul through cuBLASLt (the calls of matmul_gemm). Where the call is one GEMM (batch 1,
 // as the tuner times it) a fused residual is its C operand (beta 1) and a fused bias goes to the
-// bias epilogue, tried first; f says what was added.
-Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s, Fused& f) {
-  const ops::TensorRef& a = ctx.input(0);
-  const ops::TensorRef& b = ctx.input(1);
-  const ops::TensorRef& y = ctx.output(0);
+// bias epilogue, tried first; f says what was added. kUnsupported: no algorithm.
+Status matmul_lt(CudaResources& res, const LtStepTactics& tactics, const MatMulShape& s, DataType dtype, const void* a,
+                 const void* b, void* y, Fused& f) {
+  const int64_t esize = static_cast<int64_t>(dtype_size(dtype));
   if (dims_numel(s.batch) == 0 || s.m == 0 || s.n == 0) return ok_status();
   if (s.k == 0) {
-    if (f.residual) SRT_CUDA(cudaMemcpyAsync(y.data, f.residual, y.nbytes(), cudaMemcpyDeviceToDevice, ctx.stream()));
-    else SRT_CUDA(cudaMemsetAsync(y.data, 0, y.nbytes(), ctx.stream()));
+    const size_t bytes = static_cast<size_t>(dims_numel(s.out) * esize);
+    if (f.residual) SRT_CUDA(cudaMemcpyAsync(y, f.residual, bytes, cudaMemcpyDeviceToDevice, res.stream));
+    else SRT_CUDA(cudaMemsetAsync(y, 0, bytes, res.stream));
     f.residual_added = f.residual != nullptr;
     return ok_status();
   }
-  const LtStepTactics tactics(ctx.node());
-  MatMulGemm mg = matmul_gemm(s, a.dtype);
+  MatMulGemm mg = matmul_gemm(s, dtype);
   LtGemm& g = mg.g;
-  g.a = a.data;
-  g.b = b.data;
-  g.d = y.data;
+  g.a = a;
+  g.b = b;
+  g.d = y;
   if (f.residual && !mg.per_matrix && g.batch == 1) {
     g.c = f.residual;
     g.beta = 1.f;
@@ -285,37 +278,36 @@ Status matmul_lt(CudaKernelContext& ctx, const MatMulShape& s, Fused& f) {
   if (f.bias && !mg.per_matrix && g.batch == 1) {
     g.bias = f.bias;
     tactics.apply(g);
-    Status st = lt_matmul(ctx.resources(), g);
+    Status st = lt_matmul(res, g);
     if (st.code() != StatusCode::kUnsupported) {
       f.bias_added = st.ok();
       f.residual_added = st.ok() && g.c;
-      return st.with_context(ctx.node().describe());
+      return st;
     }
     g.bias = nullptr;  // no epilogue algorithm: the plain GEMM, then add_into
   }
   tactics.apply(g);
   if (!mg.per_matrix) {
-    Status st = lt_matmul(ctx.resources(), g);
+    Status st = lt_matmul(res, g);
     f.residual_added = st.ok() && g.c;
-    return st.with_context(ctx.node().describe());
+    return st;
   }
-  const int64_t esize = static_cast<int64_t>(dtype_size(a.dtype));
   Status st;
   ops::for_each_broadcast<2>(s.batch, {s.batch_a, s.batch_b}, [&](int64_t i, const std::array<int64_t, 2>& o) {
     if (!st.ok()) return;
-    g.a = a.as<const uint8_t>() + o[0] * s.m * s.k * esize;
-    g.b = b.as<const uint8_t>() + o[1] * s.k * s.n * esize;
-    g.d = y.as<uint8_t>() + i * s.m * s.n * esize;
-    st = lt_matmul(ctx.resources(), g);
+    g.a = static_cast<const uint8_t*>(a) + o[0] * s.m * s.k * esize;
+    g.b = static_cast<const uint8_t*>(b) + o[1] * s.k * s.n * esize;
+    g.d = static_cast<uint8_t*>(y) + i * s.m * s.n * esize;
+    st = lt_matmul(res, g);
   });
-  return st.with_context(ctx.node().describe());
+  return st;
 }
 
 // MatMul by the tiled kernel (integers; floats cuBLASLt has no algorithm for).
 template <typename T>
-Status matmul_tiled(CudaKernelContext& ctx, const MatMulShape& s) {
+Status matmul_tiled(cudaStream_t stream, const MatMulShape& s, const T* a, const T* b, T* y) {
   if (s.batch.size() > kMaxBatchRank)
-    return ctx.unsupported("tiled MatMul with " + std::to_string(s.batch.size()) + " batch dims");
+    return unsupported("tiled MatMul with " + std::to_string(s.batch.size()) + " batch dims");
   BatchMap bm;
   bm.rank = static_cast<int>(s.batch.size());
   const std::vector<int64_t> sa = ops::broadcast_strides(s.batch_a, s.batch);
@@ -326,9 +318,22 @@ Status matmul_tiled(CudaKernelContext& ctx, const MatMulShape& s) {
   g.lda = s.k, g.ldb = s.n, g.ldd = s.n;
   g.a_mat = s.m * s.k, g.b_mat = s.k * s.n, g.d_mat = s.m * s.n;
   g.batch = dims_numel(s.batch);
-  return launch_tiled_gemm<T>(ctx.stream(), ctx.input(0).as<const T>(), ctx.input(1).as<const T>(),
-                              ctx.output(0).as<T>(), g, bm)
-      .with_context(ctx.node().describe());
+  return launch_tiled_gemm<T>(stream, a, b, y, g, bm);
+}
+
+// A float MatMul's product and what it fuses: cuBLASLt, the tiled kernel where cuBLASLt has no
+// algorithm, then the residual and bias no epilogue added (MatMul steps and matmul_2d).
+template <typename T>
+Status matmul_float(CudaResources& res, const LtStepTactics& tactics, const MatMulShape& s, DataType dtype,
+                    const void* a, const void* b, void* y, Fused f) {
+  Status st = matmul_lt(res, tactics, s, dtype, a, b, y, f);
+  if (st.code() == StatusCode::kUnsupported)
+    st = matmul_tiled<T>(res.stream, s, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y));
+  const int64_t total = dims_numel(s.out);
+  T* py = static_cast<T*>(y);
+  if (st.ok() && f.residual && !f.residual_added) st = add_into<T>(res.stream, py, static_cast<const T*>(f.residual), total, total);
+  if (st.ok() && f.bias && !f.bias_added) st = add_into<T>(res.stream, py, static_cast<const T*>(f.bias), total, s.n);
+  return st;
 }
 
 Status matmul_cuda(CudaKernelContext& ctx) {
@@ -342,28 +347,30 @@ Status matmul_cuda(CudaKernelContext& ctx) {
   const size_t r = ops::kMatMulResidualInput;
   if (ctx.num_inputs() > 2 && ctx.has_input(2)) f.bias = ctx.input(2).data;
   if (ctx.num_inputs() > r && ctx.has_input(r)) f.residual = ctx.input(r).data;
-  return cuda_dispatch<ops::kFloats | ops::kSignedInts>(a.dtype, ctx.node().describe(), [&]<typename T>() -> Status {
-    if constexpr (std::is_same_v<T, int8_t>) return ctx.unsupported("int8 MatMul is not supported");
-    else if constexpr (std::is_integral_v<T>) return matmul_tiled<T>(ctx, s);
-    else {
+  const void* b = ctx.input(1).data;
+  void* y = ctx.output(0).data;
+  const std::string where = ctx.node().describe();
+  return cuda_dispatch<ops::kFloats | ops::kSignedInts>(a.dtype, where, [&]<typename T>() -> Status {
+    if constexpr (std::is_same_v<T, int8_t>) {
+      return ctx.unsupported("int8 MatMul is not supported");
+    } else if constexpr (std::is_integral_v<T>) {
+      return matmul_tiled<T>(ctx.stream(), s, a.as<const T>(), static_cast<const T*>(b), static_cast<T*>(y))
+          .with_context(where);
+    } else {
       if (s.batch_b.empty() && s.k > 0) {  // one row: the GEMV of half_gemv.h
         HalfGemv g;
         g.dtype = a.dtype;
         g.rows = dims_numel(s.batch) * s.m;
         g.k = s.k;
         g.a = a.data;
-        g.part[0] = {ctx.input(1).data, f.bias, ctx.output(0).data, s.n};
+        g.part[0] = {b, f.bias, y, s.n};
         g.residual = f.residual;
         if (half_gemv_applies(g)) {
           Status st = half_gemv(ctx.resources(), g);
-          if (st.code() != StatusCode::kUnsupported) return st.with_context(ctx.node().describe());
+          if (st.code() != StatusCode::kUnsupported) return st.with_context(where);
         }
       }
-      Status st = matmul_lt(ctx, s, f);
-      if (st.code() == StatusCode::kUnsupported) st = matmul_tiled<T>(ctx, s);
-      if (st.ok() && f.residual && !f.residual_added) st = add_into<T>(ctx, r, ctx.output(0).numel());
-      if (st.ok() && f.bias && !f.bias_added) st = add_into<T>(ctx, 2, s.n);
-      return st;
+      return matmul_float<T>(ctx.resources(), LtStepTactics(ctx.node()), s, a.dtype, a.data, b, y, f).with_context(where);
     }
   });
 }
@@ -371,42 +378,15 @@ Status matmul_cuda(CudaKernelContext& ctx) {
 }  // namespace
 
 Status matmul_2d(CudaResources& res, const LtStepTactics& tactics, const Matmul2d& p) {
-  if (p.rows == 0 || p.n == 0) return ok_status();
-  if (p.k == 0) return unsupported("matmul_2d: K = 0");
-  return cuda_dispatch<ops::kFloats>(p.dtype, "matmul_2d", [&]<typename T>() -> Status {
-    MatMulShape s;
-    s.m = p.rows, s.k = p.k, s.n = p.n;
-    s.out = {p.rows, p.n};
-    MatMulGemm mg = matmul_gemm(s, p.dtype);
-    LtGemm& g = mg.g;
-    g.a = p.a, g.b = p.w, g.d = p.y;
-    bool bias_added = false;
-    Status st;
-    if (p.bias) {
-      g.bias = p.bias;
-      tactics.apply(g);
-      st = lt_matmul(res, g);
-      bias_added = st.ok();
-      if (st.code() == StatusCode::kUnsupported) g.bias = nullptr;  // no epilogue algorithm
-    }
-    if (!bias_added) {
-      tactics.apply(g);
-      st = lt_matmul(res, g);
-    }
-    if (st.code() == StatusCode::kUnsupported) {
-      TiledGemmArgs t;
-      t.m = p.rows, t.n = p.n, t.k = p.k;
-      t.lda = p.k, t.ldb = p.n, t.ldd = p.n;
-      t.a_mat = p.rows * p.k, t.b_mat = p.k * p.n, t.d_mat = p.rows * p.n;
-      st = launch_tiled_gemm<T>(res.stream, static_cast<const T*>(p.a), static_cast<const T*>(p.w),
-                                static_cast<T*>(p.y), t, BatchMap{});
-    }
-    if (st.ok() && p.bias && !bias_added)
-      st = add_into<T>(res.stream, static_cast<T*>(p.y), static_cast<const T*>(p.bias), p.rows * p.n, p.n);
-    return st;
+  MatMulShape s;
+  s.m = p.rows, s.k = p.k, s.n = p.n;
+  s.out = {p.rows, p.n};
+  Fused f;
+  f.bias = p.bias;
+  return cuda_dispatch<ops::kFloats>(p.dtype, "matmul_2d", [&]<typename T>() {
+    return matmul_float<T>(res, tactics, s, p.dtype, p.a, p.w, p.y, f);
   });
 }
-
 
 STREAMRT_REGISTER_CUDA_KERNEL(Gemm, "Gemm", gemm_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));
 STREAMRT_REGISTER_CUDA_KERNEL(MatMul, "MatMul", matmul_cuda, cuda_dtypes(ops::kFloats | ops::kSignedInts));

@@ -21,6 +21,7 @@
 
 #include "backends/cuda/kernels/cuda_types.cuh"
 #include "backends/cuda/kernels/half_gemv.h"
+#include "backends/cuda/kernels/norm_util.cuh"
 #include "ops/fused_elementwise.h"
 
 namespace streamrt::cuda {
@@ -72,18 +73,6 @@ __device__ __forceinline__ int load_rows(const T* wp, int64_t stride, int j, int
   return have;
 }
 
-// Block-wide sum of one float a thread (every thread gets it).
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  float s = 0.f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) s += scratch[w];
-  return s;
-}
-
 template <typename T>
 struct GemvArgs {
   const T* a;
@@ -112,7 +101,7 @@ __device__ __forceinline__ void stage_a(const GemvArgs<T>& p, int64_t k0, int le
     const float x = static_cast<float>(to_acc(p.a[j]));
     ss += x * x;
   }
-  const float inv = rsqrtf(block_sum(ss, scratch) / static_cast<float>(p.k) + p.eps);
+  const float inv = rsqrtf(norm::block_all_reduce(ss, norm::SumOp{}, scratch) / static_cast<float>(p.k) + p.eps);
   for (int j = threadIdx.x; j < len; j += kThreads)
     xs[j] = from_acc<T>(static_cast<float>(to_acc(p.a[k0 + j])) * inv * static_cast<float>(to_acc(p.scale[k0 + j])));
 }
