@@ -27,10 +27,13 @@ CASES = {
     "llama1b_prefill512": (1, 32, 8, 64, 512, 512, 1),
     "llama1b_prefill2048": (1, 32, 8, 64, 2048, 2048, 1),
     "llama1b_b8_prefill512": (8, 32, 8, 64, 512, 512, 1),
+    "llama1b_token": (1, 32, 8, 64, 1, 1, 1),
+    "llama1b_b8_token": (8, 32, 8, 64, 1, 1, 1),
     "llama1b_decode512": (1, 32, 8, 64, 1, 513, 1),
     "llama1b_decode2048": (1, 32, 8, 64, 1, 2049, 1),
     "llama1b_b8_decode2048": (8, 32, 8, 64, 1, 2049, 1),
     "qwen05_prefill512": (1, 14, 2, 64, 512, 512, 1),
+    "qwen05_prefill2048": (1, 14, 2, 64, 2048, 2048, 1),
     "qwen05_decode2048": (1, 14, 2, 64, 1, 2049, 1),
     "llama8b_prefill2048": (1, 32, 8, 128, 2048, 2048, 1),
     "llama8b_decode2048": (1, 32, 8, 128, 1, 2049, 1),
@@ -96,9 +99,9 @@ def torch_time(q, k, v, causal, iters):
     return times[len(times) // 2], out.transpose(1, 2).float().cpu().numpy()
 
 
-def streamrt_time(binary, model, inputs, outdir, iters):
+def streamrt_time(binary, model, inputs, outdir, iters, extra):
     args = [binary, "run", model, "--device", "cuda", "--cuda-graph", "--iterations", str(iters), "--warmup", "10",
-            "--output-dir", outdir] + [f"--input={n}={p}" for n, p in inputs.items()]
+            "--output-dir", outdir] + [f"--input={n}={p}" for n, p in inputs.items()] + extra
     r = subprocess.run(args, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         raise RuntimeError((r.stderr or r.stdout).strip().splitlines()[-1])
@@ -119,6 +122,7 @@ def main():
     ap.add_argument("--streamrt", default=os.environ.get("STREAMRT", "streamrt"))
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--streamrt-args", default="", help="more arguments for `streamrt run` (one string, split on spaces)")
     ap.add_argument("--workdir", default="/tmp/attn-bench", help="models, inputs and outputs (large)")
     a = ap.parse_args()
     import torch
@@ -148,7 +152,8 @@ def main():
         except Exception as e:  # noqa: BLE001 - a failed peer is a table cell
             row["torch_error"], ref = str(e).splitlines()[0][:120], None
         try:
-            row["streamrt_ms"], row["kernel_ms"], out = streamrt_time(a.streamrt, model, inputs, os.path.join(work, "out"), a.iters)
+            row["streamrt_ms"], row["kernel_ms"], out = streamrt_time(a.streamrt, model, inputs, os.path.join(work, "out"), a.iters,
+                                                                       a.streamrt_args.split())
             if ref is not None:
                 row["max_err"] = float(np.abs(out - ref).max())
         except Exception as e:  # noqa: BLE001

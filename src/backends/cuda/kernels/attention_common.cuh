@@ -81,13 +81,22 @@ struct PackedRow {
   bool valid;
   int64_t q, y, mask;
 };
-__device__ __forceinline__ PackedRow packed_row(const Params& p, int64_t bk, int r) {
+// `base` holds the offsets of the packed batch's first batch index (bk * group). A group's query
+// heads are consecutive indices of the last leading dim (the group divides it), so head h starts h
+// strides of that dim further: no division of 64-bit batch indices per row.
+__device__ __forceinline__ PackedRow packed_row(const Params& p, const Offsets& base, int r) {
   PackedRow row{r / p.group, r < p.rows, 0, 0, 0};
   if (row.valid) {
-    const Offsets o = p.map.offsets(bk * p.group + r % p.group);
-    row.q = o.q + row.i * p.q_row;
-    row.y = o.y + row.i * p.y_row;
-    row.mask = o.mask;
+    const int h = r - row.i * p.group;
+    row.q = base.q + row.i * p.q_row;
+    row.y = base.y + row.i * p.y_row;
+    row.mask = base.mask;
+    if (h != 0) {  // group > 1, so the map has a last leading dim
+      const int last = p.map.rank - 1;
+      row.q += h * p.map.q[last];
+      row.y += h * p.map.y[last];
+      row.mask += h * p.map.mask[last];
+    }
   }
   return row;
 }

@@ -23,11 +23,14 @@
 //    SMs: decode), the keys are split into ranges, one block each, that write their running max,
 //    sum and unscaled output to the context's workspace; attention_combine joins them
 //    (flash-decoding).
-//  - Configurations: D 64 with 8 warps; D 128 with 8 warps (4 where a block cannot have 106 KB of
-//    shared memory: sm_86 / sm_89); D 256 with 4 warps and 32-key tiles; 4 warps for D 64 / 128
-//    when all query rows of a K/V head fit 64 rows (decode). A call no configuration
-//    takes (too little shared memory, Sq or Skv beyond int range, scale <= 0) goes to the
-//    warp-per-row kernel in attention.cu.
+//  - Blocks are numbered tile-major, the last row tile of every packed batch first, so the block
+//    scheduler hands out the longest causal rows first and fills in with the short ones.
+//  - Configurations: 4 warps (64 query rows) a block for every head size: D 64 three blocks an SM
+//    (more rows a block, or fewer registers, measured slower on the H200), D 128 one block,
+//    D 256 one block with 32-key tiles (101 KB of shared memory: not on sm_86 / sm_89). K and V
+//    staged as 16-byte copies of key rows (the layout real exports give) is an instantiation of
+//    its own, without the other layouts' code. A call no configuration takes (too little shared
+//    memory, Sq or Skv beyond int range, scale <= 0) goes to the warp-per-row kernel in attention.cu.
 #include <algorithm>
 #include <atomic>
 
@@ -38,12 +41,14 @@ namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-template <int kD_, int kWarps>
+template <int kD_, int kWarps_>
 struct Cfg {
   static constexpr int kD = kD_;
+  static constexpr int kWarps = kWarps_;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kBr = 16 * kWarps;
   static constexpr int kBc = kD > 128 ? 32 : 64;
+  static constexpr int kFlagWords = (kBc + 31) / 32;  // key_mask flags of a tile, 32 keys a word
   // Rows padded by 8 elements so the 8 row addresses of an ldmatrix fall in 8 different 16-byte
   // bank groups.
   static constexpr int kLd = kD + 8;
@@ -52,9 +57,9 @@ struct Cfg {
   static constexpr int kV = kBc * kLd;
   static constexpr int kStage = kK + kV;
   static constexpr size_t kBytes = size_t(kQ + 2 * kStage) * sizeof(uint16_t);
-  // D 64: 16 warps an SM (128 registers a thread); wider heads need more registers for
-  // their output fragments than two blocks leave (ptxas spills), so one block.
-  static constexpr int kMinBlocks = kD == 64 ? (kWarps == 8 ? 2 : 4) : 1;
+  // D 64: three blocks an SM (170 registers a thread: the kernel needs about 150; a cap of 128
+  // spilled); wider heads need more registers for their output fragments, so one block.
+  static constexpr int kMinBlocks = kD == 64 ? 3 : 1;
 };
 
 // How K reaches shared memory: 16-byte copies of key rows, 16-byte copies of K^T rows (keys
@@ -98,9 +103,11 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
                  : "r"(addr));
 }
 // 16 bytes global -> shared without passing through registers; `valid` false writes zeros.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
 __device__ __forceinline__ void cp_async16(uint16_t* dst, const uint16_t* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
+  cp_async16(smem_addr(dst), src, valid);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int kPending>
@@ -141,6 +148,42 @@ __device__ __forceinline__ void stage_rows(uint16_t* dst, const uint16_t* src, i
     cp_async16(dst + r * C::kLd + c * 8, valid ? base + r * stride + c * 8 : src, valid);
   }
 }
+// This thread's share of staging the key tiles, in order, of 16-byte key rows: one column and the
+// rows srow, srow + kRowStep, ... of each tile, through a pointer that moves on a tile at a time
+// (stage_rows works every address out per chunk: a third of the kernel's instructions at 2048
+// tokens).
+template <class C>
+struct RowStager {
+  static constexpr int kChunks = C::kD / 8;
+  static constexpr int kRowStep = C::kThreads / kChunks;
+  static constexpr int kPasses = C::kBc / kRowStep;
+  static_assert(C::kThreads % kChunks == 0 && C::kBc % kRowStep == 0, "a tile is whole passes of the block");
+  const uint16_t* next;  // this thread's column of key row srow of the next tile
+  int64_t pass;          // kRowStep key rows, in elements
+  int left;              // keys from this thread's first row of the next tile to Skv
+  uint32_t dst;          // this thread's chunk in stage 0 (shared state space)
+
+  __device__ __forceinline__ RowStager(const uint16_t* base, int64_t stride, uint32_t stage0, int k0, int skv) {
+    const int srow = threadIdx.x / kChunks, col = (threadIdx.x % kChunks) * 8;
+    next = base + (static_cast<int64_t>(k0) + srow) * stride + col;
+    pass = kRowStep * stride;
+    left = skv - k0 - srow;
+    dst = stage0 + (srow * C::kLd + col) * 2;
+  }
+  // The next tile into the stage `stage_bytes` past stage 0; keys past Skv become zeros.
+  __device__ __forceinline__ void stage_next(uint32_t stage_bytes) {
+    const uint16_t* s = next;
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const bool valid = i * kRowStep < left;
+      cp_async16(dst + stage_bytes + i * kRowStep * C::kLd * 2, valid ? s : next, valid);
+      s += pass;
+    }
+    next = s;
+    left -= C::kBc;
+  }
+};
+
 // K^T [kD][Skv] with dim rows `stride` elements apart (16-byte aligned): keys [k0, k0 + kBc) of
 // every dim, transposed on the way into dst[kBc][kLd] like the other layouts (through registers:
 // 16-byte loads, 2-byte stores), so the score loop has one shape.
@@ -174,13 +217,13 @@ __device__ __forceinline__ void stage_scalar(uint16_t* dst, const uint16_t* src,
 // The block's kBr query rows into qs[kBr][kLd] (rows past the packed batch: zeros). Rows of one
 // packed batch may come from different heads, so each row finds its own start.
 template <class C>
-__device__ __forceinline__ void stage_q(uint16_t* qs, const Params& p, int64_t bk, int q0, bool vec) {
+__device__ __forceinline__ void stage_q(uint16_t* qs, const Params& p, const Offsets& base, int q0, bool vec) {
   constexpr int kChunks = C::kD / 8;
   const uint16_t* q = static_cast<const uint16_t*>(p.q);
   for (int idx = threadIdx.x; idx < C::kBr * kChunks; idx += C::kThreads) {
     const int r = idx / kChunks, c = idx % kChunks;
     uint16_t* d = qs + r * C::kLd + c * 8;
-    const PackedRow row = packed_row(p, bk, q0 + r);
+    const PackedRow row = packed_row(p, base, q0 + r);
     if (!row.valid) {
       *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
     } else if (vec) {
@@ -258,13 +301,13 @@ __device__ __forceinline__ float mask_raw(const Params& p, int64_t mask_base, bo
   return s;
 }
 
-// Bit k: key k0 + k exists and key_mask keeps it, for the tile's first 32 keys (`lo`) and the
-// next 32 (`hi`, 64-key tiles). Every lane of the warp gets the same words.
-__device__ __forceinline__ void key_flags(const Params& p, int64_t row, int k0, int keys, uint32_t& lo, uint32_t& hi) {
-  const int lane = threadIdx.x % 32;
-  const int j = k0 + lane;
-  lo = __ballot_sync(0xffffffffu, j < p.skv && key_on(p, row, j));
-  hi = keys > 32 ? __ballot_sync(0xffffffffu, j + 32 < p.skv && key_on(p, row, j + 32)) : 0u;
+// Bit k % 32 of word k / 32: key k0 + k exists and key_mask keeps it. Every lane of the warp gets
+// the same words.
+template <int kWords>
+__device__ __forceinline__ void key_flags(const Params& p, int64_t row, int k0, uint32_t (&on)[kWords]) {
+  const int j = k0 + threadIdx.x % 32;
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) on[w] = __ballot_sync(0xffffffffu, j + 32 * w < p.skv && key_on(p, row, j + 32 * w));
 }
 
 // The mean of V over all Skv keys for columns c, c + 1 (a row whose every key the unfused graph
@@ -281,18 +324,23 @@ __device__ __forceinline__ void mean_of_v(const Params& p, const uint16_t* v, in
   b /= static_cast<float>(p.skv);
 }
 
-template <typename T, int kD, int kWarps, bool kMasked>
-__global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kMinBlocks)
+// kRows: K and V are staged as 16-byte copies of key rows (the launcher checked every batch's
+// alignment), the layout real exports give; the other instantiation picks a staging per block.
+template <typename T, class C, bool kMasked, bool kRows>
+__global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     attention_tc(const Params p, int q_tiles, int k_staging, bool v_vec, bool q_vec) {
-  using C = Cfg<kD, kWarps>;
+  constexpr int kD = C::kD;
   extern __shared__ __align__(16) uint16_t smem[];
   uint16_t* qs = smem;
   uint16_t* stages = smem + C::kQ;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // Blocks run tile-major, the last row tile (the longest causal rows) of every packed batch first:
+  // the block scheduler then hands out the longest work first and fills in with short tiles.
   const int split = static_cast<int>(blockIdx.x % p.splits);
   const int rest = static_cast<int>(blockIdx.x / p.splits);
-  const int tile = q_tiles - 1 - rest % q_tiles;  // long causal rows first
-  const int64_t bk = rest / q_tiles;
+  const int64_t packed = gridDim.x / p.splits / q_tiles;
+  const int tile = q_tiles - 1 - static_cast<int>(rest / packed);
+  const int64_t bk = rest % packed;
   const int q0 = tile * C::kBr;                   // first packed row of the block
   const int r0 = q0 + warp * 16 + g, r1 = r0 + 8;  // this thread's two rows
   const int i0 = r0 / p.group, i1 = r1 / p.group;
@@ -302,13 +350,15 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
   const Offsets okv = p.map.offsets(bk * p.group);
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + okv.k;
   const uint16_t* v = static_cast<const uint16_t*>(p.v) + okv.v;
-  // Batch offsets keep 16-byte alignment for the usual strides; where they do not, stage by elements.
-  if (k_staging != kKScalar && reinterpret_cast<uintptr_t>(k) % 16 != 0) k_staging = kKScalar;
-  v_vec = v_vec && reinterpret_cast<uintptr_t>(v) % 16 == 0;
+  if constexpr (!kRows) {
+    // Batch offsets keep 16-byte alignment for the usual strides; where they do not, stage by elements.
+    if (k_staging != kKScalar && reinterpret_cast<uintptr_t>(k) % 16 != 0) k_staging = kKScalar;
+    v_vec = v_vec && reinterpret_cast<uintptr_t>(v) % 16 == 0;
+  }
   int64_t mask0 = 0, mask1 = 0;
   if constexpr (kMasked) {
-    if (v0) mask0 = packed_row(p, bk, r0).mask;
-    if (v1) mask1 = packed_row(p, bk, r1).mask;
+    if (v0) mask0 = packed_row(p, okv, r0).mask;
+    if (v1) mask1 = packed_row(p, okv, r1).mask;
   }
 
   const int skv = static_cast<int>(p.skv);
@@ -321,9 +371,18 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
   const int tile_begin = split * p.split_tiles > first_tile ? split * p.split_tiles : first_tile;
   const int tile_end = tile_begin + p.split_tiles < all_tiles ? tile_begin + p.split_tiles : all_tiles;
 
+  const uint32_t stages_addr = smem_addr(stages);
+  RowStager<C> k_rows(k, p.k_key, stages_addr, tile_begin * C::kBc, skv);
+  RowStager<C> v_rows(v, p.v_row, stages_addr + C::kK * 2, tile_begin * C::kBc, skv);
   auto stage = [&](int buf, int k0) {
     uint16_t* ks = stages + buf * C::kStage;
     uint16_t* vs = ks + C::kK;
+    if constexpr (kRows) {
+      k_rows.stage_next(buf * C::kStage * 2);  // tiles are staged in order: k0 is the next one
+      v_rows.stage_next(buf * C::kStage * 2);
+      cp_async_commit();
+      return;
+    }
     if (k_staging == kKRows) stage_rows<C>(ks, k, k0, skv, p.k_key);
     else if (k_staging == kKTrans) stage_trans<C>(ks, k, k0, skv, p.k_dim);
     else stage_scalar<C>(ks, k, k0, skv, p.k_key, p.k_dim);
@@ -331,7 +390,7 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
     else stage_scalar<C>(vs, v, k0, skv, p.v_row, 1);
     cp_async_commit();
   };
-  stage_q<C>(qs, p, bk, q0, q_vec);  // in the first tile's copy group
+  stage_q<C>(qs, p, okv, q0, q_vec);  // in the first tile's copy group
   if (tile_begin < tile_end) stage(0, tile_begin * C::kBc);
 
   float acc[kD / 8][4];
@@ -341,7 +400,6 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
   const float scale2 = p.scale * kLog2e, inv_scale = 1.f / p.scale;
   const uint32_t qw = smem_addr(qs + warp * 16 * C::kLd);
-  const uint32_t stages_addr = smem_addr(stages);
   for (int it = tile_begin; it < tile_end; ++it) {
     const int buf = (it - tile_begin) & 1;
     const int k0 = it * C::kBc;
@@ -354,15 +412,23 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
     __syncthreads();
     const uint32_t ks = stages_addr + buf * C::kStage * 2;
     // key_mask's flags for this tile; a tile without a kept key adds nothing (uniform per warp).
-    uint32_t on_lo = ~0u, on_hi = C::kBc > 32 ? ~0u : 0u;
-    if (p.key_mask && active) key_flags(p, okv.key_mask, k0, C::kBc, on_lo, on_hi);
-    if (active && (on_lo | on_hi)) {
+    uint32_t on[C::kFlagWords];
+    uint32_t any_on = ~0u, all_on = ~0u;
+#pragma unroll
+    for (int w = 0; w < C::kFlagWords; ++w) on[w] = ~0u;
+    if (p.key_mask && active) {
+      key_flags<C::kFlagWords>(p, okv.key_mask, k0, on);
+      any_on = 0u;
+#pragma unroll
+      for (int w = 0; w < C::kFlagWords; ++w) any_on |= on[w], all_on &= on[w];
+    }
+    if (active && any_on) {
       float s[C::kBc / 8][4];
       scores_tile<T, C>(s, qw, ks);
       // Element e of block nb is row (e < 2 ? r0 : r1), key k0 + nb*8 + 2t + (e&1). A tile inside
       // every row's causal limit and window and inside Skv, with every key kept and no mask, is
       // used as it is.
-      const bool plain = !kMasked && k0 + C::kBc <= skv && on_lo == ~0u && (C::kBc <= 32 || on_hi == ~0u) &&
+      const bool plain = !kMasked && k0 + C::kBc <= skv && all_on == ~0u &&
                          (!p.causal || k0 + C::kBc - 1 <= first_i + p.causal_offset) &&
                          (p.window == 0 || k0 > last_i + p.causal_offset - p.window);
       if (!plain) {
@@ -371,8 +437,8 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int kk = nb * 8 + 2 * t + (e & 1);
-            const bool on = ((kk < 32 ? on_lo >> kk : on_hi >> (kk - 32)) & 1u) != 0;
-            s[nb][e] = mask_raw<T, kMasked>(p, e < 2 ? mask0 : mask1, e < 2 ? v0 : v1, e < 2 ? i0 : i1, k0 + kk, on,
+            const bool kept = ((on[kk / 32] >> (kk % 32)) & 1u) != 0;
+            s[nb][e] = mask_raw<T, kMasked>(p, e < 2 ? mask0 : mask1, e < 2 ? v0 : v1, e < 2 ? i0 : i1, k0 + kk, kept,
                                             s[nb][e], inv_scale);
           }
       }
@@ -453,7 +519,7 @@ __global__ void __launch_bounds__(Cfg<kD, kWarps>::kThreads, Cfg<kD, kWarps>::kM
   // Column pairs (2t, 2t + 1) of a row are adjacent: one 4-byte store each (kD is even and Y's
   // rows start 4-byte aligned, as the launcher checks).
   uint16_t* y = static_cast<uint16_t*>(p.y);
-  const int64_t y0 = v0 ? packed_row(p, bk, r0).y : 0, y1 = v1 ? packed_row(p, bk, r1).y : 0;
+  const int64_t y0 = v0 ? packed_row(p, okv, r0).y : 0, y1 = v1 ? packed_row(p, okv, r1).y : 0;
   // nan_to_zero: 0 * (1 / l) is 0 only for finite terms, so the row is selected instead.
   const bool zero0 = p.nan_to_zero && !(l0 > 0.f), zero1 = p.nan_to_zero && !(l1 > 0.f);
   const float inv0 = 1.f / l0, inv1 = 1.f / l1;
@@ -487,7 +553,7 @@ __global__ void attention_combine(const Params p, int64_t packed_rows) {
               (lane + 32 < p.splits ? w[(lane + 32) * stride + p.dv + 1] * wb : 0.f);
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
-    const PackedRow row = packed_row(p, pr / p.rows, static_cast<int>(pr % p.rows));
+    const PackedRow row = packed_row(p, p.map.offsets((pr / p.rows) * p.group), static_cast<int>(pr % p.rows));
     T* y = static_cast<T*>(p.y) + row.y;
     if (p.fill_finite && l == 0.f) {  // no key under a finite fill: the mean of V
       const int64_t b = (pr / p.rows) * p.group + (pr % p.rows) % p.group;
@@ -524,15 +590,15 @@ Result<int> smem_optin() {
 
 // The kernel's shared memory is above the default 48 KiB: raise its limit once per device, before
 // the first launch (an eager run precedes any graph capture).
-template <typename T, int kD, int kWarps, bool kMasked>
+template <typename T, class C, bool kMasked, bool kRows>
 Status allow_smem() {
   static std::atomic<uint64_t> done{0};  // bit per device
   int device = 0;
   SRT_CUDA(cudaGetDevice(&device));
   const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
   if (bit && (done.load() & bit)) return ok_status();
-  SRT_CUDA(cudaFuncSetAttribute(attention_tc<T, kD, kWarps, kMasked>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                static_cast<int>(Cfg<kD, kWarps>::kBytes)));
+  SRT_CUDA(cudaFuncSetAttribute(attention_tc<T, C, kMasked, kRows>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(C::kBytes)));
   done.fetch_or(bit);
   return ok_status();
 }
@@ -545,19 +611,29 @@ int key_splits(int64_t blocks, int64_t key_tiles, int sm_count) {
   return static_cast<int>(std::min<int64_t>({want, key_tiles, 64}));
 }
 
-template <typename T, int kD, int kWarps, bool kMasked>
+template <typename T, class C, bool kMasked, bool kRows>
 Status launch(CudaKernelContext& ctx, const Params& p, int q_tiles, int64_t blocks, int staging, bool v_vec,
               bool q_vec) {
-  SRT_RETURN_IF_ERROR((allow_smem<T, kD, kWarps, kMasked>()));
-  attention_tc<T, kD, kWarps, kMasked><<<static_cast<unsigned>(blocks), Cfg<kD, kWarps>::kThreads,
-                                         Cfg<kD, kWarps>::kBytes, ctx.stream()>>>(p, q_tiles, staging, v_vec, q_vec);
+  SRT_RETURN_IF_ERROR((allow_smem<T, C, kMasked, kRows>()));
+  attention_tc<T, C, kMasked, kRows>
+      <<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, ctx.stream()>>>(p, q_tiles, staging, v_vec, q_vec);
   SRT_CUDA_LAUNCH("attention_tc");
   return ok_status();
 }
 
-template <typename T, int kD, int kWarps>
+template <typename T, class C, bool kMasked>
+Status launch_staged(CudaKernelContext& ctx, const Params& p, int q_tiles, int64_t blocks, int staging, bool v_vec,
+                     bool q_vec) {
+  // Row staging for every batch when K and V rows are 16-byte runs and each batch's start stays
+  // 16-byte aligned.
+  bool rows = staging == kKRows && v_vec;
+  for (int i = 0; i < p.map.rank; ++i) rows = rows && p.map.k[i] % 8 == 0 && p.map.v[i] % 8 == 0;
+  if (rows) return launch<T, C, kMasked, true>(ctx, p, q_tiles, blocks, staging, v_vec, q_vec);
+  return launch<T, C, kMasked, false>(ctx, p, q_tiles, blocks, staging, v_vec, q_vec);
+}
+
+template <typename T, class C>
 Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
-  using C = Cfg<kD, kWarps>;
   SRT_ASSIGN_OR_RETURN(int optin, smem_optin());
   if (C::kBytes > static_cast<size_t>(optin)) return false;
   const int staging = p.k_dim == 1 && p.k_key % 8 == 0 && aligned(p.k, 16)   ? kKRows
@@ -588,9 +664,10 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
   const int64_t blocks = packed * q_tiles * p.splits;
   if (blocks > INT32_MAX || blocks == 0) return false;
   if (p.mask_kind == kNoMask)
-    SRT_RETURN_IF_ERROR((launch<T, kD, kWarps, false>(ctx, p, static_cast<int>(q_tiles), blocks, staging, v_vec, q_vec)));
+    SRT_RETURN_IF_ERROR(
+        (launch_staged<T, C, false>(ctx, p, static_cast<int>(q_tiles), blocks, staging, v_vec, q_vec)));
   else
-    SRT_RETURN_IF_ERROR((launch<T, kD, kWarps, true>(ctx, p, static_cast<int>(q_tiles), blocks, staging, v_vec, q_vec)));
+    SRT_RETURN_IF_ERROR((launch_staged<T, C, true>(ctx, p, static_cast<int>(q_tiles), blocks, staging, v_vec, q_vec)));
   if (p.splits > 1) {
     const int64_t rows = packed * p.rows;
     attention_combine<T><<<grid_for(rows * 32, 256), 256, 0, ctx.stream()>>>(p, rows);
@@ -608,15 +685,9 @@ Result<bool> launch_tensor_core(CudaKernelContext& ctx, Params p) {
     return false;
   for (int i = 0; i < p.map.rank; ++i)
     if (p.map.y[i] % 2 != 0) return false;
-  // Fewer than 64 packed query rows (decode): 4-warp blocks, more of them resident while they wait on K / V.
-  const bool few_rows = p.sq * std::max<int64_t>(p.map.kv_group, 1) <= 64;
-  if (p.d == 64) return few_rows ? launch_config<T, 64, 4>(ctx, p) : launch_config<T, 64, 8>(ctx, p);
-  if (p.d == 128) {
-    if (few_rows) return launch_config<T, 128, 4>(ctx, p);
-    SRT_ASSIGN_OR_RETURN(bool done, (launch_config<T, 128, 8>(ctx, p)));
-    return done ? true : launch_config<T, 128, 4>(ctx, p);
-  }
-  if (p.d == 256) return launch_config<T, 256, 4>(ctx, p);
+  if (p.d == 64) return launch_config<T, Cfg<64, 4>>(ctx, p);
+  if (p.d == 128) return launch_config<T, Cfg<128, 4>>(ctx, p);
+  if (p.d == 256) return launch_config<T, Cfg<256, 4>>(ctx, p);
   return false;
 }
 
