@@ -2,8 +2,8 @@
 // why, without a CUDA device): one Attention node, built and run on CUDA, against the op's CPU kernel on
 // the same float16 / bfloat16 inputs. The cases reach the kernel's launch choices: grouped-query heads
 // packed into one block's rows (fewer than 64 query rows), keys split into ranges joined by a second
-// kernel (few blocks, long keys: decode), head dims 64 / 128 / 256, masks and fully masked rows under a
-// split, both layouts.
+// kernel (few blocks, long keys: decode), head dims 64 / 128 / 256, long prefills of many row tiles, masks
+// and fully masked rows under a split, both layouts.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -104,7 +104,9 @@ void check(const Case& c) {
     if (std::fabs(a[i] - e[i]) > tol * (1 + std::fabs(e[i])) && bad++ < 5)
       ADD_FAILURE() << what << " element " << i << ": cuda " << a[i] << " cpu " << e[i];
   }
-  if (c.mask && !c.nan_to_zero) EXPECT_GT(nan_rows, 0u) << what << ": the fully masked row should give NaN";
+  if (c.mask && !c.nan_to_zero) {
+    EXPECT_GT(nan_rows, 0u) << what << ": the fully masked row should give NaN";
+  }
 }
 
 class GpuAttention : public ::testing::Test {
@@ -133,6 +135,15 @@ TEST_F(GpuAttention, PrefillAllHeadDims) {
   for (int64_t d : {64, 128, 256})
     for (int64_t s : {65, 200}) check({.b = 2, .h = 4, .hkv = 2, .d = d, .sq = s, .skv = s});
   check({.b = 1, .h = 4, .hkv = 1, .d = 256, .sq = 130, .skv = 130, .dtype = DataType::kBFloat16});
+}
+
+// Many 64-row tiles over several packed batches: the blocks run tile-major (the last row tile of every
+// batch first), K / V rows go through the per-thread row stagers, and Skv is not a multiple of the key tile.
+TEST_F(GpuAttention, LongPrefillManyRowTilesTileMajor) {
+  check({.b = 2, .h = 6, .hkv = 3, .d = 64, .sq = 700, .skv = 700});
+  check({.b = 1, .h = 4, .hkv = 2, .d = 64, .sq = 300, .skv = 900});  // a prompt after a cache: bottom-right causal
+  check({.b = 2, .h = 2, .hkv = 2, .d = 128, .sq = 333, .skv = 333, .causal = false, .bshd = false});
+  check({.b = 1, .h = 3, .hkv = 1, .d = 256, .sq = 257, .skv = 257, .dtype = DataType::kBFloat16});
 }
 
 TEST_F(GpuAttention, MasksAndEmptyRowsUnderASplit) {
