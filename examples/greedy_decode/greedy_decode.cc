@@ -38,6 +38,7 @@ struct Options {
   std::vector<int64_t> prompt;
   int64_t prompt_len = 0, past = 0, new_tokens = 16, repeat = 1, prefill_chunk = 0;
   bool cuda_graph = false;
+  bool stream_ahead = false;
 };
 
 // One past / present pair: one buffer of the plan's capacity bound to both (stored in place), or two
@@ -294,6 +295,7 @@ struct Summary {
 
 Status run(const Options& o) {
   RuntimeOptions ro;
+  ro.stream_next_run_ahead = o.stream_ahead;
   if (o.device == "cpu") ro.device = DeviceType::kCpu;
   else if (o.device == "cuda") ro.device = DeviceType::kCuda;
   SRT_ASSIGN_OR_RETURN(auto rt, Runtime::create(ro));
@@ -434,6 +436,9 @@ int main(int argc, char** argv) {
   app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens per step (default: the profile's most)")->check(CLI::PositiveNumber);
   app.add_option("--budget", o.budget, "weight-streaming budget: auto, a percentage or a size (e.g. 4GiB)");
   app.add_option("--device", o.device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_flag("--stream-ahead", o.stream_ahead,
+               "streamed weights: each token's run ends by copying the next token's first streamed weights "
+               "(RuntimeOptions::stream_next_run_ahead)");
   app.add_flag("--cuda-graph", o.cuda_graph,
                "capture runs as CUDA graphs: the steps a token leaves unchanged replay as captured pieces when no "
                "weight streams (with streamed weights the tokens run eagerly: their shapes change every token)");

@@ -35,6 +35,11 @@ struct RuntimeOptions {
   // bytes); a kernel of another library that needs more makes the driver raise it at that launch.
   // The limit is per device and process-wide, so it also applies to other libraries' kernels.
   size_t cuda_thread_stack_bytes = 512;
+  // CUDA weight streaming: an eager run ends by copying the next run's first streamed steps (their
+  // slots are free once this run's last readers finish), so the copy engine works through the run's
+  // tail and the host's turnaround (a decode loop's next token) instead of standing idle. Off by
+  // default until it is measured faster (docs/benchmarks.md: no gain measured on a 1B fp16 decode).
+  bool stream_next_run_ahead = false;
   // Diagnostics, CUDA only (the CPU ignores them). Every execution context of every engine this
   // runtime loads takes them. The CLI maps `streamrt run --profile / --step-times / --stream-trace
   // / --attention-kernel` (and, for compatibility, STREAMRT_PROFILE, STREAMRT_STEP_TIMES,

@@ -39,8 +39,10 @@ std::vector<uint8_t> build_cuda_plan(const onnx::ModelProto& m, bool streaming, 
   return bytes.ok() ? std::move(bytes).value() : std::vector<uint8_t>{};
 }
 
-// 16 MatMuls with [1024, 1024] float16 weights (2 MiB each, 32 MiB in all).
-std::vector<uint8_t> build_chain(bool streaming) {
+// 16 MatMuls with [1024, 1024] float16 weights (2 MiB each, 32 MiB in all). `unit_gain`: weights
+// of magnitude 2^-5..2^-4, so an input of magnitude ~1 keeps it through the chain (the default's
+// small weights take any input to zeros).
+std::vector<uint8_t> build_chain(bool streaming, bool unit_gain = false) {
   onnx::ModelProto m = make_model();
   auto* g = m.mutable_graph();
   const int n = 1024, layers = 16;
@@ -51,7 +53,8 @@ std::vector<uint8_t> build_chain(bool streaming) {
   std::vector<uint16_t> w(static_cast<size_t>(n) * n);
   std::string prev = "x";
   for (int i = 0; i < layers; ++i) {
-    for (auto& h : w) h = static_cast<uint16_t>(u(rng) | ((u(rng) & 1) << 15));
+    for (auto& h : w)
+      h = static_cast<uint16_t>((unit_gain ? 0x2800 | (u(rng) & 0x3ff) : u(rng)) | ((u(rng) & 1) << 15));
     *g->add_initializer() = f16_raw("w" + std::to_string(i), {n, n}, w);
     std::string out = i + 1 == layers ? "y" : "h" + std::to_string(i);
     add_node(g, "MatMul", "mm" + std::to_string(i), {prev, "w" + std::to_string(i)}, {out});
@@ -112,6 +115,70 @@ TEST(GpuWeightStreaming, DeviceMemoryStaysWithinBudgetPlusScratch) {
     EXPECT_LE(with_ctx, static_cast<int64_t>((*e)->device_memory_size()) + workspace + slack);
     if (fraction < 1.0) { EXPECT_GT((*e)->weight_streaming_scratch_size(), 0u); }
     EXPECT_LE((*e)->weight_streaming_scratch_size(), 3u * (2u << 20) + 4096);
+  }
+}
+
+// Random float16 input for the chain, different per `seed`.
+Tensor chain_input(unsigned seed) {
+  Tensor t = *Tensor::allocate(DataType::kFloat16, {8, 1024});
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(0, 0x3bff);  // halves in [0, 1)
+  auto* h = t.mutable_data_as<uint16_t>();
+  for (int64_t i = 0; i < t.numel(); ++i) h[i] = static_cast<uint16_t>(u(rng) | ((u(rng) & 1) << 15));
+  return t;
+}
+
+// RuntimeOptions::stream_next_run_ahead: an eager run ends by issuing the next run's first copies,
+// which land while that run's tail and the host's turnaround go on. One context at budget 0 runs new
+// inputs back to back, eagerly (two of the runs profiled: one after untimed copies ahead, one after
+// timed ones), then with CUDA graphs (an eager run, a capture, replays: a graph must not race a copy
+// issued before it), and is destroyed with copies possibly still in flight before a second context
+// reuses the engine's slots: every output is bitwise the resident engine's for its input, and every
+// run counts every streamed byte once.
+TEST(GpuWeightStreaming, NextRunsFirstCopiesIssuedAtARunsEnd) {
+  SRT_REQUIRE_GPU();
+  RuntimeOptions ro;
+  ro.device = DeviceType::kCuda;
+  ro.stream_next_run_ahead = true;
+  auto rt = Runtime::create(ro);
+  ASSERT_TRUE(rt.ok());
+  auto resident = (*rt)->load_engine_bytes(build_chain(false, true));
+  auto streamed = (*rt)->load_engine_bytes(build_chain(true, true));
+  ASSERT_TRUE(resident.ok() && streamed.ok());
+  ASSERT_TRUE((*streamed)->set_weight_streaming_budget(0).ok());
+  const uint64_t streamable = (*streamed)->streamable_weights_size();
+  auto x = DeviceBuffer::allocate(DeviceType::kCuda, 8 * 1024 * 2);
+  auto y = DeviceBuffer::allocate(DeviceType::kCuda, 8 * 1024 * 2);
+  ASSERT_TRUE(x.ok() && y.ok());
+  for (int round = 0; round < 2; ++round) {
+    auto ctx = (*streamed)->create_execution_context();
+    ASSERT_TRUE(ctx.ok()) << ctx.status().to_string();
+    ASSERT_TRUE((*ctx)->set_tensor_address("x", x->data(), x->size()).ok());
+    ASSERT_TRUE((*ctx)->set_tensor_address("y", y->data(), y->size()).ok());
+    for (int run = 0; run < 8; ++run) {
+      SCOPED_TRACE(::testing::Message() << "round " << round << " run " << run);
+      if (run == 4) { ASSERT_TRUE((*ctx)->set_cuda_graph(true).ok()); }
+      (*ctx)->set_streaming_profiling(run == 2 || run == 3);
+      const Tensor in = chain_input(static_cast<unsigned>(100 * round + run));
+      auto want = run_once(**resident, {{"x", in}});
+      ASSERT_TRUE(want.ok()) << want.status().to_string();
+      ASSERT_TRUE(x->copy_from_host(in.data(), in.nbytes()).ok());
+      ASSERT_TRUE((*ctx)->execute().ok());
+      std::vector<uint8_t> got(y->size());
+      ASSERT_TRUE(y->copy_to_host(got.data(), got.size()).ok());
+      EXPECT_EQ(got, (*want)[0]);
+      EXPECT_NE(got, std::vector<uint8_t>(got.size(), 0));  // the chain keeps its input's magnitude
+      auto stats = (*ctx)->last_run_stats();
+      ASSERT_TRUE(stats.ok());
+      // A replayed graph does its copies without the streamer counting them.
+      auto graph = (*ctx)->last_run_graph_stats();
+      ASSERT_TRUE(graph.ok());
+      if (graph->replayed_steps == 0) { EXPECT_EQ(stats->bytes_streamed, streamable); }
+      if (run == 2 || run == 3) { EXPECT_GT(stats->copy_ms, 0.0); }
+    }
+    // The last run issued copies for a next run that does not come: the context goes with them in
+    // flight, and the next round's context takes over the same slots.
+    ASSERT_TRUE((*ctx)->enqueue(nullptr).ok());
   }
 }
 

@@ -42,6 +42,7 @@ PinnedBuffer::~PinnedBuffer() {
 
 CudaContext::~CudaContext() {
   if (res_.stream) cudaStreamSynchronize(res_.stream);
+  streamer_.wait_copies();  // the next run's copies may be in flight into slots the engine takes back
   profiler_.collect();
   write_step_times(*es_, ces_, profiler_, output_dims_);
   if (graph_exec_) cudaGraphExecDestroy(graph_exec_);

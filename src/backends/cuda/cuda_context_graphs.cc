@@ -331,6 +331,7 @@ Status CudaContext::run_piecewise() {
 // dims) sit in pinned buffers that the captured copies read again at every replay.
 Status CudaContext::replay_or_capture() {
   if (graph_exec_ && graph_dims_ == input_dims_ && graph_bound_ == bound_) {
+    SRT_RETURN_IF_ERROR(streamer_.settle(res_.stream));
     SRT_CUDA(cudaGraphLaunch(graph_exec_, res_.stream));
     graph_stats_.replayed_steps = plan().steps.size();
     graph_stats_.graph_launches = 1;
@@ -343,6 +344,7 @@ Status CudaContext::replay_or_capture() {
   // One eager run first: it grows the workspace and fills the algorithm caches, which
   // allocate and synchronize, and those are not allowed while capturing.
   SRT_RETURN_IF_ERROR(run_steps());
+  SRT_RETURN_IF_ERROR(streamer_.settle(res_.stream));
   SRT_CUDA(cudaStreamBeginCapture(res_.stream, cudaStreamCaptureModeThreadLocal));
   capturing_ = true;
   Status st = run_steps();

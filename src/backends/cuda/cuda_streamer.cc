@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_streamer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -27,12 +28,11 @@ CudaStreamer::~CudaStreamer() {
   if (copy_) cudaStreamSynchronize(copy_);
   for (auto* list : {&copy_begin_, &copy_end_, &stall_begin_, &stall_end_})
     for (cudaEvent_t e : *list) cudaEventDestroy(e);
-  for (cudaEvent_t e : {fork_, run_begin_, run_end_})
+  for (cudaEvent_t e : {fork_, prefetch_done_, run_begin_, run_end_})
     if (e) cudaEventDestroy(e);
-  for (int i = 0; i < kStreamSlots; ++i) {
-    if (copied_[i]) cudaEventDestroy(copied_[i]);
-    if (freed_[i]) cudaEventDestroy(freed_[i]);
-  }
+  for (int i = 0; i < kStreamSlots; ++i)
+    for (cudaEvent_t e : {copied_[i], freed_[i], ahead_begin_[i], ahead_end_[i]})
+      if (e) cudaEventDestroy(e);
   if (copy_) cudaStreamDestroy(copy_);
   if (slots_ && own_slots_) cudaFree(slots_);
 }
@@ -52,9 +52,12 @@ Status CudaStreamer::init(void* slots) {
   if (es_.placeholder_streamed_weights) SRT_CUDA(cudaMemset(slots_, 0, ces_.scratch_bytes()));
   SRT_CUDA(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
   SRT_RETURN_IF_ERROR(create_event(&fork_, false));
+  SRT_RETURN_IF_ERROR(create_event(&prefetch_done_, false));
   for (int i = 0; i < kStreamSlots; ++i) {
     SRT_RETURN_IF_ERROR(create_event(&copied_[i], false));
     SRT_RETURN_IF_ERROR(create_event(&freed_[i], false));
+    SRT_RETURN_IF_ERROR(create_event(&ahead_begin_[i], true));
+    SRT_RETURN_IF_ERROR(create_event(&ahead_end_[i], true));
   }
   SRT_RETURN_IF_ERROR(create_event(&run_begin_, true));
   return create_event(&run_end_, true);
@@ -75,11 +78,24 @@ Status CudaStreamer::begin_run(cudaStream_t compute, bool capturing) {
   bytes_ = copies_ = 0;
   capturing_ = capturing;
   profiled_ = profiling_ && !es_.placeholder_streamed_weights;
+  // The previous run's end issued this run's first copies (a capture settled them first). A profiled
+  // run whose copies were not timed issues its own again, after them on the copy stream.
+  const size_t ahead = prefetched_ && !capturing && (prefetch_profiled_ || !profiled_) ? prefetched_ : 0;
+  prefetched_ = 0;
+  issued_ = ahead;
+  if (ahead) {
+    bytes_ = carried_bytes_;
+    copies_ = carried_copies_;
+  }
   // A timing engine copies nothing (EngineState::placeholder_streamed_weights): no copy stream work,
   // no events between the streams, so its runs time compute alone, graph replays included.
   if (!active() || es_.placeholder_streamed_weights) return ok_status();
   if (profiling_) {
     SRT_RETURN_IF_ERROR(ensure_profile_events(ces_.streamed_steps.size()));
+    for (size_t j = 0; j < ahead; ++j) {
+      std::swap(copy_begin_[j], ahead_begin_[j]);
+      std::swap(copy_end_[j], ahead_end_[j]);
+    }
     SRT_CUDA(cudaEventRecord(run_begin_, compute));
   }
   // Fork: the copy stream follows the work already queued on the compute stream (and joins a
@@ -89,12 +105,12 @@ Status CudaStreamer::begin_run(cudaStream_t compute, bool capturing) {
   return ok_status();
 }
 
-Status CudaStreamer::issue(size_t j, bool capturing) {
+Status CudaStreamer::issue(size_t j, bool capturing, cudaEvent_t begin, cudaEvent_t end) {
   const int slot = static_cast<int>(j % kStreamSlots);
   // The slot's previous reader must be done. Within a run that event was recorded by
   // after_step; across runs (eager only) it is the previous run's, still ordered correctly.
   if (j >= kStreamSlots || (!capturing && freed_recorded_[slot])) SRT_CUDA(cudaStreamWaitEvent(copy_, freed_[slot], 0));
-  if (profiled_) SRT_CUDA(cudaEventRecord(copy_begin_[j], copy_));
+  if (begin) SRT_CUDA(cudaEventRecord(begin, copy_));
   const size_t s = ces_.streamed_steps[j];
   const plan::PlanData& p = es_.plan.data;
   uint8_t* base = static_cast<uint8_t*>(slots_) + slot * ces_.slot_bytes;
@@ -127,7 +143,7 @@ Status CudaStreamer::issue(size_t j, bool capturing) {
     SRT_CUDA(cudaMemcpyAsync(dst + prefix, src, n, cudaMemcpyHostToDevice, copy_));
     k = e;
   }
-  if (profiled_) SRT_CUDA(cudaEventRecord(copy_end_[j], copy_));
+  if (end) SRT_CUDA(cudaEventRecord(end, copy_));
   SRT_CUDA(cudaEventRecord(copied_[slot], copy_));
   return ok_status();
 }
@@ -141,7 +157,9 @@ Status CudaStreamer::before_step(size_t s, cudaStream_t compute, std::vector<ops
   const int slot = static_cast<int>(j % kStreamSlots);
   if (!es_.placeholder_streamed_weights) {
     const size_t until = std::min(ces_.streamed_steps.size(), j + kStreamSlots);
-    while (issued_ < until) SRT_RETURN_IF_ERROR(issue(issued_++, capturing_));
+    for (; issued_ < until; ++issued_)
+      SRT_RETURN_IF_ERROR(issue(issued_, capturing_, profiled_ ? copy_begin_[issued_] : nullptr,
+                                profiled_ ? copy_end_[issued_] : nullptr));
     if (profiled_) SRT_CUDA(cudaEventRecord(stall_begin_[j], compute));
     SRT_CUDA(cudaStreamWaitEvent(compute, copied_[slot], 0));
     if (profiled_) SRT_CUDA(cudaEventRecord(stall_end_[j], compute));
@@ -169,7 +187,38 @@ Status CudaStreamer::after_step(size_t s, cudaStream_t compute) {
 }
 
 Status CudaStreamer::end_run(cudaStream_t compute) {
-  if (active() && profiled_) SRT_CUDA(cudaEventRecord(run_end_, compute));
+  if (!active()) return ok_status();
+  if (profiled_) SRT_CUDA(cudaEventRecord(run_end_, compute));
+  // The next run's first steps copy now, each waiting for its slot's last reader in this run (the
+  // freed event after_step recorded): their copies overlap this run's last steps and whatever the host
+  // does before the next run, where the copy engine would otherwise stand idle. The weights are the
+  // same for every run (refit and budget changes need that no context exist). Not when capturing (a
+  // graph copies its own) or timing. Profiled, their copies are timed into events of their own: this
+  // run's stay readable until the next run begins.
+  if (capturing_ || es_.placeholder_streamed_weights || !es_.options.stream_next_run_ahead) return ok_status();
+  const uint64_t bytes = bytes_, copies = copies_;
+  const size_t n = std::min<size_t>(kStreamSlots, ces_.streamed_steps.size());
+  for (size_t j = 0; j < n; ++j)
+    SRT_RETURN_IF_ERROR(issue(j, false, profiling_ ? ahead_begin_[j] : nullptr, profiling_ ? ahead_end_[j] : nullptr));
+  prefetch_profiled_ = profiling_;
+  carried_bytes_ = bytes_ - bytes;
+  carried_copies_ = copies_ - copies;
+  bytes_ = bytes;
+  copies_ = copies;
+  prefetched_ = n;
+  SRT_CUDA(cudaEventRecord(prefetch_done_, copy_));
+  return ok_status();
+}
+
+void CudaStreamer::wait_copies() {
+  if (copy_) cudaStreamSynchronize(copy_);
+  prefetched_ = 0;
+}
+
+Status CudaStreamer::settle(cudaStream_t compute) {
+  if (!prefetched_) return ok_status();
+  prefetched_ = 0;  // the graph, or the eager run after it, copies these steps again
+  SRT_CUDA(cudaStreamWaitEvent(compute, prefetch_done_, 0));
   return ok_status();
 }
 
