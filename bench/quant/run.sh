@@ -20,7 +20,8 @@
 # Environment: BENCH_DEADLINE_S (530), BENCH_MODELS ("1b 8b"), BENCH_SCHEMES ("fp16 int8 int4"),
 # BENCH_BUDGETS ("0 100% 50%"), BENCH_ACC_STEPS (256), BENCH_CACHE (/tmp/bench-quant), BENCH_DEVICE (cuda), BENCH_CUDA_GRAPH (1 on cuda: greedy_decode --cuda-graph),
 # BENCH_TINY=1 (CPU self-test sizes: bench/quant/selftest.sh), STREAMRT_BIN_DIR, STREAMRT_PYTHONPATH, PYTHON,
-# BENCH_STREAM_AHEAD=1 (greedy_decode --stream-ahead: each token's end copies the next token's first weights).
+# BENCH_STREAM_AHEAD=0 (greedy_decode --no-stream-ahead: each token copies all its own weights; by default a token's
+# end copies the next token's first weights).
 set -u
 export PYTHONUNBUFFERED=1
 OUTDIR=${1:?usage: bench/quant/run.sh OUTDIR}
@@ -34,7 +35,7 @@ PY=${PYTHON:-python3}
 TINY=${BENCH_TINY:-0}
 DEVICE=${BENCH_DEVICE:-cuda}
 GRAPH=(); [ "${BENCH_CUDA_GRAPH:-$([ "$DEVICE" = cuda ] && echo 1)}" = 1 ] && GRAPH=(--cuda-graph)
-[ "${BENCH_STREAM_AHEAD:-0}" = 1 ] && GRAPH+=(--stream-ahead)
+[ "${BENCH_STREAM_AHEAD:-1}" = 0 ] && GRAPH+=(--no-stream-ahead)
 CACHE=${BENCH_CACHE:-/tmp/bench-quant}
 MODELS=${BENCH_MODELS:-1b 8b}
 SCHEMES=${BENCH_SCHEMES:-fp16 int8 int4}

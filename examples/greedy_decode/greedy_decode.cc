@@ -38,7 +38,7 @@ struct Options {
   std::vector<int64_t> prompt;
   int64_t prompt_len = 0, past = 0, new_tokens = 16, repeat = 1, prefill_chunk = 0;
   bool cuda_graph = false;
-  bool stream_ahead = false;
+  bool stream_ahead = true;
 };
 
 // One past / present pair: one buffer of the plan's capacity bound to both (stored in place), or two
@@ -436,9 +436,9 @@ int main(int argc, char** argv) {
   app.add_option("--prefill-chunk", o.prefill_chunk, "prompt tokens per step (default: the profile's most)")->check(CLI::PositiveNumber);
   app.add_option("--budget", o.budget, "weight-streaming budget: auto, a percentage or a size (e.g. 4GiB)");
   app.add_option("--device", o.device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_flag("--stream-ahead", o.stream_ahead,
+  app.add_flag("--stream-ahead,!--no-stream-ahead", o.stream_ahead,
                "streamed weights: each token's run ends by copying the next token's first streamed weights "
-               "(RuntimeOptions::stream_next_run_ahead)");
+               "(RuntimeOptions::stream_next_run_ahead; on by default)");
   app.add_flag("--cuda-graph", o.cuda_graph,
                "capture runs as CUDA graphs: the steps a token leaves unchanged replay as captured pieces when no "
                "weight streams (with streamed weights the tokens run eagerly: their shapes change every token)");

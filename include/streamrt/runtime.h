@@ -37,9 +37,11 @@ struct RuntimeOptions {
   size_t cuda_thread_stack_bytes = 512;
   // CUDA weight streaming: an eager run ends by copying the next run's first streamed steps (their
   // slots are free once this run's last readers finish), so the copy engine works through the run's
-  // tail and the host's turnaround (a decode loop's next token) instead of standing idle. Off by
-  // default until it is measured faster (docs/benchmarks.md: no gain measured on a 1B fp16 decode).
-  bool stream_next_run_ahead = false;
+  // tail and the host's turnaround (a decode loop's next token) instead of standing idle
+  // (docs/benchmarks.md, eighth session: 1B decode at budget 0, int4 1.7 % and fp16 0.6 % faster).
+  // A CUDA graph's own copies wait for them; refit and budget changes already need that no context
+  // exist. False: every run copies its own weights, nothing is left in flight between runs.
+  bool stream_next_run_ahead = true;
   // Diagnostics, CUDA only (the CPU ignores them). Every execution context of every engine this
   // runtime loads takes them. The CLI maps `streamrt run --profile / --step-times / --stream-trace
   // / --attention-kernel` (and, for compatibility, STREAMRT_PROFILE, STREAMRT_STEP_TIMES,

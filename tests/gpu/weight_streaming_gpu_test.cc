@@ -135,11 +135,10 @@ Tensor chain_input(unsigned seed) {
 // issued before it), and is destroyed with copies possibly still in flight before a second context
 // reuses the engine's slots: every output is bitwise the resident engine's for its input, and every
 // run counts every streamed byte once.
-TEST(GpuWeightStreaming, NextRunsFirstCopiesIssuedAtARunsEnd) {
-  SRT_REQUIRE_GPU();
+void run_back_to_back(bool ahead) {
   RuntimeOptions ro;
   ro.device = DeviceType::kCuda;
-  ro.stream_next_run_ahead = true;
+  ro.stream_next_run_ahead = ahead;
   auto rt = Runtime::create(ro);
   ASSERT_TRUE(rt.ok());
   auto resident = (*rt)->load_engine_bytes(build_chain(false, true));
@@ -180,6 +179,17 @@ TEST(GpuWeightStreaming, NextRunsFirstCopiesIssuedAtARunsEnd) {
     // flight, and the next round's context takes over the same slots.
     ASSERT_TRUE((*ctx)->enqueue(nullptr).ok());
   }
+}
+
+TEST(GpuWeightStreaming, NextRunsFirstCopiesIssuedAtARunsEnd) {
+  SRT_REQUIRE_GPU();
+  run_back_to_back(true);
+}
+
+// The default's opposite: every run copies its own weights, nothing in flight between runs.
+TEST(GpuWeightStreaming, EveryRunCopiesItsOwnWeightsWithoutRunningAhead) {
+  SRT_REQUIRE_GPU();
+  run_back_to_back(false);
 }
 
 // An embedding table (32768 x 256 float16, 16 MiB) that only a Gather reads, then a MatMul
