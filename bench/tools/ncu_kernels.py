@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where a streamrt run's GPU time goes, kernel by kernel, from Nsight Compute (run on the GPU machine).
 
-    python3 bench/tools/ncu_kernels.py PLAN [--streamrt BIN] [--input NAME=FILE ...] [--top 25] [--csv OUT.csv]
+    python3 bench/tools/ncu_kernels.py PLAN [--streamrt BIN] [--input NAME=FILE ...] [--run-arg=ARG ...] [--top 25]
+                                      [--csv OUT.csv]
     python3 bench/tools/ncu_kernels.py --from-csv OUT.csv [--runs 2]
 
 Runs `ncu --metrics gpu__time_duration.sum streamrt run PLAN --iterations 1 --warmup 1` (no CUDA graph, so every
@@ -54,6 +55,8 @@ def main():
     ap.add_argument("--csv", help="also write ncu's CSV here")
     ap.add_argument("--from-csv", help="read this CSV instead of running ncu")
     ap.add_argument("--runs", type=int, default=2, help="runs of the plan in the CSV (warmup included)")
+    ap.add_argument("--run-arg", action="append", default=[],
+                    help="another argument for streamrt run (e.g. --run-arg=--no-few-row-kernel)")
     a = ap.parse_args()
     if a.from_csv:
         try:
@@ -67,6 +70,7 @@ def main():
                a.plan, "--iterations", "1", "--warmup", "1"]
         for i in a.input:
             cmd += ["--input", i]
+        cmd += a.run_arg
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             sys.stderr.write(p.stderr[-2000:])

@@ -57,6 +57,10 @@ struct RuntimeOptions {
   // set_streaming_profiling) to this file, one JSON line per run; "" = off.
   std::string stream_trace_path;
   AttentionKernel attention_kernel = AttentionKernel::kAuto;
+  // float16 / bfloat16 products of two to eight rows by a weight (a batch of decode tokens) run the
+  // tensor-core kernel of kernels/few_row_gemm.cu; false sends them to cuBLASLt: a switch for telling
+  // the two apart on a GPU (`streamrt run --no-few-row-kernel`).
+  bool few_row_kernel = true;
 };
 
 struct TensorDesc {

@@ -1,9 +1,9 @@
 // GPU tests of MatMulGroup (ops/matmul_group.h, kernels/matmul_group.cu; skip without a CUDA
 // device): Q / K / V, gate / up and an LM head, each with the RMS normalization before it, built
-// for CUDA against the CPU plan in float32 / float16 / bfloat16. One row takes the GEMV (norm in
-// its staging, gate in its epilogue, K split over a cluster); more rows, float32, or columns the
-// GEMV cannot read in 16-byte runs take the normalization kernel, a GEMM a weight and the gate
-// kernel through the scratch output.
+// for CUDA against the CPU plan in float32 / float16 / bfloat16. One row takes the GEMV, two to
+// eight the tensor-core kernel (norm in their staging, gate in their epilogue, K split over a
+// cluster); more rows, float32, or columns they cannot read in 16-byte runs take the normalization
+// kernel, a GEMM a weight and the gate kernel through the scratch output.
 #include <gtest/gtest.h>
 
 #include "graph_check.h"
@@ -33,7 +33,7 @@ TEST(GpuMatMulGroup, MatchesTheCpu) {
   };
   for (DataType precision : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16})
     for (const Shape& s : shapes)
-      for (int64_t rows : {1, 5}) {
+      for (int64_t rows : {1, 5, 8, 12}) {
         testing::GroupSpec spec = s.spec;
         spec.x.front() = rows;
         const std::string what = std::string(dtype_name(precision)) + " " + s.name + " rows " + std::to_string(rows);

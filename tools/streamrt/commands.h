@@ -57,6 +57,7 @@ Result<BuilderPasses> make_builder_passes(const PassOptions& o);
 struct DiagnosticOptions {
   bool profile = false;
   std::string step_times, stream_trace, attention_kernel;
+  bool no_few_row_kernel = false;
 };
 void add_diagnostic_options(CLI::App& app, DiagnosticOptions& o);
 // RuntimeOptions for `device` with the diagnostics; kInvalidArgument naming the flag or variable

@@ -65,6 +65,8 @@ void add_diagnostic_options(CLI::App& app, DiagnosticOptions& o) {
   app.add_option("--attention-kernel", o.attention_kernel,
                  "CUDA: auto (tensor cores where they apply) | simple (the warp-per-row kernel for every call; also "
                  "STREAMRT_ATTENTION_KERNEL=simple)");
+  app.add_flag("--no-few-row-kernel", o.no_few_row_kernel,
+               "CUDA: products of two to eight rows go to cuBLASLt instead of streamrt's tensor-core kernel");
 }
 
 Result<RuntimeOptions> make_runtime_options(const DiagnosticOptions& o, std::optional<DeviceType> device) {
@@ -79,6 +81,7 @@ Result<RuntimeOptions> make_runtime_options(const DiagnosticOptions& o, std::opt
     if (!k.ok()) return k.status().with_context("--attention-kernel");
     ro.attention_kernel = *k;
   }
+  if (o.no_few_row_kernel) ro.few_row_kernel = false;
   return ro;
 }
 

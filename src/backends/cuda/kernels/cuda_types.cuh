@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -31,6 +32,20 @@ template <typename T> __device__ __forceinline__ T from_acc(acc_t<T> v) {
 
 // Whether a device pointer allows 16-byte vector accesses.
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// A kernel whose dynamic shared memory goes above the default 48 KiB: raises its limit to `bytes`
+// once per device, before its first launch there (an eager run precedes any graph capture).
+template <auto kKernel>
+Status allow_dynamic_smem(int bytes) {
+  static std::atomic<uint64_t> done{0};  // bit per device
+  int device = 0;
+  SRT_CUDA(cudaGetDevice(&device));
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit && (done.load() & bit)) return ok_status();
+  SRT_CUDA(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  done.fetch_or(bit);
+  return ok_status();
+}
 
 // Calls f.template operator()<T>() with the device storage type for `t` (bool for kBool); the
 // types outside `Allowed` (kCudaWideTypes: cuda_kernel_registry.h) give kUnsupported, as

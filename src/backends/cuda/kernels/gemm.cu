@@ -365,7 +365,7 @@ Status matmul_cuda(CudaKernelContext& ctx) {
         g.a = a.data;
         g.part[0] = {b, f.bias, y, s.n};
         g.residual = f.residual;
-        if (half_gemv_applies(g)) {
+        if (half_gemv_applies(g, ctx.resources().cc_major)) {
           Status st = half_gemv(ctx.resources(), g);
           if (st.code() != StatusCode::kUnsupported) return st.with_context(where);
         }

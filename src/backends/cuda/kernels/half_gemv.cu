@@ -1,7 +1,7 @@
 // One-row MatMul on a float16 / bfloat16 weight in ONNX's K x N layout (half_gemv.h). One row
-// only: a version with accumulators for 8 rows made a batch-8 Llama-1B token 2x slower than
-// cuBLASLt (its float FMAs and reads of A, H200); 512-thread blocks for wide outputs were slower
-// than these.
+// only (more rows: few_row_gemm.cu's tensor cores; accumulators for 8 rows here were 2x slower
+// than cuBLASLt: float FMAs and reads of A); 512-thread blocks for wide outputs were slower than
+// these.
 //
 // Reading the weight once is all the time there is, and the kernel is bound by how many 16-byte
 // loads are in flight. A block owns 64 output columns (128-byte runs of each weight row) and a
@@ -17,17 +17,17 @@
 // 512 columns fill the GPU where K and V alone could not. A gate's block reads its 64 columns of
 // both weights, one after the other, and writes silu(P0) * P1. A normalized A costs each block a
 // pass over all of A for the sum of squares (K x 2 bytes from L2) before it stages its chunk.
-#include <cooperative_groups.h>
 
+#include "backends/cuda/cuda_run_options.h"
 #include "backends/cuda/kernels/cuda_types.cuh"
 #include "backends/cuda/kernels/half_gemv.h"
+#include "backends/cuda/kernels/small_product.cuh"
 #include "backends/cuda/kernels/norm_util.cuh"
 #include "ops/fused_elementwise.h"
 
 namespace streamrt::cuda {
 namespace {
 
-namespace cg = cooperative_groups;
 
 constexpr int kThreads = 256;
 constexpr int kCols = 64;                         // output columns a block
@@ -74,19 +74,7 @@ __device__ __forceinline__ int load_rows(const T* wp, int64_t stride, int j, int
 }
 
 template <typename T>
-struct GemvArgs {
-  const T* a;
-  const T* scale;  // RMS normalization of A, or null
-  float eps;
-  int64_t k;
-  const T* w[3];
-  const T* bias[3];
-  T* y[3];
-  int64_t n[3];
-  int64_t tile_end[3];  // column tiles up to and including each part (the gate: part 0's only)
-  const T* residual;
-  int parts, gate, chunk, split;
-};
+using GemvArgs = ProductArgs<T>;
 
 // Stages the block's chunk of A in xs: as it is, or RMS-normalized as RMSNormalization's kernel
 // rounds it (every block sums the squares of all of A: a few KiB from L2).
@@ -174,56 +162,23 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const GemvArgs<T> p
   // The cluster's first block adds the others' sums and writes.
   const int sums = p.gate ? 2 : 1;
   if (p.split > 1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-    __trap();  // the host launches clusters on sm_90 and later only
-#else
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();
+    split_sync();
     if (blockIdx.y == 0)
       for (int i = threadIdx.x; i < sums * kCols; i += kThreads)
-        for (int r = 1; r < p.split; ++r) (&part[0][0])[i] += cluster.map_shared_rank(&part[0][0], r)[i];
-    cluster.sync();  // the others' shared memory stays until it has been read
+        for (int r = 1; r < p.split; ++r) (&part[0][0])[i] += split_peer(&part[0][0], r)[i];
+    split_sync();  // the others' shared memory stays until it has been read
     if (blockIdx.y != 0) return;
-#endif
   }
   for (int i = threadIdx.x; i < kCols; i += kThreads) {
     const int64_t c = tile * kCols + i;
-    if (c >= n) continue;
-    float s = part[0][i];
-    if (p.bias[q]) s += static_cast<float>(to_acc(p.bias[q][c]));
-    if (p.gate) {
-      float u = part[1][i];
-      if (p.bias[1]) u += static_cast<float>(to_acc(p.bias[1][c]));
-      // Each product rounded as the unfused MatMul step would have stored it.
-      p.y[0][c] = from_acc<T>(ops::fused::gate_value(static_cast<float>(to_acc(from_acc<T>(s))),
-                                                     static_cast<float>(to_acc(from_acc<T>(u)))));
-      continue;
-    }
-    if (p.residual) s += static_cast<float>(to_acc(p.residual[c]));  // may be y itself: read first
-    p.y[q][c] = from_acc<T>(s);
+    if (c < n) store_product(p, q, 0, c, part[0][i], p.gate ? part[1][i] : 0.f);
   }
 }
 
 template <typename T>
 Status launch(CudaResources& res, const HalfGemv& g) {
-  GemvArgs<T> p = {};
-  p.a = static_cast<const T*>(g.a);
-  p.scale = static_cast<const T*>(g.norm_scale);
-  p.eps = g.eps;
-  p.k = g.k;
-  p.parts = g.parts;
-  p.gate = g.gate ? 1 : 0;
-  p.residual = static_cast<const T*>(g.residual);
-  int64_t tiles = 0;
-  for (int i = 0; i < g.parts; ++i) {
-    const HalfGemv::Part& gp = g.part[static_cast<size_t>(i)];
-    p.w[i] = static_cast<const T*>(gp.w);
-    p.bias[i] = static_cast<const T*>(gp.bias);
-    p.y[i] = static_cast<T*>(gp.y);
-    p.n[i] = gp.n;
-    if (!g.gate || i == 0) tiles += (gp.n + kCols - 1) / kCols;
-    p.tile_end[i] = tiles;
-  }
+  GemvArgs<T> p;
+  const int64_t tiles = fill_product_args(g, kCols, p);
   // Two blocks a multiprocessor where the columns alone give fewer (a gate's block does two
   // tiles' work), at least eight rows a row lane (one load each in flight), and chunks that fit
   // shared memory.
@@ -238,24 +193,13 @@ Status launch(CudaResources& res, const HalfGemv& g) {
   p.chunk = static_cast<int>(chunk);
   p.split = static_cast<int>(split);
 
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(split), 1);
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.stream = res.stream;
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = 1;
-  attr.val.clusterDim.y = static_cast<unsigned>(split);
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = split > 1 ? 1 : 0;
-  SRT_CUDA(cudaLaunchKernelEx(&cfg, half_gemv_kernel<T>, p));
-  return ok_status();
+  return launch_split(half_gemv_kernel<T>, p, tiles, kThreads, 0, res.stream);
 }
 
 }  // namespace
 
-bool half_gemv_applies(const HalfGemv& g) {
+bool half_gemv_applies(const HalfGemv& g, int cc_major) {
+  if (g.rows != 1) return current_run_options().few_row_kernel && few_row_gemm_applies(g, cc_major);
   if ((g.dtype != DataType::kFloat16 && g.dtype != DataType::kBFloat16) || g.rows != 1 || g.k < 1 ||
       g.k > int64_t{kMaxSplit} * kMaxChunk || g.parts < 1 || g.parts > 3)
     return false;
@@ -271,7 +215,8 @@ bool half_gemv_applies(const HalfGemv& g) {
 }
 
 Status half_gemv(CudaResources& res, const HalfGemv& g) {
-  if (!half_gemv_applies(g)) return unsupported("half_gemv: operands it does not take");
+  if (g.rows != 1) return few_row_gemm(res, g);
+  if (!half_gemv_applies(g, res.cc_major)) return unsupported("half_gemv: operands it does not take");
   if (g.dtype == DataType::kFloat16) return launch<__half>(res, g);
   return launch<__nv_bfloat16>(res, g);
 }

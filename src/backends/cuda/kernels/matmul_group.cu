@@ -36,7 +36,7 @@ Status run_gemv(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
     void* y = l.gate ? (i == 0 ? ctx.output(0).data : nullptr) : ctx.output(ui).data;
     g.part[ui] = {ctx.input(kMatMulGroupWeight + ui).data, bias_of(ctx, l, i), y, l.n[ui]};
   }
-  if (!half_gemv_applies(g)) return unsupported("the GEMV does not take these operands");
+  if (!half_gemv_applies(g, ctx.resources().cc_major)) return unsupported("the GEMV does not take these operands");
   return half_gemv(ctx.resources(), g);
 }
 

@@ -1,0 +1,111 @@
+// What the one-row GEMV (half_gemv.cu) and the few-row kernel (few_row_gemm.cu) share: their
+// arguments, filled from a HalfGemv; the epilogue of one output (bias, SwiGLU's gate, residual);
+// and the launch, whose grid is (column tiles, K split) with a split K as a thread-block cluster.
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include "backends/cuda/kernels/cuda_types.cuh"
+#include "backends/cuda/kernels/half_gemv.h"
+#include "ops/fused_elementwise.h"
+
+namespace streamrt::cuda {
+
+template <typename T>
+struct ProductArgs {
+  const T* a;
+  const T* scale;  // RMS normalization of A, or null
+  float eps;
+  int64_t k;
+  int rows;
+  const T* w[3];
+  const T* bias[3];
+  T* y[3];
+  int64_t n[3];
+  int64_t tile_end[3];  // column tiles up to and including each part (the gate: part 0's only)
+  const T* residual;
+  int parts, gate, chunk, split, slots;
+};
+
+// Everything but chunk / split / slots from `g`, with column tiles of `cols`; returns the tiles.
+template <typename T>
+int64_t fill_product_args(const HalfGemv& g, int64_t cols, ProductArgs<T>& p) {
+  p = {};
+  p.a = static_cast<const T*>(g.a);
+  p.scale = static_cast<const T*>(g.norm_scale);
+  p.eps = g.eps;
+  p.k = g.k;
+  p.rows = static_cast<int>(g.rows);
+  p.parts = g.parts;
+  p.gate = g.gate ? 1 : 0;
+  p.residual = static_cast<const T*>(g.residual);
+  int64_t tiles = 0;
+  for (int i = 0; i < g.parts; ++i) {
+    const HalfGemv::Part& gp = g.part[static_cast<size_t>(i)];
+    p.w[i] = static_cast<const T*>(gp.w);
+    p.bias[i] = static_cast<const T*>(gp.bias);
+    p.y[i] = static_cast<T*>(gp.y);
+    p.n[i] = gp.n;
+    if (!g.gate || i == 0) tiles += (gp.n + cols - 1) / cols;
+    p.tile_end[i] = tiles;
+  }
+  return tiles;
+}
+
+// Output (row, col) of part q from its float sums: s of the product (u of the gate's second one).
+template <typename T>
+__device__ __forceinline__ void store_product(const ProductArgs<T>& p, int q, int64_t row, int64_t col, float s,
+                                              float u) {
+  const int64_t n = p.n[q];
+  if (p.bias[q]) s += static_cast<float>(to_acc(p.bias[q][col]));
+  if (p.gate) {
+    if (p.bias[1]) u += static_cast<float>(to_acc(p.bias[1][col]));
+    // Each product rounded as the unfused MatMul step would have stored it.
+    p.y[0][row * n + col] = from_acc<T>(ops::fused::gate_value(static_cast<float>(to_acc(from_acc<T>(s))),
+                                                               static_cast<float>(to_acc(from_acc<T>(u)))));
+    return;
+  }
+  if (p.residual) s += static_cast<float>(to_acc(p.residual[row * n + col]));  // may be y itself: read first
+  p.y[q][row * n + col] = from_acc<T>(s);
+}
+
+// A split launch's cluster (the blocks of one column tile, blockIdx.y their rank): a barrier over
+// its blocks, and block `rank`'s copy of a shared-memory variable. The host launches clusters on
+// sm_90 and later only; compiled for older devices they trap.
+__device__ __forceinline__ void split_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();
+#else
+  cooperative_groups::this_cluster().sync();
+#endif
+}
+template <typename V>
+__device__ __forceinline__ V* split_peer(V* p, int rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();
+  return p;
+#else
+  return cooperative_groups::this_cluster().map_shared_rank(p, static_cast<unsigned>(rank));
+#endif
+}
+
+// Launches kernel<<<(tiles, p.split), threads, smem>>>(p), the split as a (1, split, 1) cluster.
+template <typename T, typename Kernel>
+Status launch_split(Kernel kernel, const ProductArgs<T>& p, int64_t tiles, int threads, size_t smem, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(p.split), 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 1;
+  attr.val.clusterDim.y = static_cast<unsigned>(p.split);
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = p.split > 1 ? 1 : 0;
+  SRT_CUDA(cudaLaunchKernelEx(&cfg, kernel, p));
+  return ok_status();
+}
+
+}  // namespace streamrt::cuda
