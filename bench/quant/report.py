@@ -14,8 +14,8 @@ import json
 import os
 
 MODEL_NAMES = {"1b": "Llama-3.2-1B shape", "8b": "Llama-3-8B shape, 14 layers"}
-GOAL_SPEEDUP = {"int8": 1.9, "int4": 3.5}
-GOAL_COSINE = {"int8": 0.99, "int4": 0.98}
+GOAL_SPEEDUP = {"int8": 1.9, "fp8": 1.9, "int4": 3.5}  # fp8: int8's bytes
+GOAL_COSINE = {"int8": 0.99, "fp8": 0.99, "int4": 0.98}
 
 
 def load(path):
@@ -55,7 +55,7 @@ class Data:
         order = lambda xs, ref: sorted(set(xs), key=lambda x: ref.index(x) if x in ref else len(ref))  # noqa: E731
         keys = list(self.decode)
         self.models = order([k[0] for k in keys], ["1b", "8b"])
-        self.schemes = order([k[1] for k in keys], ["fp16", "int8", "int4"])
+        self.schemes = order([k[1] for k in keys], ["fp16", "int8", "fp8", "int4"])
         self.budgets = order([k[2] for k in keys], ["0", "50%", "100%"])
 
     def gbps(self, model):

@@ -17,7 +17,7 @@
 # decode points run while an export still runs are marked in points.jsonl (the report flags them).
 # OUTDIR: decode.jsonl (greedy_decode's lines, label MODEL/SCHEME/BUDGET), points.jsonl, builds.jsonl,
 # bandwidth.jsonl, accuracy.jsonl, exports.jsonl, quant.md / quant.png (report.py), logs/.
-# Environment: BENCH_DEADLINE_S (530), BENCH_MODELS ("1b 8b"), BENCH_SCHEMES ("fp16 int8 int4"),
+# Environment: BENCH_DEADLINE_S (530), BENCH_MODELS ("1b 8b"), BENCH_SCHEMES ("fp16 int8 int4"; fp8 too),
 # BENCH_BUDGETS ("0 100% 50%"), BENCH_ACC_STEPS (256), BENCH_CACHE (/tmp/bench-quant), BENCH_DEVICE (cuda), BENCH_CUDA_GRAPH (1 on cuda: greedy_decode --cuda-graph),
 # BENCH_TINY=1 (CPU self-test sizes: bench/quant/selftest.sh), STREAMRT_BIN_DIR, STREAMRT_PYTHONPATH, PYTHON,
 # BENCH_STREAM_AHEAD=0 (greedy_decode --no-stream-ahead: each token copies all its own weights; by default a token's

@@ -53,10 +53,11 @@ struct BuilderPasses {
 };
 // Weight-only quantization (BuilderConfig::weight_quant): MatMul / Gemm weights (constant B
 // operands) stored, streamed and read compressed; activations and accumulation keep the build's
-// float type. int8: one symmetric scale per output channel. int4: groups of `group` elements
+// float type. int8: one symmetric scale per output channel. fp8: float8 e4m3 codes with one scale
+// per output channel (amax / 448), read through a conversion on any GPU. int4: groups of `group` elements
 // along the reduction (K) with a scale and a zero point each (uint4, two per byte; a K that is
 // no multiple of the group pads its last group). docs/weight-streaming.md says more.
-enum class WeightQuantScheme : uint8_t { kNone = 0, kInt8 = 1, kInt4 = 2 };
+enum class WeightQuantScheme : uint8_t { kNone = 0, kInt8 = 1, kInt4 = 2, kFp8 = 3 };
 struct WeightQuant {
   WeightQuantScheme scheme = WeightQuantScheme::kNone;
   int group = 128;  // int4: 32, 64 or 128; ignored for int8
@@ -68,7 +69,7 @@ struct WeightQuant {
   // the float ones. Refit cannot recalibrate: it rounds (docs/weight-streaming.md).
   std::vector<std::map<std::string, Tensor>> calibration;
 };
-// "none", "int8", "int4" or "int4:GROUP" (group 32, 64 or 128; int4 alone is int4:128).
+// "none", "int8", "fp8", "int4" or "int4:GROUP" (group 32, 64 or 128; int4 alone is int4:128).
 Result<WeightQuant> parse_weight_quant(const std::string& spec);
 std::string weight_quant_name(const WeightQuant& q);
 

@@ -252,7 +252,7 @@ BuilderConfig make_config(DeviceType device, const std::string& precision, bool 
   }
   if (sizes.contains("calibration") && !sizes["calibration"].is_none()) {
     if (c.weight_quant.scheme == WeightQuantScheme::kNone)
-      throw_invalid("calibration: needs weight_quant \"int8\" or \"int4[:GROUP]\"");
+      throw_invalid("calibration: needs weight_quant \"int8\", \"fp8\" or \"int4[:GROUP]\"");
     c.weight_quant.calibration = calibration_samples(sizes["calibration"]);
   }
   return c;

@@ -152,8 +152,9 @@ def build(model: Any, example_inputs: Any = None, *, device: Optional[str] = Non
     profile's longest present (TensorInfo.seq_capacity) and appended to in place: for decode loops
     that bind device buffers through the C++ API (examples/greedy_decode); ExecutionContext.run()
     takes dense arrays and refuses such an engine.
-    weight_quant: "none", "int8" (per output channel) or "int4[:GROUP]" (GROUP 32, 64 or 128 along
-    the reduction): MatMul / Gemm weights stored, streamed and read compressed. calibration: a list
+    weight_quant: "none", "int8" (per output channel), "fp8" (float8 e4m3, a scale per output
+    channel) or "int4[:GROUP]" (GROUP 32, 64 or 128 along the reduction): MatMul / Gemm weights
+    stored, streamed and read compressed. calibration: a list
     of {input name: array} dicts (one run each, shapes within the profiles); the builder runs the
     model on the CPU over them and quantizes by GPTQ instead of rounding (needs weight_quant).
     profiles: {input: [min_shape, opt_shape, max_shape]} (or {"min":, "opt":, "max":}) for dynamic

@@ -56,7 +56,7 @@ class Gptq {
         err_(static_cast<size_t>(kBlock * f.n)) {}
 
   Status run() {
-    if (f_.bits == 8) int8_scales();
+    if (f_.bits == 8) channel_scales();
     for (int64_t b0 = 0; b0 < k_; b0 += kBlock) {
       const int64_t b1 = std::min(k_, b0 + kBlock);
       for (int64_t j = b0; j < b1; ++j) column(j, b0, b1);
@@ -68,12 +68,13 @@ class Gptq {
   }
 
  private:
-  // Symmetric, from the whole channel before any compensation (int8 has one scale per channel).
-  void int8_scales() {
+  // Symmetric, from the whole channel before any compensation (int8 and float8 have one scale per
+  // channel).
+  void channel_scales() {
     for (int64_t c = 0; c < n_; ++c) {
       float amax = 0;
       for (int64_t kk = 0; kk < k_; ++kk) amax = std::max(amax, std::fabs(w_[kk * n_ + c]));
-      steps_[c] = ops::int8_step<T>(amax);
+      steps_[c] = f_.fp8 ? ops::fp8_step<T>(amax) : ops::int8_step<T>(amax);
       q_.scales.mutable_data_as<T>()[c] = store<T>(steps_[c].scale);
     }
   }
@@ -102,7 +103,11 @@ class Gptq {
     for (int64_t c = 0; c < n_; ++c) {
       const QuantStep& st = steps_[c];
       float deq;
-      if (f_.bits == 8) {
+      if (f_.fp8) {
+        const uint8_t code = ops::fp8_code(row[c], st);
+        q_.packed.mutable_data_as<uint8_t>()[c * k_ + j] = code;
+        deq = e4m3_to_float(code) * st.scale;
+      } else if (f_.bits == 8) {
         const float code = ops::int8_code(row[c], st);
         q_.packed.mutable_data_as<int8_t>()[c * k_ + j] = static_cast<int8_t>(code);
         deq = code * st.scale;

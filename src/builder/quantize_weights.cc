@@ -29,6 +29,7 @@ Result<WeightOnlyInputs> pack(ir::Graph& g, const WeightMatMul& c, const WeightQ
   const std::string name = g.value(c.weight).name;
   WeightOnlyInputs p;
   p.fmt.bits = q.scheme == WeightQuantScheme::kInt4 ? 4 : 8;
+  p.fmt.fp8 = q.scheme == WeightQuantScheme::kFp8;
   p.fmt.group = p.fmt.bits == 4 ? q.group : 0;
   p.fmt.k = c.k;
   p.fmt.n = c.n;
@@ -87,8 +88,8 @@ Status quantize_weights(ir::Graph& g, const BuilderConfig& config,
   const WeightQuant& q = config.weight_quant;
   if (q.scheme == WeightQuantScheme::kNone) {
     if (!q.calibration.empty())
-      return invalid_argument("weight_quant: calibration inputs were given without a quantization scheme (int8 or "
-                              "int4)");
+      return invalid_argument("weight_quant: calibration inputs were given without a quantization scheme (int8, "
+                              "int4 or fp8)");
     return ok_status();
   }
   if (q.scheme == WeightQuantScheme::kInt4 && q.group != 32 && q.group != 64 && q.group != 128)
@@ -143,13 +144,17 @@ Result<WeightQuant> parse_weight_quant(const std::string& spec) {
     q.scheme = WeightQuantScheme::kInt8;
     return q;
   }
+  if (spec == "fp8") {
+    q.scheme = WeightQuantScheme::kFp8;
+    return q;
+  }
   if (spec == "int4" || spec == "int4:32" || spec == "int4:64" || spec == "int4:128") {
     q.scheme = WeightQuantScheme::kInt4;
     q.group = spec == "int4" ? 128 : std::stoi(spec.substr(5));
     return q;
   }
-  return invalid_argument("weight quantization '" + spec + "': expected none, int8, int4 or int4:GROUP with GROUP 32, "
-                          "64 or 128");
+  return invalid_argument("weight quantization '" + spec + "': expected none, int8, fp8, int4 or int4:GROUP with "
+                          "GROUP 32, 64 or 128");
 }
 
 std::string weight_quant_name(const WeightQuant& q) {
@@ -157,6 +162,7 @@ std::string weight_quant_name(const WeightQuant& q) {
     case WeightQuantScheme::kNone: return "none";
     case WeightQuantScheme::kInt8: return "int8";
     case WeightQuantScheme::kInt4: return "int4:" + std::to_string(q.group);
+    case WeightQuantScheme::kFp8: return "fp8";
   }
   return "?";
 }

@@ -1,9 +1,10 @@
-// WeightOnlyMatMul (ops/weight_quant.h): Y = A @ dequant(W)^T + bias with W stored int8 / int4.
+// WeightOnlyMatMul (ops/weight_quant.h): Y = A @ dequant(W)^T + bias with W stored int8 / int4 / float8.
 // The CPU kernel never widens the whole weight: a few rows of A (decode) take their dot products
 // straight from each channel's codes (4-bit rows against A's even / odd elements put apart once per
 // run); more rows widen a panel of 64 channels and multiply it with BLAS.
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -46,6 +47,7 @@ Status check_inputs(const InferContext& ctx, const WeightQuantFormat& f) {
     return ctx.error(std::string("A must be float32, float16 or bfloat16, got ") + dtype_name(t));
   SRT_RETURN_IF_ERROR(check_weight_input(ctx, kPacked, f.packed_dtype(), f.packed_dims(), "packed weight"));
   SRT_RETURN_IF_ERROR(check_weight_input(ctx, kScales, t, f.scale_dims(), "scales"));
+  if (f.fp8 && ctx.has_input(kZeros)) return ctx.error("float8 weights take no zero points");
   if (f.bits == 4 || ctx.has_input(kZeros))
     SRT_RETURN_IF_ERROR(check_weight_input(ctx, kZeros, f.zero_dtype(), f.zero_dims(), "zero points"));
   if (ctx.has_input(kBias) && ctx.input(kBias).has_shape)
@@ -85,6 +87,12 @@ struct Weights {
   // Channel c's weights for k in [k0, k1) into out[0 .. k1 - k0). For 4 bits, [k0, k1) lies in
   // one group and k0 is even.
   void dequantize(int64_t c, int64_t k0, int64_t k1, float* out) const {
+    if (f.fp8) {
+      const uint8_t* q = static_cast<const uint8_t*>(packed) + c * f.k;
+      const std::array<float, 256>& v = e4m3_values();
+      for (int64_t k = k0; k < k1; ++k) out[k - k0] = v[q[k]] * scales[c];
+      return;
+    }
     if (f.bits == 8) {
       const int8_t* q = static_cast<const int8_t*>(packed) + c * f.k;
       const float s = scales[c];
@@ -168,6 +176,9 @@ SRT_LOOP void nibbles(const uint8_t* __restrict q, int64_t n, float z, float s, 
 SRT_LOOP void int8_codes(const int8_t* __restrict q, int64_t n, float z, float* __restrict out) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(q[i]) - z;
 }
+SRT_LOOP void fp8_codes(const uint8_t* __restrict q, int64_t n, const float* __restrict values, float* __restrict out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = values[q[i]];
+}
 
 // Y[:, j0:j1) for m <= kDirectMaxRows rows of A: each channel's codes are widened a run of kRun at a
 // time (in L1, never the whole weight) and dotted with every row; the zero point is subtracted from
@@ -181,12 +192,12 @@ SRT_LOOP void direct_columns_body(const Weights& w, const float* a, const SplitR
   std::vector<float> scales(static_cast<size_t>(f.groups()));
   for (int64_t c = j0; c < j1; ++c) {
     if (f.bits == 8) {
-      const int8_t* q = static_cast<const int8_t*>(w.packed) + c * f.k;
       const float z = w.zeros ? static_cast<float>(static_cast<const int8_t*>(w.zeros)[c]) : 0.f;
       float acc[kDirectMaxRows] = {};
       for (int64_t k0 = 0; k0 < f.k; k0 += kRun) {
         const int64_t n = std::min(kRun, f.k - k0);
-        int8_codes(q + k0, n, z, lo);
+        if (f.fp8) fp8_codes(static_cast<const uint8_t*>(w.packed) + c * f.k + k0, n, e4m3_values().data(), lo);
+        else int8_codes(static_cast<const int8_t*>(w.packed) + c * f.k + k0, n, z, lo);
         for (int64_t r = 0; r < m; ++r) acc[r] += dot(a + r * f.k + k0, lo, n);
       }
       const float s = static_cast<float>(load(raw[c]));
@@ -289,7 +300,7 @@ Status cpu(KernelContext& ctx) {
   // The run-time tensors against the format: the kernel indexes by it.
   auto is = [&](size_t i, DataType t, const Dims& d) { return ctx.has_input(i) && ctx.input(i).dtype == t && ctx.input(i).dims == d; };
   if (!is(kPacked, f.packed_dtype(), f.packed_dims()) || !is(kScales, a.dtype, f.scale_dims()) ||
-      ((f.bits == 4 || ctx.has_input(kZeros)) && !is(kZeros, f.zero_dtype(), f.zero_dims())) ||
+      ((f.bits == 4 || ctx.has_input(kZeros)) && (f.fp8 || !is(kZeros, f.zero_dtype(), f.zero_dims()))) ||
       (ctx.has_input(kBias) && (ctx.input(kBias).dtype != a.dtype || ctx.input(kBias).numel() != f.n)))
     return ctx.error("the weights do not have the dims and types that bits / group / K / N give");
   if (a.dims.empty() || a.dims.back() != f.k) return ctx.error("A " + dims_to_string(a.dims) + " must end in K");

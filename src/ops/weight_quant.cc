@@ -29,6 +29,10 @@ Result<WeightQuantFormat> read_weight_quant_format(const ir::Node& node) {
   if (f.bits == 4 && !valid_weight_quant_group(f.group))
     return bad("attribute 'group' must be a power of two >= 16 for 4 bits, got " + std::to_string(f.group));
   if (f.bits == 8) f.group = 0;
+  SRT_ASSIGN_OR_RETURN(int64_t float8, node.attr_int("float8", 0));
+  if (float8 != 0 && float8 != 1) return bad("attribute 'float8' must be 0 or 1, got " + std::to_string(float8));
+  if (float8 && f.bits != 8) return bad("attribute 'float8' needs 8 bits, got " + std::to_string(f.bits));
+  f.fp8 = float8 == 1;
   for (auto [name, v] : {std::pair<const char*, int64_t>{"K", f.k}, {"N", f.n}})
     if (v < 1 || v > kMaxAttrExtent)
       return bad(std::string("attribute '") + name + "' must be in [1, 2^30], got " + std::to_string(v));
@@ -40,6 +44,8 @@ void set_weight_quant_attrs(ir::Node& node, const WeightQuantFormat& f) {
   node.attrs["group"] = ir::Attribute::make_int(f.group);
   node.attrs["K"] = ir::Attribute::make_int(f.k);
   node.attrs["N"] = ir::Attribute::make_int(f.n);
+  if (f.fp8) node.attrs["float8"] = ir::Attribute::make_int(1);
+  else node.attrs.erase("float8");
 }
 
 namespace {
@@ -68,6 +74,15 @@ void quantize_int8(const float* w, int64_t k, T* scale, int8_t* codes) {
   const QuantStep st = int8_step<T>(amax);
   *scale = store<T>(st.scale);
   for (int64_t kk = 0; kk < k; ++kk) codes[kk] = static_cast<int8_t>(int8_code(w[kk], st));
+}
+
+template <typename T>
+void quantize_fp8(const float* w, int64_t k, T* scale, uint8_t* codes) {
+  float amax = 0;
+  for (int64_t kk = 0; kk < k; ++kk) amax = std::max(amax, std::fabs(w[kk]));
+  const QuantStep st = fp8_step<T>(amax);
+  *scale = store<T>(st.scale);
+  for (int64_t kk = 0; kk < k; ++kk) codes[kk] = fp8_code(w[kk], st);
 }
 
 // Per group: its [min, max] widened to hold 0.
@@ -111,7 +126,9 @@ NonFinite quantize_columns(const T* p, int64_t n_total, bool trans, int64_t n0, 
       for (int64_t kk = 0; kk < k; ++kk)
         if (!std::isfinite(w[kk])) return {n0 + c, kk};
       T* scales = q.scales.mutable_data_as<T>();
-      if (f.bits == 8) {
+      if (f.fp8) {
+        quantize_fp8<T>(w, k, scales + c, q.packed.mutable_data_as<uint8_t>() + c * k);
+      } else if (f.bits == 8) {
         quantize_int8<T>(w, k, scales + c, q.packed.mutable_data_as<int8_t>() + c * k);
       } else {
         quantize_int4<T>(w, f, scales + c * groups, q.zeros.mutable_data_as<uint8_t>() + c * groups,

@@ -10,13 +10,15 @@
 //   bits 8: packed int8 [N, K]; scales [N] (A's float type); w = q * scale, symmetric; or, with
 //           zeros int8 [N] (pre-quantized models' zero points: a uint8 code q with zero point
 //           z is stored as q - 128, z - 128), w = (q - zero) * scale.
+//   bits 8, float8 = 1: packed uint8 [N, K] of float8 e4m3 codes (core/float8.h); scales [N];
+//           w = e4m3(q) * scale, no zero points.
 //   bits 4: packed uint8 [N, G * group / 2] with G = ceil(K / group) groups along K, element k of
 //           a row in the low nibble of byte k / 2 when k is even, the high one when odd (the last
 //           group padded); scales [N, G] (A's type); zeros uint8 [N, G] (0..15);
 //           w = (q - zero) * scale. MatMulNBits' B is this layout as it is.
 // Activations and accumulation stay in A's type (float32, float16, bfloat16; float accumulation).
-// Attributes: bits (4 | 8), group (4 bits: a power of two >= 16; --weight-quant writes 32, 64 or
-// 128), K, N. Build records for refit: __source (the original weight's name), __source_dims (its
+// Attributes: bits (4 | 8), float8 (optional, 0 | 1: 8 bits only), group (4 bits: a power of two
+// >= 16; --weight-quant writes 32, 64 or 128), K, N. Build records for refit: __source (the original weight's name), __source_dims (its
 // dims), __trans (1: it was stored [N, K], Gemm's transB), __n_offset (the first of the
 // original's columns this step computes); or, for a weight the model stored quantized
 // (builder/import_quantized.cc), __prequantized (the name of its codes in the model) and
@@ -28,6 +30,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/float8.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "ops/common.h"
@@ -40,13 +43,14 @@ struct WeightQuantFormat {
   int bits = 8;
   int64_t group = 0;  // 4 bits only
   int64_t k = 0, n = 0;
+  bool fp8 = false;  // 8 bits: float8 e4m3 codes instead of int8
   int64_t groups() const { return bits == 4 ? (k + group - 1) / group : 1; }
   // Bytes of one output channel's packed row.
   int64_t row_bytes() const { return bits == 4 ? groups() * group / 2 : k; }
-  DataType packed_dtype() const { return bits == 4 ? DataType::kUInt8 : DataType::kInt8; }
+  DataType packed_dtype() const { return bits == 4 || fp8 ? DataType::kUInt8 : DataType::kInt8; }
   Dims packed_dims() const { return {n, row_bytes()}; }
   Dims scale_dims() const { return bits == 4 ? Dims{n, groups()} : Dims{n}; }
-  // Zero points: required for 4 bits, optional for 8.
+  // Zero points: required for 4 bits, optional for int8, none for float8.
   DataType zero_dtype() const { return bits == 4 ? DataType::kUInt8 : DataType::kInt8; }
   Dims zero_dims() const { return bits == 4 ? Dims{n, groups()} : Dims{n}; }
 };
@@ -54,8 +58,9 @@ struct WeightQuantFormat {
 // A 4-bit group: a power of two in [16, kMaxAttrExtent].
 bool valid_weight_quant_group(int64_t group);
 
-// bits / group / K / N of a WeightOnlyMatMul node, checked (bits 4 or 8, a valid group for 4
-// bits, K and N in [1, kMaxAttrExtent]); kInvalidModel naming the node and attribute.
+// bits / float8 / group / K / N of a WeightOnlyMatMul node, checked (bits 4 or 8, float8 with 8 bits
+// only, a valid group for 4 bits, K and N in [1, kMaxAttrExtent]); kInvalidModel naming the node
+// and attribute.
 Result<WeightQuantFormat> read_weight_quant_format(const ir::Node& node);
 
 // Sets a WeightOnlyMatMul node's bits / group / K / N attributes from `f`.
@@ -83,6 +88,12 @@ QuantStep int4_step(float lo, float hi) {
   if (!(s > 0)) return {};
   return {s, std::clamp(std::nearbyint(-lo / s), 0.f, 15.f)};
 }
+// float8: per channel over [-amax, amax] onto e4m3's [-448, 448].
+template <typename T>
+QuantStep fp8_step(float amax) {
+  return {static_cast<float>(load(store<T>(amax / kFloat8E4M3Max))), 0.f};
+}
+inline uint8_t fp8_code(float w, QuantStep s) { return s.scale > 0 ? float_to_e4m3(w / s.scale) : uint8_t{0}; }
 inline float int8_code(float w, QuantStep s) {
   return s.scale > 0 ? std::clamp(std::nearbyint(w / s.scale), -127.f, 127.f) : 0.f;
 }

@@ -186,7 +186,9 @@ BuilderConfig config_from_plan(const plan::PlanData& p, DataType precision) {
     if (s.op_type == ops::kWeightOnlyMatMul && s.domain.empty() && !s.has_attr("__prequantized")) {
       auto f = ops::read_weight_quant_format(s);
       if (!f.ok()) break;
-      c.weight_quant.scheme = f->bits == 4 ? WeightQuantScheme::kInt4 : WeightQuantScheme::kInt8;
+      c.weight_quant.scheme = f->bits == 4 ? WeightQuantScheme::kInt4
+                              : f->fp8    ? WeightQuantScheme::kFp8
+                                          : WeightQuantScheme::kInt8;
       if (f->bits == 4) c.weight_quant.group = static_cast<int>(f->group);
       break;
     }

@@ -110,16 +110,17 @@ void expect_cuda_matches_cpu_over(const std::vector<WeightQuant>& schemes, std::
 }
 
 TEST_F(GpuWeightQuant, CudaMatchesTheCpuKernelOnGemvAndGemmPaths) {
-  expect_cuda_matches_cpu_over({{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kInt4, 32},
-                                {WeightQuantScheme::kInt4, 64}, {WeightQuantScheme::kInt4, 128}},
+  expect_cuda_matches_cpu_over({{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kFp8, 128},
+                                {WeightQuantScheme::kInt4, 32}, {WeightQuantScheme::kInt4, 64},
+                                {WeightQuantScheme::kInt4, 128}},
                                {1, 3, 8, 9, 130}, {200, 256, 1000}, 300, 3);
 }
 
 // Long rows take the GEMV with two or four warps a channel pair (their sums meet in shared memory):
 // int8 from K > 1024, int4 from K > 2048; an odd channel count leaves a spare channel in the last pair.
 TEST_F(GpuWeightQuant, GemvOnLongRowsSplitsARowAmongWarps) {
-  expect_cuda_matches_cpu_over({{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kInt4, 32},
-                                {WeightQuantScheme::kInt4, 128}},
+  expect_cuda_matches_cpu_over({{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kFp8, 128},
+                                {WeightQuantScheme::kInt4, 32}, {WeightQuantScheme::kInt4, 128}},
                                {1, 4, 8}, {2000, 4100, 8192}, 71, 5);
 }
 
@@ -151,6 +152,7 @@ TEST_F(GpuWeightQuant, StreamedAtBudgetZeroMovesTheCompressedBytes) {
   const uint64_t groups = k / 64;
   expect_streams_compressed_bytes(model, {WeightQuantScheme::kInt4, 64}, k, n,
                                   n * k / 2 + n * groups * 4 + n * groups + n * 4);
+  expect_streams_compressed_bytes(model, {WeightQuantScheme::kFp8, 128}, k, n, n * k + n * 4 + n * 4);
   std::filesystem::remove(model);
 }
 

@@ -180,6 +180,11 @@ TEST(CacheKey, EveryBuilderOptionIsPartOfTheKeyButStripWeights) {
   bounds.max_nodes = 10;
   bounds.max_tensor_elements = 100;
   EXPECT_EQ(key_of(Spec{}, bounds).key, base.key);
+  // Each scheme is a key of its own (int8 and fp8 store the same bytes, not the same codes).
+  BuilderConfig int8, fp8;
+  int8.weight_quant.scheme = WeightQuantScheme::kInt8;
+  fp8.weight_quant.scheme = WeightQuantScheme::kFp8;
+  EXPECT_EQ(changed_parts(key_of(Spec{}, int8), key_of(Spec{}, fp8)), std::vector<std::string>{"config.weight_quant"});
   // Calibration inputs decide GPTQ's codes: one changed value is another key, in weight_quant.
   BuilderConfig cal1, cal2;
   for (BuilderConfig* c : {&cal1, &cal2}) {

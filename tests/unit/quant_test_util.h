@@ -6,6 +6,7 @@
 
 #include "core/tensor.h"
 #include "ops/op.h"
+#include "core/float8.h"
 #include "ops/weight_quant.h"
 
 namespace streamrt::testing {
@@ -25,10 +26,18 @@ inline std::vector<double> as_doubles(const Tensor& t) {
 }
 
 
-// The stored weights unpacked here, independently of the kernel: w[n][k] in double.
-inline std::vector<double> dequantize_ref(const ops::QuantizedWeight& q, int bits, int64_t group, int64_t k, int64_t n) {
+// The stored weights unpacked here, independently of the kernel: w[n][k] in double (float8 codes
+// through core/float8.h's table).
+inline std::vector<double> dequantize_ref(const ops::QuantizedWeight& q, int bits, int64_t group, int64_t k, int64_t n,
+                                          bool fp8 = false) {
   std::vector<double> w(static_cast<size_t>(n * k));
   const std::vector<double> s = as_doubles(q.scales);
+  if (fp8) {
+    const auto* c = q.packed.data_as<uint8_t>();
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < k; ++i) w[j * k + i] = static_cast<double>(e4m3_to_float(c[j * k + i])) * s[j];
+    return w;
+  }
   if (bits == 8) {  // zero points (int8 [N]) where given
     const auto* c = q.packed.data_as<int8_t>();
     for (int64_t j = 0; j < n; ++j) {

@@ -82,7 +82,8 @@ Built build(const onnx::ModelProto& m, const WeightQuant& q, uint64_t chunk, con
 
 // Bytes of a [K, N] weight stored by scheme `q` (packed codes, float32 scales, zero points).
 uint64_t compressed_bytes(const WeightQuant& q, int64_t k, int64_t n) {
-  if (q.scheme == WeightQuantScheme::kInt8) return static_cast<uint64_t>(n * k + n * 4);
+  if (q.scheme == WeightQuantScheme::kInt8 || q.scheme == WeightQuantScheme::kFp8)
+    return static_cast<uint64_t>(n * k + n * 4);
   const int64_t groups = (k + q.group - 1) / q.group;
   return static_cast<uint64_t>(n * groups * q.group / 2 + n * groups * 4 + n * groups);
 }
@@ -101,6 +102,11 @@ double error_bound(const WeightQuant& q, const std::vector<float>& x, int64_t r,
       hi = std::max(hi, static_cast<double>(w(i, j)));
       amax = std::max(amax, std::fabs(static_cast<double>(w(i, j))));
     }
+    if (q.scheme == WeightQuantScheme::kFp8) {  // half an e4m3 step at each weight's magnitude
+      for (int64_t i = g0; i < g1; ++i)
+        bound += std::fabs(x[r * k + i]) * std::max(std::fabs(static_cast<double>(w(i, j))) / 16, amax / 448 * 0x1p-10) * 1.01;
+      continue;
+    }
     const double step = q.scheme == WeightQuantScheme::kInt4 ? (hi - lo) / 15 : amax / 127;
     for (int64_t i = g0; i < g1; ++i) bound += std::fabs(x[r * k + i]) * step * 0.51;
   }
@@ -108,8 +114,8 @@ double error_bound(const WeightQuant& q, const std::vector<float>& x, int64_t r,
 }
 
 std::vector<WeightQuant> schemes() {
-  return {{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kInt4, 32}, {WeightQuantScheme::kInt4, 64},
-          {WeightQuantScheme::kInt4, 128}};
+  return {{WeightQuantScheme::kInt8, 128}, {WeightQuantScheme::kFp8, 128}, {WeightQuantScheme::kInt4, 32},
+          {WeightQuantScheme::kInt4, 64}, {WeightQuantScheme::kInt4, 128}};
 }
 
 const float* floats(const std::vector<uint8_t>& bytes) { return reinterpret_cast<const float*>(bytes.data()); }

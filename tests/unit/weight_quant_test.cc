@@ -37,12 +37,13 @@ struct Case {
   DataType dtype;
   bool trans, bias;
   bool zeros8 = false;  // 8 bits with zero points (a pre-quantized model's asymmetric codes)
+  bool fp8 = false;     // 8 bits as float8 e4m3 codes
 };
 
 std::string name_of(const Case& c) {
   return "bits " + std::to_string(c.bits) + " group " + std::to_string(c.group) + " m " + std::to_string(c.m) +
          " k " + std::to_string(c.k) + " n " + std::to_string(c.n) + " " + dtype_name(c.dtype) +
-         (c.trans ? " trans" : "") + (c.bias ? " bias" : "") + (c.zeros8 ? " zero points" : "");
+         (c.trans ? " trans" : "") + (c.bias ? " bias" : "") + (c.zeros8 ? " zero points" : "") + (c.fp8 ? " float8" : "");
 }
 
 // Groups 16 and 256 too: pre-quantized models' block sizes (--weight-quant writes 32 / 64 / 128).
@@ -57,6 +58,10 @@ std::vector<Case> cases() {
       if (bits == 8) {
         out.push_back({bits, group, 3, 200, 67, t, false, true, true});
         out.push_back({bits, group, 40, 130, 70, t, true, false, true});
+        out.push_back({bits, group, 1, 200, 67, t, false, false, false, true});
+        out.push_back({bits, group, 5, 256, 130, t, true, true, false, true});
+        out.push_back({bits, group, 40, 300, 70, t, false, true, false, true});
+        out.push_back({bits, group, 3, 1100, 37, t, false, true, false, true});
       }
     }
   for (DataType t : {DataType::kFloat32, DataType::kFloat16})
@@ -85,12 +90,12 @@ TEST(WeightQuant, CodesStayWithinHalfAStepOfTheWeights) {
       pos = std::fabs(pos) * 3 + 0.5f;
     }
     const Tensor w = make_tensor(c.dtype, wd, wv);
-    ops::WeightQuantFormat f{c.bits, c.group, c.k, c.n};
+    ops::WeightQuantFormat f{c.bits, c.group, c.k, c.n, c.fp8};
     auto q = ops::quantize_weight(w, c.trans, 0, f, "W");
     ASSERT_TRUE(q.ok()) << q.status().to_string();
     EXPECT_EQ(q->packed.dims(), f.packed_dims());
     EXPECT_EQ(q->scales.dtype(), c.dtype);
-    const std::vector<double> deq = dequantize_ref(*q, c.bits, c.group, c.k, c.n);
+    const std::vector<double> deq = dequantize_ref(*q, c.bits, c.group, c.k, c.n, c.fp8);
     const std::vector<double> orig = as_doubles(w);
     const std::vector<double> s = as_doubles(q->scales);
     const int64_t groups = c.bits == 4 ? (c.k + c.group - 1) / c.group : 1;
@@ -98,7 +103,10 @@ TEST(WeightQuant, CodesStayWithinHalfAStepOfTheWeights) {
       for (int64_t i = 0; i < c.k; ++i) {
         const double step = s[c.bits == 4 ? j * groups + i / c.group : j];
         const double wij = orig[c.trans ? j * c.k + i : i * c.n + j];
-        ASSERT_LE(std::fabs(deq[j * c.k + i] - wij), step * 0.51 + 1e-7) << "channel " << j << " k " << i;
+        // float8: half a step of e4m3 at the weight's magnitude (3 mantissa bits; 2^-9 of the scale
+        // below e4m3's normal range).
+        const double bound = c.fp8 ? std::max(std::fabs(wij) / 16, step * 0x1p-10) * 1.01 : step * 0.51;
+        ASSERT_LE(std::fabs(deq[j * c.k + i] - wij), bound + 1e-7) << "channel " << j << " k " << i;
         if (j == 0) {
           ASSERT_EQ(deq[j * c.k + i], 0.0);  // an all-zero channel stays exactly zero
         }
@@ -117,7 +125,7 @@ TEST(WeightQuant, KernelMatchesTheDequantizedProductInDouble) {
       ops::set_cpu_simd(simd);
       const Dims wd = c.trans ? Dims{c.n, c.k} : Dims{c.k, c.n};
       const Tensor w = make_tensor(c.dtype, wd, random_floats(static_cast<size_t>(c.k * c.n), 21));
-      ops::WeightQuantFormat f{c.bits, c.group, c.k, c.n};
+      ops::WeightQuantFormat f{c.bits, c.group, c.k, c.n, c.fp8};
       auto q = ops::quantize_weight(w, c.trans, 0, f, "W");
       ASSERT_TRUE(q.ok()) << q.status().to_string();
       if (c.zeros8) q->zeros = zero_points8(c.n);
@@ -127,7 +135,8 @@ TEST(WeightQuant, KernelMatchesTheDequantizedProductInDouble) {
                                 {{"bits", ir::Attribute::make_int(c.bits)},
                                  {"group", ir::Attribute::make_int(c.group)},
                                  {"K", ir::Attribute::make_int(c.k)},
-                                 {"N", ir::Attribute::make_int(c.n)}});
+                                 {"N", ir::Attribute::make_int(c.n)},
+                                 {"float8", ir::Attribute::make_int(c.fp8 ? 1 : 0)}});
       std::vector<Tensor> in = {a, q->packed, q->scales};
       if (node.inputs.size() > 3) in.push_back(q->zeros);
       if (q->zeros.empty() && node.inputs.size() > 3) node.inputs[3] = ir::kNoValue;
@@ -136,7 +145,7 @@ TEST(WeightQuant, KernelMatchesTheDequantizedProductInDouble) {
       ASSERT_EQ(out.size(), 1u);
       ASSERT_EQ(out[0].dims(), (Dims{c.m, c.n}));
       ASSERT_EQ(out[0].dtype(), c.dtype);
-      const std::vector<double> deq = dequantize_ref(*q, c.bits, c.group, c.k, c.n);
+      const std::vector<double> deq = dequantize_ref(*q, c.bits, c.group, c.k, c.n, c.fp8);
       const std::vector<double> av = as_doubles(a), bv = as_doubles(b), got = as_doubles(out[0]);
       const double rel = c.dtype == DataType::kFloat32 ? 1e-5 : 2e-3;
       for (int64_t r = 0; r < c.m; ++r)

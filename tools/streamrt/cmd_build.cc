@@ -29,8 +29,8 @@ void add_build_options(CLI::App& app, BuildOptions& o) {
       ->capture_default_str();
   app.add_option("--weight-quant", o.weight_quant,
                  "store MatMul / Gemm weights compressed, read by kernels that dequantize as they go: none | int8 "
-                 "(per output channel) | int4[:GROUP] (GROUP 32, 64 or 128 along K, default 128; scales and zero "
-                 "points). Streamed weights stream compressed; activations keep the build's precision")
+                 "(per output channel) | fp8 (float8 e4m3 codes, a scale per output channel) | int4[:GROUP] (GROUP 32, "
+                 "64 or 128 along K, default 128; scales and zero points). Streamed weights stream compressed; activations keep the build's precision")
       ->capture_default_str();
   app.add_option("--calibration-dir", o.calibration_dir,
                  "with --weight-quant: quantize by GPTQ over calibration inputs instead of rounding, so products "
@@ -80,7 +80,7 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& o) {
   c.weight_quant = *quant;
   if (!o.calibration_dir.empty()) {
     if (c.weight_quant.scheme == WeightQuantScheme::kNone)
-      return invalid_argument("--calibration-dir needs --weight-quant int8 or int4[:GROUP]");
+      return invalid_argument("--calibration-dir needs --weight-quant int8, fp8 or int4[:GROUP]");
     SRT_ASSIGN_OR_RETURN(c.weight_quant.calibration, load_calibration_dir(o.calibration_dir));
   }
   c.kv_cache_in_place = o.kv_cache_in_place;

@@ -104,7 +104,7 @@ def save(model: Any, path: Union[str, os.PathLike], arg_inputs: Sequence[Any] = 
 
     device: "cpu", "cuda" or None / "auto" (CUDA when a GPU answers): the engines' target.
     fp16: float32 layers run in half precision. weight_streaming: large weights (at least
-    min_streamable_bytes, default 64 KiB) are streamable. weight_quant: "none", "int8" or
+    min_streamable_bytes, default 64 KiB) are streamable. weight_quant: "none", "int8", "fp8" or
     "int4[:GROUP]", the engines' MatMul / Gemm weights stored and streamed compressed (as
     streamrt.build's). weight_streaming_budget (the total) or
     weight_streaming_budget_per_engine: a budget baked into the program (see the module

@@ -79,7 +79,7 @@ class CompileSettings:
     weight_streaming: bool = False
     budget: Optional[Tuple[str, str]] = None  # (key, value): a baked budget
     min_streamable_bytes: Optional[str] = None
-    weight_quant: str = "none"  # streamrt.build's weight_quant: "none", "int8", "int4[:GROUP]"
+    weight_quant: str = "none"  # streamrt.build's weight_quant: "none", "int8", "fp8", "int4[:GROUP]"
     opset_version: int = 23
     # Where the engines' weights go (see streamrt.executorch.save): "inline" (the delegate's
     # blob), "pte" (the program's named data) or "ptd" (named data of the .ptd `ptd_name`).

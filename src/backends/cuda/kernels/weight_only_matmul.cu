@@ -1,4 +1,4 @@
-// WeightOnlyMatMul on CUDA (ops/weight_quant.h): Y = A @ dequant(W)^T + bias with W int8 / int4,
+// WeightOnlyMatMul on CUDA (ops/weight_quant.h): Y = A @ dequant(W)^T + bias with W int8 / int4 / float8,
 // dequantized inside the kernels, never into a full-precision copy in device memory.
 //  - GEMV (rows of A <= kGemvMaxRows, a decode step): one to four warps per kGemvChannels output
 //    channels; each thread reads 16 bytes of each channel's packed row at a time (16 int8 or 32 int4
@@ -20,6 +20,7 @@ constexpr int kGemvChannels = 2;  // per channel group: each load of A serves bo
 struct Format {
   int bits;
   int64_t group, k, n, row_bytes, groups;
+  bool fp8;  // 8 bits: float8 e4m3 codes
 };
 
 // A code as a float without an integer conversion (a quarter-rate instruction on sm_90): the code
@@ -27,6 +28,13 @@ struct Format {
 __device__ __forceinline__ float nibble(uint32_t b) { return __int_as_float(0x4B000000u | (b & 15u)) - 8388608.f; }
 __device__ __forceinline__ float int8_code(uint32_t b) {
   return __int_as_float(0x4B000000u | ((b ^ 0x80u) & 0xFFu)) - 8388736.f;
+}
+// A float8 e4m3 code (low byte of b) as a float, divided by 2^8 (kFp8Unit; callers fold it into the
+// scale): its exponent and mantissa bits placed in a half's (bias 15 against 7, subnormals
+// included) and converted, no table and no FP8 instructions (any GPU).
+constexpr float kFp8Unit = 256.f;
+__device__ __forceinline__ float fp8_code(uint32_t b) {
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(((b & 0x80u) << 8) | ((b & 0x7Fu) << 7))));
 }
 
 // kPer values of A from p (count of them inside the row; the rest are 0): 16-byte loads when
@@ -72,7 +80,7 @@ __device__ __forceinline__ uint4 load_codes(const uint8_t* row, int64_t byte0, i
 // otherwise fill an eighth of the GPU's warps), and two runs a thread issued before either is used.
 // kRows: the rows of A a kernel holds accumulators for (1, or kGemvMaxRows); one row fits 64
 // registers, so eight blocks (half the warps) fit an SM.
-template <typename T, int BITS, bool ZP, int kLanes, int kRows>
+template <typename T, int BITS, bool ZP, bool F8, int kLanes, int kRows>
 __global__ void __launch_bounds__(kGemvThreads, kRows == 1 ? 8 : 3)
     gemv_kernel(Format f, const T* a, int rows, const uint8_t* packed, bool aligned, bool a_vec, const T* scales,
                 const uint8_t* zeros, const T* bias, T* y) {
@@ -92,7 +100,7 @@ __global__ void __launch_bounds__(kGemvThreads, kRows == 1 ? 8 : 3)
       const int64_t c = c0 + ch < f.n ? c0 + ch : f.n - 1;  // a spare channel repeats the last, unwritten
       codes[ch] = load_codes(packed + c * f.row_bytes, byte0, f.row_bytes, aligned);
       if constexpr (BITS == 8) {
-        s[ch][0] = s[ch][1] = static_cast<float>(to_acc(scales[c]));
+        s[ch][0] = s[ch][1] = static_cast<float>(to_acc(scales[c])) * (F8 ? kFp8Unit : 1.f);
         z[ch][0] = z[ch][1] = ZP ? static_cast<float>(reinterpret_cast<const int8_t*>(zeros)[c]) : 0.f;
       } else {
         const int64_t g0 = c * f.groups + k0 / f.group;
@@ -119,7 +127,7 @@ __global__ void __launch_bounds__(kGemvThreads, kRows == 1 ? 8 : 3)
         for (int i = 0; i < 16; ++i) {
           const uint32_t byte = w[i / 4] >> (8 * (i % 4));
           if constexpr (BITS == 8) {
-            d[i >= 8] += av[i] * int8_code(byte);
+            d[i >= 8] += av[i] * (F8 ? fp8_code(byte) : int8_code(byte));
           } else {
             d[i >= 8] += av[2 * i] * nibble(byte) + av[2 * i + 1] * nibble(byte >> 4);
           }
@@ -173,6 +181,7 @@ constexpr int kTile = 64, kTileK = 32, kThreads = 256;
 template <typename T>
 __device__ __forceinline__ float weight_at(const Format& f, const uint8_t* packed, const T* scales,
                                            const uint8_t* zeros, int64_t c, int64_t k) {
+  if (f.fp8) return fp8_code(packed[c * f.row_bytes + k]) * kFp8Unit * static_cast<float>(to_acc(scales[c]));
   if (f.bits == 8) {
     const float q = static_cast<float>(static_cast<int8_t>(packed[c * f.row_bytes + k]));
     const float z = zeros ? static_cast<float>(reinterpret_cast<const int8_t*>(zeros)[c]) : 0.f;
@@ -237,12 +246,12 @@ Status weight_only_matmul_cuda(CudaKernelContext& ctx) {
     return ctx.has_input(i) && ctx.input(i).dtype == t && ctx.input(i).dims == d;
   };
   if (!is(1, wf.packed_dtype(), wf.packed_dims()) || !is(2, a.dtype, wf.scale_dims()) ||
-      ((wf.bits == 4 || ctx.has_input(3)) && !is(3, wf.zero_dtype(), wf.zero_dims())) ||
+      ((wf.bits == 4 || ctx.has_input(3)) && (wf.fp8 || !is(3, wf.zero_dtype(), wf.zero_dims()))) ||
       (ctx.has_input(4) && (ctx.input(4).dtype != a.dtype || ctx.input(4).numel() != wf.n)))
     return ctx.error("the weights do not have the dims and types that bits / group / K / N give");
   if (a.dims.empty() || a.dims.back() != wf.k) return ctx.error("A " + dims_to_string(a.dims) + " must end in K");
   if (ctx.output(0).numel() != a.numel() / wf.k * wf.n) return ctx.error("output does not have A's rows and N columns");
-  const Format f{wf.bits, wf.group, wf.k, wf.n, wf.row_bytes(), wf.groups()};
+  const Format f{wf.bits, wf.group, wf.k, wf.n, wf.row_bytes(), wf.groups(), wf.fp8};
   const int64_t m = a.numel() / wf.k;
   if (m == 0) return ok_status();
   const auto* packed = static_cast<const uint8_t*>(ctx.input(1).data);
@@ -258,7 +267,7 @@ Status weight_only_matmul_cuda(CudaKernelContext& ctx) {
       const int lanes = runs <= 64 ? 32 : runs <= 128 ? 64 : 128;
       const int64_t groups = (f.n + kGemvChannels - 1) / kGemvChannels;
       const auto grid = static_cast<unsigned>((groups * lanes + kGemvThreads - 1) / kGemvThreads);
-      auto launch = [&]<int BITS, bool ZP>() {
+      auto launch = [&]<int BITS, bool ZP, bool F8>() {
         auto go = [&](auto kernel) {
           kernel<<<grid, kGemvThreads, 0, ctx.stream()>>>(f, a.as<const T>(), static_cast<int>(m), packed, aligned,
                                                           a_vec, scales, zeros, bias, ctx.output(0).as<T>());
@@ -266,16 +275,17 @@ Status weight_only_matmul_cuda(CudaKernelContext& ctx) {
         // One row (a decode step) in a kernel of its own: the accumulators of eight rows take
         // registers that would otherwise hold more warps, and a GEMV is bound by loads in flight.
         if (m == 1) {
-          if (lanes == 32) go(gemv_kernel<T, BITS, ZP, 32, 1>);
-          else if (lanes == 64) go(gemv_kernel<T, BITS, ZP, 64, 1>);
-          else go(gemv_kernel<T, BITS, ZP, 128, 1>);
-        } else if (lanes == 32) go(gemv_kernel<T, BITS, ZP, 32, kGemvMaxRows>);
-        else if (lanes == 64) go(gemv_kernel<T, BITS, ZP, 64, kGemvMaxRows>);
-        else go(gemv_kernel<T, BITS, ZP, 128, kGemvMaxRows>);
+          if (lanes == 32) go(gemv_kernel<T, BITS, ZP, F8, 32, 1>);
+          else if (lanes == 64) go(gemv_kernel<T, BITS, ZP, F8, 64, 1>);
+          else go(gemv_kernel<T, BITS, ZP, F8, 128, 1>);
+        } else if (lanes == 32) go(gemv_kernel<T, BITS, ZP, F8, 32, kGemvMaxRows>);
+        else if (lanes == 64) go(gemv_kernel<T, BITS, ZP, F8, 64, kGemvMaxRows>);
+        else go(gemv_kernel<T, BITS, ZP, F8, 128, kGemvMaxRows>);
       };
-      if (f.bits == 4) launch.template operator()<4, true>();
-      else if (zeros) launch.template operator()<8, true>();
-      else launch.template operator()<8, false>();
+      if (f.bits == 4) launch.template operator()<4, true, false>();
+      else if (f.fp8) launch.template operator()<8, false, true>();
+      else if (zeros) launch.template operator()<8, true, false>();
+      else launch.template operator()<8, false, false>();
       SRT_CUDA_LAUNCH("weight_only_gemv_kernel");
     } else {
       const int64_t tiles = ((m + kTile - 1) / kTile) * ((f.n + kTile - 1) / kTile);
