@@ -48,10 +48,11 @@ def test_weight_quant_and_calibration_errors(mlp_path):
                        calibration=[{"y": correlated(4, 0)}])
 
 
-@pytest.mark.parametrize("scheme", ["int8", "fp8", "int4:32"])
-def test_each_scheme_stays_near_the_float_model(mlp_path, scheme):
+# Relative squared error of the outputs on this MLP at most (measured: int8 9e-5, fp8 1.5e-3, int4:32 1.5e-2):
+# about 2^-8 and 2^-4 relative steps for the 8-bit codes, 1/15 of a group's range for int4.
+@pytest.mark.parametrize("scheme,bound", [("int8", 5e-4), ("fp8", 5e-3), ("int4:32", 5e-2)])
+def test_each_scheme_stays_near_the_float_model(mlp_path, scheme, bound):
     engine = streamrt.build(mlp_path, device="cpu", profiles=PROFILE, weight_quant=scheme)
     assert engine.build_report["steps_quantized"] == 2
     x = correlated(8, 7)
-    # Relative squared error of the outputs: every scheme well under a percent on this MLP.
-    assert error(engine, x) < 1e-2 * float((mlp_reference(x) ** 2).sum())
+    assert error(engine, x) < bound * float((mlp_reference(x) ** 2).sum())
