@@ -28,12 +28,11 @@
 namespace streamrt::cuda {
 namespace {
 
-
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRows = 8;                      // rows of A at most (mma's n)
 constexpr int kMaxSlots = 12;                 // ring stages a block at most
-constexpr int kStageBytes = 8192;            // a ring stage: kStageRows<kC> weight rows of kC columns
+constexpr int kStageBytes = 8192;             // a ring stage: kStageRows<kC> weight rows of kC columns
 constexpr int kMaxSplit = 8;                  // the portable cluster size
 constexpr int kMaxChunk = 2048;               // K a block: its rows of A fit shared memory
 constexpr int kPieces = kStageBytes / 16 / kThreads;  // 16-byte copies a thread a stage

@@ -28,7 +28,6 @@
 namespace streamrt::cuda {
 namespace {
 
-
 constexpr int kThreads = 256;
 constexpr int kCols = 64;                         // output columns a block
 constexpr int kGroups = kCols / 8;                // threads across them, 16 bytes each
