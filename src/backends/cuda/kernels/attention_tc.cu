@@ -533,14 +533,6 @@ __global__ void attention_combine(const Params p, int64_t packed_rows) {
 
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
-// The largest dynamic shared memory a block of this device may ask for.
-Result<int> smem_optin() {
-  int device = 0, bytes = 0;
-  SRT_CUDA(cudaGetDevice(&device));
-  SRT_CUDA(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return bytes;
-}
-
 template <typename T, class C, bool kMasked, bool kRows>
 Status allow_smem() {
   return allow_dynamic_smem<attention_tc<T, C, kMasked, kRows>>(static_cast<int>(C::kBytes));
@@ -577,7 +569,8 @@ Status launch_staged(CudaKernelContext& ctx, const Params& p, int q_tiles, int64
 
 template <typename T, class C>
 Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
-  SRT_ASSIGN_OR_RETURN(int optin, smem_optin());
+  SRT_ASSIGN_OR_RETURN(const SmemLimits limits, smem_limits());
+  const int optin = limits.block_optin;
   if (C::kBytes > static_cast<size_t>(optin)) return false;
   const int staging = p.k_dim == 1 && p.k_key % 8 == 0 && aligned(p.k, 16)   ? kKRows
                       : p.k_key == 1 && p.k_dim % 8 == 0 && aligned(p.k, 16) ? kKTrans

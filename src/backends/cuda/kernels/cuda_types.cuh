@@ -33,6 +33,19 @@ template <typename T> __device__ __forceinline__ T from_acc(acc_t<T> v) {
 // Whether a device pointer allows 16-byte vector accesses.
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// The current device's shared memory: the most a block may opt in to, and an SM's total.
+struct SmemLimits {
+  int block_optin = 0, per_sm = 0;
+};
+inline Result<SmemLimits> smem_limits() {
+  int device = 0;
+  SmemLimits l;
+  SRT_CUDA(cudaGetDevice(&device));
+  SRT_CUDA(cudaDeviceGetAttribute(&l.block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  SRT_CUDA(cudaDeviceGetAttribute(&l.per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  return l;
+}
+
 // A kernel whose dynamic shared memory goes above the default 48 KiB: raises its limit to `bytes`
 // once per device, before its first launch there (an eager run precedes any graph capture).
 template <auto kKernel>

@@ -297,7 +297,7 @@ struct Shape {
   int cols = 64, split = 1, chunk = 0, slots = 3;
 };
 
-constexpr size_t kBlockSmem = 110 * 1024;  // a block's most: two blocks an SM
+constexpr size_t kBlockSmem = 110 * 1024;  // a block's most: two blocks an sm_90 SM (less where the device allows less)
 
 // Column tiles of the grid: every weight's, or the gate's first weight's.
 int64_t grid_tiles(const HalfGemv& g, int cols) {
@@ -307,33 +307,34 @@ int64_t grid_tiles(const HalfGemv& g, int cols) {
 }
 
 // Blocks an SM holds of a launch shaped `s` (0: it does not fit).
-int64_t blocks_per_sm(const CudaResources& res, const Shape& s) {
-  const size_t sm_bytes = res.cc_major >= 9 ? 227 * 1024 : 163 * 1024;
+int64_t blocks_per_sm(const SmemLimits& lim, const Shape& s) {
   const size_t block = Smem::bytes(s.chunk, s.cols, s.slots);
-  if (block > kBlockSmem) return 0;
-  return std::min<int64_t>(static_cast<int64_t>(sm_bytes / (block + 1024)), 2048 / kThreads);  // + reserved KiB
+  if (block > std::min(kBlockSmem, static_cast<size_t>(lim.block_optin))) return 0;
+  return std::min<int64_t>(static_cast<int64_t>(static_cast<size_t>(lim.per_sm) / (block + 1024)),  // + reserved KiB
+                           2048 / kThreads);
 }
 
 // The shape split `split` ways, or kUnsupported where the chunk or the ring does not fit.
-Result<Shape> split_shape(const CudaResources& res, int64_t k, int cols, int split, int slots) {
+Result<Shape> split_shape(const CudaResources& res, const SmemLimits& lim, int64_t k, int cols, int split, int slots) {
   if (split < 1 || split > (res.cc_major >= 9 ? kMaxSplit : 1)) return unsupported("few_row_gemm: split");
   if (cols != 64 && cols != 128 && cols != 256) return unsupported("few_row_gemm: columns a block");
   if (slots < 2 || slots > kMaxSlots) return unsupported("few_row_gemm: ring");
   Shape s{cols, split, static_cast<int>(((k + split - 1) / split + 63) / 64 * 64), slots};
-  if (s.chunk > kMaxChunk || (k + s.chunk - 1) / s.chunk != split || blocks_per_sm(res, s) < 1)
+  if (s.chunk > kMaxChunk || (k + s.chunk - 1) / s.chunk != split || blocks_per_sm(lim, s) < 1)
     return unsupported("few_row_gemm: shape");
   return s;
 }
 
 // The split for `cols` columns a block: the largest whose blocks stay under 70 % of the GPU's
 // block slots (`one_wave`), else four ways (a grid that needs waves anyway, an LM head).
-Result<Shape> choose_split(const CudaResources& res, const HalfGemv& g, int cols, int slots, bool* one_wave) {
+Result<Shape> choose_split(const CudaResources& res, const SmemLimits& lim, const HalfGemv& g, int cols, int slots,
+                           bool* one_wave) {
   const int64_t sms = res.sm_count > 0 ? res.sm_count : 132, tiles = grid_tiles(g, cols);
   std::optional<Shape> fallback;
   for (int split = res.cc_major >= 9 ? kMaxSplit : 1; split >= 1; --split) {
-    auto s = split_shape(res, g.k, cols, split, slots);
+    auto s = split_shape(res, lim, g.k, cols, split, slots);
     if (!s.ok()) continue;
-    *one_wave = 10 * tiles * split <= 7 * blocks_per_sm(res, *s) * sms;
+    *one_wave = 10 * tiles * split <= 7 * blocks_per_sm(lim, *s) * sms;
     if (*one_wave) return *s;
     if (!fallback || split == 4) fallback = *s;
   }
@@ -347,16 +348,16 @@ Result<Shape> choose_split(const CudaResources& res, const HalfGemv& g, int cols
 // runs of each weight row) beat 64 where they give as many blocks. So: of 128 and 64 columns, the
 // one whose split gives more blocks in one wave (128 on a tie, or when neither fits one wave).
 // HalfGemv::cols / split / slots, when set, are taken as they are.
-Result<Shape> choose_shape(const CudaResources& res, const HalfGemv& g) {
+Result<Shape> choose_shape(const CudaResources& res, const SmemLimits& lim, const HalfGemv& g) {
   const int slots = g.slots > 0 ? g.slots : 3;
-  if (g.split > 0) return split_shape(res, g.k, g.cols > 0 ? g.cols : 64, g.split, slots);
+  if (g.split > 0) return split_shape(res, lim, g.k, g.cols > 0 ? g.cols : 64, g.split, slots);
   if (g.cols > 0) {
     bool one_wave = false;
-    return choose_split(res, g, g.cols, slots, &one_wave);
+    return choose_split(res, lim, g, g.cols, slots, &one_wave);
   }
   bool wide_wave = false, narrow_wave = false;
-  auto wide = choose_split(res, g, 128, slots, &wide_wave);
-  auto narrow = choose_split(res, g, 64, slots, &narrow_wave);
+  auto wide = choose_split(res, lim, g, 128, slots, &wide_wave);
+  auto narrow = choose_split(res, lim, g, 64, slots, &narrow_wave);
   if (!wide.ok()) return narrow;
   if (!narrow.ok() || !narrow_wave) return wide;
   if (!wide_wave || grid_tiles(g, 64) * narrow->split > grid_tiles(g, 128) * wide->split) return narrow;
@@ -364,23 +365,24 @@ Result<Shape> choose_shape(const CudaResources& res, const HalfGemv& g) {
 }
 
 template <int kC, typename T>
-Status launch(CudaResources& res, const HalfGemv& g, const Shape& shape) {
+Status launch(CudaResources& res, const HalfGemv& g, const Shape& shape, const SmemLimits& lim) {
   Args<T> p;
   const int64_t tiles = fill_product_args(g, kC, p);
   p.chunk = shape.chunk;
   p.split = shape.split;
   p.slots = shape.slots;
   constexpr auto kernel = few_row_gemm_kernel<kC, T>;
-  SRT_RETURN_IF_ERROR(allow_dynamic_smem<kernel>(static_cast<int>(kBlockSmem)));
+  SRT_RETURN_IF_ERROR(allow_dynamic_smem<kernel>(static_cast<int>(std::min(kBlockSmem, static_cast<size_t>(lim.block_optin)))));
   return launch_split(kernel, p, tiles, kThreads, Smem::bytes(p.chunk, kC, p.slots), res.stream);
 }
 
 template <typename T>
 Status launch(CudaResources& res, const HalfGemv& g) {
-  SRT_ASSIGN_OR_RETURN(const Shape shape, choose_shape(res, g));
-  if (shape.cols == 256) return launch<256, T>(res, g, shape);
-  if (shape.cols == 128) return launch<128, T>(res, g, shape);
-  return launch<64, T>(res, g, shape);
+  SRT_ASSIGN_OR_RETURN(const SmemLimits lim, smem_limits());
+  SRT_ASSIGN_OR_RETURN(const Shape shape, choose_shape(res, lim, g));
+  if (shape.cols == 256) return launch<256, T>(res, g, shape, lim);
+  if (shape.cols == 128) return launch<128, T>(res, g, shape, lim);
+  return launch<64, T>(res, g, shape, lim);
 }
 
 }  // namespace
