@@ -143,6 +143,11 @@ streamrt_cli_test(build_calibrated_int4 pass "calibration: 2 samples; 3 steps qu
 streamrt_cli_test(build_calibrated_one_sample pass "calibration: 1 samples; 3 steps quantized by GPTQ"
   ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/mlp_gptq1.plan --device cpu ${STREAMRT_CLI_PROFILE}
        --weight-quant int8 --calibration-dir ${STREAMRT_CLI_CALIBRATION}/0)
+streamrt_cli_test(build_fp8_calibrated pass "weight quantization fp8: 3 MatMul / Gemm steps read compressed weights.*calibration: 2 samples; 3 steps quantized by GPTQ"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/mlp_fp8.plan --device cpu ${STREAMRT_CLI_PROFILE}
+       --weight-quant fp8 --calibration-dir ${STREAMRT_CLI_CALIBRATION})
+streamrt_cli_test(build_fp8_with_group fail "InvalidArgument: --weight-quant: weight quantization 'fp8:32': expected none, int8, fp8, int4"
+  ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --device cpu --weight-quant fp8:32)
 streamrt_cli_test(build_calibration_without_scheme fail "InvalidArgument: --calibration-dir needs --weight-quant"
   ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan --device cpu
        --calibration-dir ${STREAMRT_CLI_CALIBRATION})
