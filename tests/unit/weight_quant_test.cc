@@ -249,5 +249,34 @@ TEST(WeightQuant, KernelAndShapeRuleRefuseWeightsThatDoNotFitTheFormat) {
   EXPECT_NE(bad_w.status().message().find("Winf"), std::string::npos);
 }
 
+// float8 is its own format (the 'float8' attribute with 8 bits): codes of the other kind, zero
+// points, or the attribute with 4 bits or another value are refused, never read as the wrong codes.
+TEST(WeightQuant, Fp8FormatIsExplicitAndChecked) {
+  const int64_t k = 64, n = 8;
+  const Tensor w = make_tensor(DataType::kFloat32, {k, n}, random_floats(k * n, 1));
+  const Tensor a = make_tensor(DataType::kFloat32, {1, k}, random_floats(k, 2));
+  auto f8 = ops::quantize_weight(w, false, 0, {8, 0, k, n, true}, "W");
+  auto i8 = ops::quantize_weight(w, false, 0, {8, 0, k, n}, "W");
+  ASSERT_TRUE(f8.ok() && i8.ok());
+  EXPECT_EQ(f8->packed.dtype(), DataType::kUInt8);
+  auto node = [&](int64_t bits, int64_t float8, int inputs) {
+    return make_node(ops::kWeightOnlyMatMul, inputs, 1,
+                     {{"bits", ir::Attribute::make_int(bits)},
+                      {"group", ir::Attribute::make_int(bits == 4 ? 32 : 0)},
+                      {"K", ir::Attribute::make_int(k)},
+                      {"N", ir::Attribute::make_int(n)},
+                      {"float8", ir::Attribute::make_int(float8)}});
+  };
+  EXPECT_TRUE(ops::evaluate_on_host(node(8, 1, 3), {a, f8->packed, f8->scales}).ok());
+  EXPECT_FALSE(ops::evaluate_on_host(node(8, 1, 3), {a, i8->packed, i8->scales}).ok());  // int8 codes
+  EXPECT_FALSE(ops::evaluate_on_host(node(8, 0, 3), {a, f8->packed, f8->scales}).ok());  // fp8 codes as int8
+  EXPECT_FALSE(ops::evaluate_on_host(node(8, 1, 4), {a, f8->packed, f8->scales, zero_points8(n)}).ok());
+  for (auto [bits, float8] : {std::pair<int64_t, int64_t>{4, 1}, {8, 2}}) {
+    auto r = ops::read_weight_quant_format(node(bits, float8, 3));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("'float8'"), std::string::npos) << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace streamrt

@@ -33,8 +33,6 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kRows = 8;                      // rows of A at most (mma's n)
 constexpr int kMaxSlots = 12;                 // ring stages a block at most
 constexpr int kStageBytes = 8192;             // a ring stage: kStageRows<kC> weight rows of kC columns
-constexpr int kMaxSplit = 8;                  // the portable cluster size
-constexpr int kMaxChunk = 2048;               // K a block: its rows of A fit shared memory
 constexpr int kPieces = kStageBytes / 16 / kThreads;  // 16-byte copies a thread a stage
 // kC output columns a block (64, 128 or 256: 128- to 512-byte runs of each weight row; kC / 4 a
 // warp), so a stage holds kStageRows<kC> weight rows.
@@ -73,9 +71,9 @@ __device__ __forceinline__ void wait_pending(int n) {
 }
 
 // Stage `t` of the block's weight rows [k0, k0 + len) (columns col0.., n wide) into ring slot s %
-// slots. Row r's 16-byte piece c goes to piece c ^ (r % 8) of its 128-byte row: the 8 rows one
-// ldmatrix matrix reads land in 8 different bank groups (rows are 128 to 512 bytes). Pieces past the chunk or N read nothing
-// and store zeros (stale shared memory times a zero row of A could be NaN).
+// slots. Row r's 16-byte piece c goes to piece c ^ (r % 8) of its row (128 to 512 bytes): the 8
+// rows one ldmatrix matrix reads land in 8 different bank groups. Pieces past the chunk or N read
+// nothing and store zeros (stale shared memory times a zero row of A could be NaN).
 template <int kC, typename T>
 __device__ __forceinline__ void issue_stage(const T* w, int64_t n, int64_t k0, int len, int64_t col0, int t,
                                             uint8_t* slot) {

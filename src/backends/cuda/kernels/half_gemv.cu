@@ -33,8 +33,6 @@ constexpr int kCols = 64;                         // output columns a block
 constexpr int kGroups = kCols / 8;                // threads across them, 16 bytes each
 constexpr int kLanes = kThreads / kGroups;        // threads down the chunk
 constexpr int kWarps = kThreads / 32;
-constexpr int kMaxSplit = 8;                      // the portable cluster size
-constexpr int kMaxChunk = 2048;                   // K a block: its piece of A fits shared memory
 constexpr int kUnroll = 8;                        // weight loads in flight a thread
 
 template <typename T>

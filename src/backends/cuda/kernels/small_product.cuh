@@ -11,6 +11,10 @@
 
 namespace streamrt::cuda {
 
+// K split over at most a portable cluster's blocks, each with a chunk of A that fits shared memory.
+constexpr int kMaxSplit = 8;
+constexpr int kMaxChunk = 2048;
+
 template <typename T>
 struct ProductArgs {
   const T* a;

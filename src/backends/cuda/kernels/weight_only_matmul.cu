@@ -33,7 +33,7 @@ __device__ __forceinline__ float int8_code(uint32_t b) {
 // scale): its exponent and mantissa bits placed in a half's (bias 15 against 7, subnormals
 // included) and converted, no table and no FP8 instructions (any GPU).
 constexpr float kFp8Unit = 256.f;
-__device__ __forceinline__ float fp8_code(uint32_t b) {
+__device__ __forceinline__ float fp8_value(uint32_t b) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(((b & 0x80u) << 8) | ((b & 0x7Fu) << 7))));
 }
 
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kGemvThreads, kRows == 1 ? 8 : 3)
         for (int i = 0; i < 16; ++i) {
           const uint32_t byte = w[i / 4] >> (8 * (i % 4));
           if constexpr (BITS == 8) {
-            d[i >= 8] += av[i] * (F8 ? fp8_code(byte) : int8_code(byte));
+            d[i >= 8] += av[i] * (F8 ? fp8_value(byte) : int8_code(byte));
           } else {
             d[i >= 8] += av[2 * i] * nibble(byte) + av[2 * i + 1] * nibble(byte >> 4);
           }
@@ -181,7 +181,7 @@ constexpr int kTile = 64, kTileK = 32, kThreads = 256;
 template <typename T>
 __device__ __forceinline__ float weight_at(const Format& f, const uint8_t* packed, const T* scales,
                                            const uint8_t* zeros, int64_t c, int64_t k) {
-  if (f.fp8) return fp8_code(packed[c * f.row_bytes + k]) * kFp8Unit * static_cast<float>(to_acc(scales[c]));
+  if (f.fp8) return fp8_value(packed[c * f.row_bytes + k]) * kFp8Unit * static_cast<float>(to_acc(scales[c]));
   if (f.bits == 8) {
     const float q = static_cast<float>(static_cast<int8_t>(packed[c * f.row_bytes + k]));
     const float z = zeros ? static_cast<float>(reinterpret_cast<const int8_t*>(zeros)[c]) : 0.f;
