@@ -20,10 +20,11 @@ namespace streamrt {
 
 // The CUDA kernel that runs fused Attention steps (src/backends/cuda/kernels/attention.cu).
 enum class AttentionKernel : uint8_t {
-  kAuto = 0,    // tensor cores (float16 / bfloat16, head size 64 or 128), else the warp-per-row kernel
-  kSimple = 1,  // the warp-per-row kernel for every call: tells the two apart without a rebuild
+  kAuto = 0,    // tensor cores (float16 / bfloat16, head size 64 / 128 / 256), else the warp-per-row kernel
+  kSimple = 1,  // the warp-per-row kernel for every call: tells the kernels apart without a rebuild
+  kMma = 2,     // the mma.sync tensor-core kernel also where the sm_90 warpgroup-MMA kernel would run
 };
-const char* attention_kernel_name(AttentionKernel k);               // "auto" | "simple"
+const char* attention_kernel_name(AttentionKernel k);               // "auto" | "simple" | "mma"
 Result<AttentionKernel> parse_attention_kernel(const std::string& s);  // kInvalidArgument otherwise
 
 struct RuntimeOptions {

@@ -9,12 +9,19 @@
 
 namespace streamrt {
 
-const char* attention_kernel_name(AttentionKernel k) { return k == AttentionKernel::kSimple ? "simple" : "auto"; }
+const char* attention_kernel_name(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kSimple: return "simple";
+    case AttentionKernel::kMma: return "mma";
+    default: return "auto";
+  }
+}
 
 Result<AttentionKernel> parse_attention_kernel(const std::string& s) {
   if (s == "auto") return AttentionKernel::kAuto;
   if (s == "simple") return AttentionKernel::kSimple;
-  return invalid_argument("unknown attention kernel '" + s + "' (expected auto or simple)");
+  if (s == "mma") return AttentionKernel::kMma;
+  return invalid_argument("unknown attention kernel '" + s + "' (expected auto, simple or mma)");
 }
 
 Result<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {

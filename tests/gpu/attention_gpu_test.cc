@@ -22,11 +22,12 @@ struct Case {
   int64_t b = 1, h = 8, hkv = 2, d = 64, sq = 1, skv = 700;
   bool causal = true, bshd = true, mask = false, nan_to_zero = false;
   DataType dtype = DataType::kFloat16;
+  AttentionKernel kernel = AttentionKernel::kAuto;
   std::string describe() const {
     return "b" + std::to_string(b) + " h" + std::to_string(h) + "/" + std::to_string(hkv) + " d" + std::to_string(d) +
            " sq" + std::to_string(sq) + " skv" + std::to_string(skv) + (causal ? " causal" : "") +
            (bshd ? " bshd" : " bhsd") + (mask ? " mask" : "") + (nan_to_zero ? " nan_to_zero" : "") + " " +
-           dtype_name(dtype);
+           dtype_name(dtype) + " kernel " + attention_kernel_name(kernel);
   }
 };
 
@@ -87,7 +88,9 @@ void check(const Case& c) {
   ASSERT_TRUE(plan.ok()) << what << ": " << plan.status().to_string();
   std::map<std::string, Tensor> feeds;
   for (size_t i = 0; i < in.size(); ++i) feeds[names[i]] = in[i];
-  auto got = testing::run_graph_plan(DeviceType::kCuda, std::move(*plan), feeds);
+  RuntimeOptions ro;
+  ro.attention_kernel = c.kernel;
+  auto got = testing::run_graph_plan(DeviceType::kCuda, std::move(*plan), feeds, ro);
   ASSERT_TRUE(got.ok()) << what << ": " << got.status().to_string();
 
   const auto a = testing::values_f32(*got), e = testing::values_f32((*want)[0]);
@@ -144,6 +147,24 @@ TEST_F(GpuAttention, LongPrefillManyRowTilesTileMajor) {
   check({.b = 1, .h = 4, .hkv = 2, .d = 64, .sq = 300, .skv = 900});  // a prompt after a cache: bottom-right causal
   check({.b = 2, .h = 2, .hkv = 2, .d = 128, .sq = 333, .skv = 333, .causal = false, .bshd = false});
   check({.b = 1, .h = 3, .hkv = 1, .d = 256, .sq = 257, .skv = 257, .dtype = DataType::kBFloat16});
+}
+
+// Prefill at head size 128 on sm_90 runs the warpgroup-MMA kernel (attention_wgmma.cu), elsewhere the
+// mma.sync one; both kernels, chosen through RuntimeOptions, on the same cases: both types, full and
+// partial 128-key tiles, a prompt after a cache (bottom-right causal), an additive mask with empty
+// rows, and row counts that leave a block's second warpgroup without rows (64, 130). Head size 64
+// (mma.sync either way) is the control.
+TEST_F(GpuAttention, PrefillKernelsAgreeWithTheCpu) {
+  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kMma})
+    for (int64_t d : {64, 128}) {
+      check({.b = 1, .h = 4, .hkv = 2, .d = d, .sq = 512, .skv = 512, .kernel = k});
+      check({.b = 2, .h = 2, .hkv = 1, .d = d, .sq = 64, .skv = 1000, .kernel = k});
+      check({.b = 1, .h = 3, .hkv = 3, .d = d, .sq = 300, .skv = 777, .causal = false, .bshd = false,
+             .dtype = DataType::kBFloat16, .kernel = k});
+      check({.b = 2, .h = 2, .hkv = 2, .d = d, .sq = 200, .skv = 200, .mask = true, .kernel = k});
+      check({.b = 1, .h = 2, .hkv = 1, .d = d, .sq = 130, .skv = 130, .mask = true, .nan_to_zero = true,
+             .dtype = DataType::kBFloat16, .kernel = k});
+    }
 }
 
 TEST_F(GpuAttention, MasksAndEmptyRowsUnderASplit) {

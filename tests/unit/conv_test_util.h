@@ -141,10 +141,10 @@ inline Result<std::vector<uint8_t>> build_graph_plan(const ir::Graph& g, DeviceT
   return builder::build_plan_from_graph(g, c);
 }
 
-// Runs a plan on `device` with the graph's inputs and returns its one output.
+// Runs a plan on `device` with the graph's inputs and returns its one output; `options` (device
+// aside) are the runtime's.
 inline Result<Tensor> run_graph_plan(DeviceType device, std::vector<uint8_t> plan,
-                                     const std::map<std::string, Tensor>& inputs) {
-  RuntimeOptions ro;
+                                     const std::map<std::string, Tensor>& inputs, RuntimeOptions ro = {}) {
   ro.device = device;
   SRT_ASSIGN_OR_RETURN(auto rt, Runtime::create(ro));
   SRT_ASSIGN_OR_RETURN(auto engine, rt->load_engine_bytes(std::move(plan)));

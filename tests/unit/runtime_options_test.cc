@@ -16,14 +16,15 @@ namespace {
 const std::string kModels = std::string(STREAMRT_SOURCE_DIR) + "/tests/fixtures/models";
 
 TEST(RuntimeOptions, AttentionKernelNamesRoundTripAndOthersAreRefused) {
-  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kSimple})
+  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kSimple, AttentionKernel::kMma})
     EXPECT_EQ(parse_attention_kernel(attention_kernel_name(k)).value(), k);
   EXPECT_STREQ(attention_kernel_name(AttentionKernel::kSimple), "simple");
-  auto bad = parse_attention_kernel("mma");
+  EXPECT_STREQ(attention_kernel_name(AttentionKernel::kMma), "mma");
+  auto bad = parse_attention_kernel("wgmma");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("'mma'"), std::string::npos) << bad.status().message();
-  EXPECT_NE(bad.status().message().find("auto or simple"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("'wgmma'"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("auto, simple or mma"), std::string::npos) << bad.status().message();
 }
 
 // Every engine of the runtime carries its options (the CUDA contexts read them from there); the

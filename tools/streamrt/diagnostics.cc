@@ -63,8 +63,9 @@ void add_diagnostic_options(CLI::App& app, DiagnosticOptions& o) {
                  "CUDA: append each run's streamed-weight timeline to this file as a JSON line (also "
                  "STREAMRT_STREAM_TRACE=FILE)");
   app.add_option("--attention-kernel", o.attention_kernel,
-                 "CUDA: auto (tensor cores where they apply) | simple (the warp-per-row kernel for every call; also "
-                 "STREAMRT_ATTENTION_KERNEL=simple)");
+                 "CUDA: auto (tensor cores where they apply: warpgroup MMA for prefill on sm_90) | simple (the "
+                 "warp-per-row kernel for every call) | mma (mma.sync also where warpgroup MMA would run); also "
+                 "STREAMRT_ATTENTION_KERNEL");
   app.add_flag("--no-few-row-kernel", o.no_few_row_kernel,
                "CUDA: products of two to eight rows go to cuBLASLt instead of streamrt's tensor-core kernel");
 }

@@ -5,12 +5,15 @@
 // running sum l, output rescaled by exp(m_old - m_new)), so the [Sq, Skv] scores never reach
 // global memory. Scores, softmax and accumulation are float; a row with no unmasked key ends with
 // l = 0 and gives NaN, like the CPU kernel and the unfused Softmax.
+//  - the warpgroup-MMA kernel (sm_90, float16 / bfloat16, D == Dv == 128, prefill):
+//    attention_wgmma.cu.
 //  - the tensor-core kernel (float16 / bfloat16, D == Dv in {64, 128, 256}): attention_tc.cu.
 //  - attention_simple (float32, and any other D / Dv): a warp per query row, lanes split keys
 //    (32 at a time, from the row's causal / window bounds) for the scores and the Dv columns for
 //    the output (256 columns per pass).
-//    RuntimeOptions::attention_kernel = kSimple (streamrt run --attention-kernel simple) forces it
-//    for every call.
+//    RuntimeOptions::attention_kernel (streamrt run --attention-kernel) picks for A/B runs without a
+//    rebuild: kSimple forces the warp-per-row kernel for every call, kMma keeps the mma.sync kernel
+//    where the warpgroup one would run (cuda_run_options.h says how the options get here).
 // A row left without a key of finite score ends with l = 0: NaN (0 with nan_to_zero) or, with a
 // finite mask_fill, the mean of V over all keys, summed in a second pass by the rows that need it.
 #include <cmath>
@@ -114,11 +117,6 @@ __global__ void __launch_bounds__(kSimpleWarps * 32) attention_simple(const Para
 
 // ----------------------------------------------------------------------------- launch
 
-// RuntimeOptions::attention_kernel = kSimple sends every call to the warp-per-row kernel: a switch
-// for telling the two kernels apart on a GPU without rebuilding (cuda_run_options.h says how the
-// running context's options get here).
-bool simple_only() { return current_run_options().attention_kernel == AttentionKernel::kSimple; }
-
 Params make_params(const CudaKernelContext& ctx, const ops::AttentionGeometry& g, const ops::AttentionAttrs& a) {
   Params p{};
   p.q = ctx.input(0).data;
@@ -160,7 +158,12 @@ Status attention_cuda(CudaKernelContext& ctx) {
   const Params p = make_params(ctx, g, a);
   return cuda_dispatch<ops::kFloats>(y.dtype, ctx.node().describe(), [&]<typename T>() {
     if constexpr (!std::is_same_v<T, float>) {
-      if (!simple_only()) {
+      const AttentionKernel choice = current_run_options().attention_kernel;
+      if (choice == AttentionKernel::kAuto) {
+        SRT_ASSIGN_OR_RETURN(bool done, attention::launch_warpgroup<T>(ctx, p));
+        if (done) return ok_status();
+      }
+      if (choice != AttentionKernel::kSimple) {
         SRT_ASSIGN_OR_RETURN(bool done, attention::launch_tensor_core<T>(ctx, p));
         if (done) return ok_status();
       }

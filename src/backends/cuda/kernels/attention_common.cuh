@@ -109,4 +109,8 @@ namespace streamrt::cuda::attention {
 // memory), and the warp-per-row kernel runs instead.
 template <typename T>
 Result<bool> launch_tensor_core(CudaKernelContext& ctx, Params p);
+// The warpgroup-MMA kernel for prefill on sm_90 (attention_wgmma.cu): false where it does not take
+// the call (another GPU, a build without sm_90a code, decode, layouts it cannot stage).
+template <typename T>
+Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p);
 }  // namespace streamrt::cuda::attention

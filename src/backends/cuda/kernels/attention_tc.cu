@@ -34,13 +34,11 @@
 #include <algorithm>
 #include <atomic>
 
-#include "backends/cuda/kernels/attention_common.cuh"
+#include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/kernels/mma_util.cuh"
 
 namespace streamrt::cuda::attention {
 namespace {
-
-constexpr float kLog2e = 1.4426950408889634f;
 
 template <int kD_, int kWarps_>
 struct Cfg {
@@ -66,26 +64,6 @@ struct Cfg {
 // How K reaches shared memory: 16-byte copies of key rows, 16-byte copies of K^T rows (keys
 // contiguous, as a Transpose [0,2,3,1] leaves them), or element by element (any strides).
 enum KStaging : int { kKRows = 0, kKTrans = 1, kKScalar = 2 };
-
-__device__ __forceinline__ float fast_exp2(float x) {  // exp2(-inf) = 0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// Two floats rounded to T, `lo` in the low 16 bits (the lower column / row of a fragment pair).
-template <typename T>
-__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
-  uint16_t a, b;
-  if constexpr (std::is_same_v<T, __half>) {
-    a = __half_as_ushort(__float2half_rn(lo));
-    b = __half_as_ushort(__float2half_rn(hi));
-  } else {
-    a = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
-    b = __bfloat16_as_ushort(__float2bfloat16_rn(hi));
-  }
-  return uint32_t(a) | (uint32_t(b) << 16);
-}
 
 // Keys [k0, k0 + kBc) of a [key][kD] source whose rows are `stride` elements apart and 16-byte
 // aligned, into dst[kBc][kLd]; keys past Skv become zeros (their P is 0, and 0 * zeros stays 0
@@ -235,48 +213,6 @@ __device__ __forceinline__ void accumulate_tile(float (&acc)[C::kD / 8][4], cons
   }
 }
 
-// The raw score `s` of (query i, key j) with the masks applied: -inf where the key is out of reach
-// (past Skv, causal, window, left out by key_mask: `on` false), else a value that scale * log2(e)
-// turns into the masked score's log2 units.
-template <typename T, bool kMasked>
-__device__ __forceinline__ float mask_raw(const Params& p, int64_t mask_base, bool row_valid, int i, int j, bool on,
-                                          float s, float inv_scale) {
-  const int64_t at = i + p.causal_offset;
-  if (!row_valid || !on || j >= p.skv || (p.causal && j > at) || (p.window > 0 && at - j >= p.window)) return -INFINITY;
-  if constexpr (kMasked) {
-    const int64_t mo = mask_base + i * p.mask_row + j * p.mask_col;
-    if (p.mask_kind == kAdditiveMask) {
-      const float m = static_cast<float>(to_acc(static_cast<const T*>(p.mask)[mo]));
-      return m <= ops::kMaskSwampsScore ? m * inv_scale : s + m * inv_scale;
-    }
-    return static_cast<const uint8_t*>(p.mask)[mo] ? s : p.mask_fill * inv_scale;
-  }
-  return s;
-}
-
-// Bit k % 32 of word k / 32: key k0 + k exists and key_mask keeps it. Every lane of the warp gets
-// the same words.
-template <int kWords>
-__device__ __forceinline__ void key_flags(const Params& p, int64_t row, int k0, uint32_t (&on)[kWords]) {
-  const int j = k0 + threadIdx.x % 32;
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) on[w] = __ballot_sync(0xffffffffu, j + 32 * w < p.skv && key_on(p, row, j + 32 * w));
-}
-
-// The mean of V over all Skv keys for columns c, c + 1 (a row whose every key the unfused graph
-// filled with the same finite score: its softmax is uniform).
-template <typename T>
-__device__ __forceinline__ void mean_of_v(const Params& p, const uint16_t* v, int c, float& a, float& b) {
-  a = b = 0.f;
-  for (int64_t j = 0; j < p.skv; ++j) {
-    const T* vr = reinterpret_cast<const T*>(v + j * p.v_row);
-    a += static_cast<float>(to_acc(vr[c]));
-    b += static_cast<float>(to_acc(vr[c + 1]));
-  }
-  a /= static_cast<float>(p.skv);
-  b /= static_cast<float>(p.skv);
-}
-
 // kRows: K and V are staged as 16-byte copies of key rows (the launcher checked every batch's
 // alignment), the layout real exports give; the other instantiation picks a staging per block.
 template <typename T, class C, bool kMasked, bool kRows>
@@ -308,10 +244,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     if (k_staging != kKScalar && reinterpret_cast<uintptr_t>(k) % 16 != 0) k_staging = kKScalar;
     v_vec = v_vec && reinterpret_cast<uintptr_t>(v) % 16 == 0;
   }
-  int64_t mask0 = 0, mask1 = 0;
+  TileRows rows{i0, i1, v0, v1, 0, 0};
   if constexpr (kMasked) {
-    if (v0) mask0 = packed_row(p, okv, r0).mask;
-    if (v1) mask1 = packed_row(p, okv, r1).mask;
+    if (v0) rows.mask0 = packed_row(p, okv, r0).mask;
+    if (v1) rows.mask1 = packed_row(p, okv, r1).mask;
   }
 
   const int skv = static_cast<int>(p.skv);
@@ -351,7 +287,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   for (int nb = 0; nb < kD / 8; ++nb) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.f;
   // Running max (log2 units of the scaled score) and sums of this thread's two rows.
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
-  const float scale2 = p.scale * kLog2e, inv_scale = 1.f / p.scale;
+  const float scale2 = p.scale * kLog2e;
   const uint32_t qw = smem_addr(qs + warp * 16 * C::kLd);
   for (int it = tile_begin; it < tile_end; ++it) {
     const int buf = (it - tile_begin) & 1;
@@ -378,59 +314,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     if (active && any_on) {
       float s[C::kBc / 8][4];
       scores_tile<T, C>(s, qw, ks);
-      // Element e of block nb is row (e < 2 ? r0 : r1), key k0 + nb*8 + 2t + (e&1). A tile inside
-      // every row's causal limit and window and inside Skv, with every key kept and no mask, is
-      // used as it is.
-      const bool plain = !kMasked && k0 + C::kBc <= skv && all_on == ~0u &&
-                         (!p.causal || k0 + C::kBc - 1 <= first_i + p.causal_offset) &&
-                         (p.window == 0 || k0 > last_i + p.causal_offset - p.window);
-      if (!plain) {
-#pragma unroll
-        for (int nb = 0; nb < C::kBc / 8; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int kk = nb * 8 + 2 * t + (e & 1);
-            const bool kept = ((on[kk / 32] >> (kk % 32)) & 1u) != 0;
-            s[nb][e] = mask_raw<T, kMasked>(p, e < 2 ? mask0 : mask1, e < 2 ? v0 : v1, e < 2 ? i0 : i1, k0 + kk, kept,
-                                            s[nb][e], inv_scale);
-          }
-      }
-      float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-      for (int nb = 0; nb < C::kBc / 8; ++nb) {
-        mx0 = fmaxf(mx0, fmaxf(s[nb][0], s[nb][1]));
-        mx1 = fmaxf(mx1, fmaxf(s[nb][2], s[nb][3]));
-      }
-      // The four lanes of a group (same g) hold one row between them.
-#pragma unroll
-      for (int off = 1; off <= 2; off <<= 1) {
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
-      }
-      const float mn0 = fmaxf(m0, mx0 * scale2), mn1 = fmaxf(m1, mx1 * scale2);
-      const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
-      const float alpha0 = fast_exp2(m0 - base0), alpha1 = fast_exp2(m1 - base1);
-      m0 = mn0;
-      m1 = mn1;
-      float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-      for (int nb = 0; nb < C::kBc / 8; ++nb) {
-        s[nb][0] = fast_exp2(fmaf(s[nb][0], scale2, -base0));
-        s[nb][1] = fast_exp2(fmaf(s[nb][1], scale2, -base0));
-        s[nb][2] = fast_exp2(fmaf(s[nb][2], scale2, -base1));
-        s[nb][3] = fast_exp2(fmaf(s[nb][3], scale2, -base1));
-        sum0 += s[nb][0] + s[nb][1];
-        sum1 += s[nb][2] + s[nb][3];
-      }
-      l0 = l0 * alpha0 + sum0;  // this lane's columns only; the group's lanes are summed at the end
-      l1 = l1 * alpha1 + sum1;
-#pragma unroll
-      for (int nb = 0; nb < kD / 8; ++nb) {
-        acc[nb][0] *= alpha0;
-        acc[nb][1] *= alpha0;
-        acc[nb][2] *= alpha1;
-        acc[nb][3] *= alpha1;
-      }
+      if (!plain_tile<kMasked, C::kBc>(p, k0, all_on, first_i, last_i)) mask_tile<T, kMasked>(p, rows, on, k0, s);
+      softmax_step(s, acc, m0, m1, l0, l1, scale2);
       accumulate_tile<T, C>(acc, s, ks + C::kK * 2);
     }
     __syncthreads();  // every warp is done with this stage before it is refilled
@@ -456,32 +341,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     if (t == 0 && v1) w1[p.dv] = m1, w1[p.dv + 1] = l1;
     return;
   }
-  // A row without keys (l = 0, acc 0) under a finite fill: the mean of V over all keys.
-  const bool mean0 = p.fill_finite && v0 && l0 == 0.f, mean1 = p.fill_finite && v1 && l1 == 0.f;
-  if (mean0 || mean1) {
-#pragma unroll
-    for (int nb = 0; nb < kD / 8; ++nb) {
-      float a, b;
-      mean_of_v<T>(p, v, nb * 8 + 2 * t, a, b);
-      if (mean0) acc[nb][0] = a, acc[nb][1] = b;
-      if (mean1) acc[nb][2] = a, acc[nb][3] = b;
-    }
-    if (mean0) l0 = 1.f;
-    if (mean1) l1 = 1.f;
-  }
-  // Column pairs (2t, 2t + 1) of a row are adjacent: one 4-byte store each (kD is even and Y's
-  // rows start 4-byte aligned, as the launcher checks).
-  uint16_t* y = static_cast<uint16_t*>(p.y);
-  const int64_t y0 = v0 ? packed_row(p, okv, r0).y : 0, y1 = v1 ? packed_row(p, okv, r1).y : 0;
-  // nan_to_zero: 0 * (1 / l) is 0 only for finite terms, so the row is selected instead.
-  const bool zero0 = p.nan_to_zero && !(l0 > 0.f), zero1 = p.nan_to_zero && !(l1 > 0.f);
-  const float inv0 = 1.f / l0, inv1 = 1.f / l1;
-#pragma unroll
-  for (int nb = 0; nb < kD / 8; ++nb) {
-    const int c = nb * 8 + 2 * t;
-    if (v0) *reinterpret_cast<uint32_t*>(y + y0 + c) = zero0 ? 0u : pack_pair<T>(acc[nb][0] * inv0, acc[nb][1] * inv0);
-    if (v1) *reinterpret_cast<uint32_t*>(y + y1 + c) = zero1 ? 0u : pack_pair<T>(acc[nb][2] * inv1, acc[nb][3] * inv1);
-  }
+  store_rows<T, kD>(p, okv, r0, r1, v0, v1, acc, l0, l1, t);
 }
 
 // Joins the key ranges of a split launch: a warp per packed row rescales each range's output by

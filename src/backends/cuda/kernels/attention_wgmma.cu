@@ -1,0 +1,321 @@
+// The Hopper Attention kernel (sm_90a, float16 / bfloat16, D == Dv == 128; the code takes 64 too): the flash-attention
+// loop of attention_tc.cu with warpgroup MMAs (wgmma) in place of mma.sync, for prefill.
+//  - A block is two warpgroups of 128 threads; each owns 64 query rows and runs S = Q K^T as
+//    m64n128k16 MMAs with both operands read from shared memory (K-major), and O += P V as m64nDk16
+//    MMAs with P from registers (the S accumulator layout is the A fragment layout, as with
+//    mma.sync) and V read N-major. One warpgroup instruction does what 16 mma.sync calls and their
+//    ldmatrix loads did.
+//  - The warpgroups take turns on the tensor cores (attention_wgmma's comment): one's softmax runs
+//    while the other's MMAs do, with one block barrier a key tile.
+//  - Q and K / V tiles of 128 keys sit in shared memory in 128-byte-swizzled rows (the layout the MMA
+//    descriptors name): a tile is D / 64 column blocks of [rows][64 elements], 16-byte chunk c of
+//    row r stored at chunk c ^ (r % 8): no bank conflicts and no padding. Every thread copies its
+//    share of the tiles two steps ahead with cp.async (keys past Skv as zeros); a proxy fence makes
+//    the copies visible to the MMA unit.
+//  - Masks, key_mask flags, causal and window limits, the online softmax (exp2 of raw scores) and
+//    the output rows are attention_tile.cuh's, shared with attention_tc.cu.
+// Taken where every call's K and V rows are 16-byte runs and there are at least 64 query rows
+// (prefill); decode, other layouts and other GPUs keep attention_tc.cu. RuntimeOptions::
+// attention_kernel = kMma turns it off for A/B runs. Compiled for sm_90a alone (CMakeLists.txt).
+#include <algorithm>
+
+#include "backends/cuda/kernels/attention_tile.cuh"
+#include "backends/cuda/kernels/mma_util.cuh"
+#include "backends/cuda/kernels/wgmma.cuh"
+
+namespace streamrt::cuda::attention {
+namespace {
+
+template <int kD_, int kGroups_>
+struct WgCfg {
+  static constexpr int kD = kD_;
+  static constexpr int kGroups = kGroups_;
+  static constexpr int kThreads = 128 * kGroups;
+  static constexpr int kBr = 64 * kGroups;
+  static constexpr int kBc = 128;
+  static constexpr int kFlagWords = kBc / 32;
+  static constexpr int kChunks = kD / 8;  // 16-byte chunks of a row
+  static constexpr uint32_t kQBytes = kBr * kD * 2;
+  static constexpr uint32_t kTileBytes = kBc * kD * 2;
+  // Q, rings of three K and three V tiles, and 1 KiB of slack: the swizzle repeats every 1 KiB, so
+  // the tiles start on a 1 KiB boundary (D 128: 225 KiB, within sm_90's 227).
+  static constexpr size_t kBytes = kQBytes + 6 * kTileBytes + 1024;
+};
+
+// Byte offset of 16-byte chunk c of row r in a swizzled tile of `rows` rows.
+__device__ __forceinline__ uint32_t swizzled(int rows, int r, int c) {
+  return (c / 8) * rows * 128 + r * 128 + ((c % 8) ^ (r % 8)) * 16;
+}
+
+// Shared-memory matrix descriptor: start address, leading / stride byte offsets, 128-byte swizzle.
+__device__ __forceinline__ uint64_t descriptor(uint32_t addr, uint32_t lead, uint32_t stride) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t((lead & 0x3FFFF) >> 4) << 16) |
+         (uint64_t((stride & 0x3FFFF) >> 4) << 32) | (uint64_t{1} << 62);
+}
+
+// This thread's share of copying K or V tiles: one 16-byte column of the rows srow, srow + kStep, ...
+// of each tile; the swizzle of its chunk is the same on every row it copies (kStep is a multiple of 8).
+template <class C>
+struct TileCopier {
+  static constexpr int kStep = C::kThreads / C::kChunks;
+  static constexpr int kPasses = C::kBc / kStep;
+  static_assert(kStep % 8 == 0 && C::kBc % kStep == 0, "whole passes of whole swizzle rows");
+  const uint16_t* next;
+  int64_t pass;
+  int left;
+  uint32_t dst;
+
+  __device__ __forceinline__ TileCopier(const uint16_t* base, int64_t stride, uint32_t tile0, int k0, int skv) {
+    const int srow = threadIdx.x / C::kChunks, c = threadIdx.x % C::kChunks;
+    next = base + (static_cast<int64_t>(k0) + srow) * stride + c * 8;
+    pass = kStep * stride;
+    left = skv - k0 - srow;
+    dst = tile0 + swizzled(C::kBc, srow, c);
+  }
+  __device__ __forceinline__ void copy_next(uint32_t offset) {
+    const uint16_t* s = next;
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const bool valid = i * kStep < left;
+      cp_async16(dst + offset + i * kStep * 128, valid ? s : next, valid);
+      s += pass;
+    }
+    next = s;
+    left -= C::kBc;
+  }
+};
+
+// The block's kBr packed rows of Q into the swizzled Q tile (rows past the packed batch: zeros).
+template <class C>
+__device__ __forceinline__ void copy_q(uint32_t qs, const Params& p, const Offsets& base, int q0, bool vec) {
+  const uint16_t* q = static_cast<const uint16_t*>(p.q);
+  for (int idx = threadIdx.x; idx < C::kBr * C::kChunks; idx += C::kThreads) {
+    const int r = idx / C::kChunks, c = idx % C::kChunks;
+    const uint32_t d = qs + swizzled(C::kBr, r, c);
+    const PackedRow row = packed_row(p, base, q0 + r);
+    if (row.valid && vec) {
+      cp_async16(d, q + row.q + c * 8, true);
+    } else {
+      uint32_t w[4] = {0, 0, 0, 0};
+      if (row.valid)
+        for (int e = 0; e < 4; ++e) w[e] = uint32_t(q[row.q + c * 8 + 2 * e]) | (uint32_t(q[row.q + c * 8 + 2 * e + 1]) << 16);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(d), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
+    }
+  }
+}
+
+// A thread's two rows and their softmax state: running max (log2 units of the scaled score) and sums.
+struct RowState {
+  int r0, r1;
+  TileRows rows;
+  float m0, m1, l0, l1;
+};
+
+// S (this warpgroup's 64 rows x 128 keys) = Q K^T: issued, not waited for.
+template <typename T, class C>
+__device__ __forceinline__ void issue_scores(float (&s)[C::kBc / 8][4], uint32_t qw, uint32_t ks) {
+  float(&sf)[C::kBc / 2] = reinterpret_cast<float(&)[C::kBc / 2]>(s);
+#pragma unroll
+  for (int kk = 0; kk < C::kD / 16; ++kk) {
+    const uint32_t col = (kk % 4) * 32;  // 16 elements a step inside the 128-byte rows
+    const uint64_t a = descriptor(qw + (kk / 4) * C::kBr * 128 + col, 16, 1024);
+    const uint64_t b = descriptor(ks + (kk / 4) * C::kBc * 128 + col, 16, 1024);
+    wgmma::ss<T, C::kBc>(sf, a, b, kk > 0 ? 1 : 0);
+  }
+}
+// O += P V for one V tile: issued, not waited for. V is read N-major: the next 64 columns one column
+// block on (the leading offset), the next 8 keys 1 KiB on.
+template <typename T, class C>
+__device__ __forceinline__ void issue_pv(float (&o)[C::kD / 8][4], const uint32_t (&pa)[C::kBc / 16][4], uint32_t vs) {
+  float(&of)[C::kD / 2] = reinterpret_cast<float(&)[C::kD / 2]>(o);
+#pragma unroll
+  for (int kc = 0; kc < C::kBc / 16; ++kc)
+    wgmma::rs<T, C::kD>(of, pa[kc], descriptor(vs + kc * 16 * 128, C::kBc * 128, 1024), 1);
+}
+
+// The online softmax of one score tile (keys k0..): masks, the rows' new max, O rescaled, and P
+// rounded to T as the A fragments of P V (keys 16kc.. are S blocks 2kc and 2kc + 1).
+template <typename T, class C, bool kMasked>
+__device__ __forceinline__ void softmax_tile(const Params& p, const Offsets& okv, RowState& st,
+                                             float (&s)[C::kBc / 8][4], float (&o)[C::kD / 8][4],
+                                             uint32_t (&pa)[C::kBc / 16][4], int k0, int first_i, int last_i) {
+  uint32_t on[C::kFlagWords];
+  uint32_t all_on = ~0u;
+#pragma unroll
+  for (int w = 0; w < C::kFlagWords; ++w) on[w] = ~0u;
+  if (p.key_mask) {
+    key_flags<C::kFlagWords>(p, okv.key_mask, k0, on);
+#pragma unroll
+    for (int w = 0; w < C::kFlagWords; ++w) all_on &= on[w];
+  }
+  if (!plain_tile<kMasked, C::kBc>(p, k0, all_on, first_i, last_i)) mask_tile<T, kMasked>(p, st.rows, on, k0, s);
+  softmax_step(s, o, st.m0, st.m1, st.l0, st.l1, p.scale * kLog2e);
+#pragma unroll
+  for (int nb = 0; nb < C::kBc / 8; ++nb) {
+    pa[nb / 2][(nb % 2) * 2] = pack_pair<T>(s[nb][0], s[nb][1]);
+    pa[nb / 2][(nb % 2) * 2 + 1] = pack_pair<T>(s[nb][2], s[nb][3]);
+  }
+}
+
+// Every thread's copies so far have landed and are visible to the MMA unit, block-wide.
+template <class C>
+__device__ __forceinline__ void copies_landed() {
+  cp_async_wait<0>();
+  wgmma::fence_proxy_shared();
+  asm volatile("bar.sync 1, %0;\n" ::"n"(C::kThreads) : "memory");
+}
+
+// The two warpgroups take turns on the tensor cores: each alternates an MMA phase T_t (S_t = Q K_t^T
+// and O += P_{t-1} V_{t-1}, issued together and waited for) with a softmax phase X_t (S_t -> P_t, O
+// rescaled), and warpgroup 1 runs half a step ahead: its T_t sits before the block barrier B_t
+// where warpgroup 0's sits after it, so one computes a softmax while the other's MMAs run.
+// After B_t every thread copies its share of the tiles T_{t+2} reads (K_{t+2}, V_{t+1}) and waits for
+// them before B_{t+1}: T_t's tiles are whole by B_{t-1}. Between B_t and B_{t+1} K_{t-1..t+2} and
+// V_{t-2..t+1} are read or written, so K and V each take a ring of three tiles.
+template <typename T, class C, bool kMasked>
+__global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma(const Params p, int q_tiles, bool q_vec) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kBc = C::kBc;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t q_addr = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t k_ring = q_addr + C::kQBytes, v_ring = k_ring + 3 * C::kTileBytes;
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  // Tile-major, the last row tile of every packed batch first (attention_tc.cu says why).
+  const int64_t packed = gridDim.x / q_tiles;
+  const int tile = q_tiles - 1 - static_cast<int>(blockIdx.x / packed);
+  const int64_t bk = blockIdx.x % packed;
+  const int q0 = tile * C::kBr;
+  const int wrow = q0 + wg * 64;  // the warpgroup's first row
+  const bool active = wrow < p.rows;  // uniform per warpgroup, as the MMAs need
+  const Offsets okv = p.map.offsets(bk * p.group);
+  RowState st;
+  st.r0 = wrow + warp * 16 + lane / 4;
+  st.r1 = st.r0 + 8;
+  st.rows = {st.r0 / p.group, st.r1 / p.group, st.r0 < p.rows, st.r1 < p.rows, 0, 0};
+  if constexpr (kMasked) {
+    if (st.rows.v0) st.rows.mask0 = packed_row(p, okv, st.r0).mask;
+    if (st.rows.v1) st.rows.mask1 = packed_row(p, okv, st.r1).mask;
+  }
+  st.m0 = st.m1 = -INFINITY;
+  st.l0 = st.l1 = 0.f;
+  const int skv = static_cast<int>(p.skv);
+  const int first_i = q0 / p.group;
+  const int last_i = ((q0 + C::kBr < p.rows ? q0 + C::kBr : p.rows) - 1) / p.group;
+  const int tile_end = (static_cast<int>(bounds(p, last_i).hi) + kBc - 1) / kBc;
+  const int tile_begin = static_cast<int>(bounds(p, first_i).lo / kBc);
+  const int n = tile_end > tile_begin ? tile_end - tile_begin : 0;
+
+  TileCopier<C> k_copy(static_cast<const uint16_t*>(p.k) + okv.k, p.k_key, k_ring, tile_begin * kBc, skv);
+  TileCopier<C> v_copy(static_cast<const uint16_t*>(p.v) + okv.v, p.v_row, v_ring, tile_begin * kBc, skv);
+  auto copy_for = [&](int u) {  // the tiles T_u reads: K_u and V_{u-1}
+    if (u < n) k_copy.copy_next((u % 3) * C::kTileBytes);
+    if (u >= 1 && u <= n) v_copy.copy_next(((u - 1) % 3) * C::kTileBytes);
+    cp_async_commit();
+  };
+  copy_q<C>(q_addr, p, okv, q0, q_vec);
+  copy_for(0);
+  copies_landed<C>();
+  copy_for(1);
+
+  float o[C::kD / 8][4];
+#pragma unroll
+  for (int nb = 0; nb < C::kD / 8; ++nb) o[nb][0] = o[nb][1] = o[nb][2] = o[nb][3] = 0.f;
+  float s[kBc / 8][4];
+  uint32_t pa[kBc / 16][4];
+  const uint32_t qw = q_addr + wg * 64 * 128;  // the warpgroup's rows in every column block
+  for (int t = 0; t <= n; ++t) {
+    if (wg == 0) {
+      copies_landed<C>();
+      copy_for(t + 2);
+    }
+    if (active) {  // T_t
+      wgmma::fence();
+      if (t < n) issue_scores<T, C>(s, qw, k_ring + (t % 3) * C::kTileBytes);
+      if (t >= 1) issue_pv<T, C>(o, pa, v_ring + ((t - 1) % 3) * C::kTileBytes);
+      wgmma::commit();
+      wgmma::wait<0>();
+      wgmma::fence_regs(reinterpret_cast<float(&)[kBc / 2]>(s));
+      wgmma::fence_regs(reinterpret_cast<float(&)[C::kD / 2]>(o));
+    }
+    if (wg == 1) {
+      copies_landed<C>();
+      copy_for(t + 2);
+    }
+    if (active && t < n)  // X_t
+      softmax_tile<T, C, kMasked>(p, okv, st, s, o, pa, (tile_begin + t) * kBc, first_i, last_i);
+  }
+  cp_async_wait<0>();
+  if (!active) return;
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, off);
+    st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, off);
+  }
+  store_rows<T, C::kD>(p, okv, st.r0, st.r1, st.rows.v0, st.rows.v1, o, st.l0, st.l1, lane % 4);
+#else
+  __trap();  // the launcher takes this kernel only where the sm_90a image exists
+#endif
+}
+
+template <typename T, class C, bool kMasked>
+Status launch(CudaKernelContext& ctx, const Params& p, int q_tiles, int64_t blocks, bool q_vec) {
+  SRT_RETURN_IF_ERROR((allow_dynamic_smem<attention_wgmma<T, C, kMasked>>(static_cast<int>(C::kBytes))));
+  attention_wgmma<T, C, kMasked>
+      <<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, ctx.stream()>>>(p, q_tiles, q_vec);
+  SRT_CUDA_LAUNCH("attention_wgmma");
+  return ok_status();
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+template <typename T, class C>
+Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
+  SRT_ASSIGN_OR_RETURN(const SmemLimits limits, smem_limits());
+  if (C::kBytes > static_cast<size_t>(limits.block_optin)) return false;
+  // K and V as 16-byte key rows for every batch index (the layout real exports give).
+  bool rows = p.k_dim == 1 && p.k_key % 8 == 0 && aligned16(p.k) && p.v_row % 8 == 0 && aligned16(p.v);
+  for (int i = 0; i < p.map.rank; ++i) rows = rows && p.map.k[i] % 8 == 0 && p.map.v[i] % 8 == 0;
+  if (!rows) return false;
+  bool q_vec = aligned16(p.q) && p.q_row % 8 == 0;
+  for (int i = 0; i < p.map.rank; ++i) q_vec = q_vec && p.map.q[i] % 8 == 0;
+  if (p.sq > INT32_MAX / 2) return false;
+  p.group = 1;
+  p.rows = static_cast<int>(p.sq);
+  p.splits = 1;
+  const int64_t q_tiles = (p.rows + C::kBr - 1) / C::kBr;
+  const int64_t blocks = p.batch * q_tiles;
+  if (blocks > INT32_MAX || blocks == 0) return false;
+  p.split_tiles = static_cast<int>((p.skv + C::kBc - 1) / C::kBc);
+  if (p.mask_kind == kNoMask) SRT_RETURN_IF_ERROR((launch<T, C, false>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
+  else SRT_RETURN_IF_ERROR((launch<T, C, true>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p) {
+#if STREAMRT_ATTENTION_WGMMA
+  int device = 0, major = 0, minor = 0;
+  SRT_CUDA(cudaGetDevice(&device));
+  SRT_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SRT_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
+  // Prefill only: a row tile of 64 queries a warpgroup (decode packs a few rows; attention_tc.cu
+  // splits its keys instead).
+  if (p.sq < 64 || p.d != p.dv || !(p.scale > 0.f) || p.skv > INT32_MAX / 2) return false;
+  if (reinterpret_cast<uintptr_t>(p.y) % 4 != 0 || p.y_row % 2 != 0) return false;
+  for (int i = 0; i < p.map.rank; ++i)
+    if (p.map.y[i] % 2 != 0) return false;
+  // Head size 128 only: at 64 the MMAs take half as long against the same softmax work, the turns
+  // no longer hide each other and one block an SM (its registers) lost to attention_tc.cu's three
+  // in the 2026-11-29 measurements (docs/benchmarks.md).
+  if (p.d == 128) return launch_config<T, WgCfg<128, 2>>(ctx, p);
+#endif
+  return false;
+}
+
+template Result<bool> launch_warpgroup<__half>(CudaKernelContext&, Params);
+template Result<bool> launch_warpgroup<__nv_bfloat16>(CudaKernelContext&, Params);
+
+}  // namespace streamrt::cuda::attention
