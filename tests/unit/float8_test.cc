@@ -49,5 +49,22 @@ TEST(Float8, SaturatesAndKeepsTheSignOfZero) {
   EXPECT_TRUE(std::signbit(e4m3_to_float(0x80)));
 }
 
+// Below 2^-6 the codes are multiples of 2^-9 (exponent field 0); rounding there is still to the
+// nearest, ties to even, and the largest subnormal rounds up into the smallest normal.
+TEST(Float8, SubnormalsAndTheirEdges) {
+  EXPECT_EQ(float_to_e4m3(0x1p-9f), 0x01);
+  EXPECT_EQ(e4m3_to_float(0x01), 0x1p-9f);
+  EXPECT_EQ(float_to_e4m3(0x1p-10f), 0x00);        // half the smallest: ties to even, 0
+  EXPECT_EQ(float_to_e4m3(0x1.8p-10f), 0x01);      // past half
+  EXPECT_EQ(float_to_e4m3(1.5f * 0x1p-9f), 0x02);  // tie 1 / 2: even
+  EXPECT_EQ(float_to_e4m3(2.5f * 0x1p-9f), 0x02);  // tie 2 / 3: even
+  EXPECT_EQ(float_to_e4m3(7.f * 0x1p-9f), 0x07);   // the largest subnormal
+  EXPECT_EQ(float_to_e4m3(7.5f * 0x1p-9f), 0x08);  // tie 7 / 8: 8 is 2^-6, the smallest normal
+  EXPECT_EQ(e4m3_to_float(0x08), 0x1p-6f);
+  EXPECT_EQ(float_to_e4m3(-3.f * 0x1p-9f), 0x83);
+  EXPECT_EQ(float_to_e4m3(0x1p-12f), 0x00);
+  EXPECT_EQ(float_to_e4m3(-0x1p-12f), 0x80);  // a negative value that rounds to zero keeps its sign
+}
+
 }  // namespace
 }  // namespace streamrt
