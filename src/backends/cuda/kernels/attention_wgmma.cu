@@ -18,6 +18,7 @@
 // (prefill); decode, other layouts and other GPUs keep attention_tc.cu. RuntimeOptions::
 // attention_kernel = kMma turns it off for A/B runs. Compiled for sm_90a alone (CMakeLists.txt).
 #include <algorithm>
+#include <atomic>
 
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/kernels/mma_util.cuh"
@@ -266,6 +267,22 @@ Status launch(CudaKernelContext& ctx, const Params& p, int q_tiles, int64_t bloc
   return ok_status();
 }
 
+// Whether the current device is of compute capability major.minor, asked once per device.
+Result<bool> compute_capability_is(int major, int minor) {
+  static std::atomic<uint64_t> known{0}, match{0};  // bit per device
+  int device = 0;
+  SRT_CUDA(cudaGetDevice(&device));
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit && (known.load() & bit)) return (match.load() & bit) != 0;
+  int ma = 0, mi = 0;
+  SRT_CUDA(cudaDeviceGetAttribute(&ma, cudaDevAttrComputeCapabilityMajor, device));
+  SRT_CUDA(cudaDeviceGetAttribute(&mi, cudaDevAttrComputeCapabilityMinor, device));
+  const bool is = ma == major && mi == minor;
+  if (is) match.fetch_or(bit);
+  known.fetch_or(bit);
+  return is;
+}
+
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 template <typename T, class C>
@@ -296,23 +313,20 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
 template <typename T>
 Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p) {
 #if STREAMRT_ATTENTION_WGMMA
-  int device = 0, major = 0, minor = 0;
-  SRT_CUDA(cudaGetDevice(&device));
-  SRT_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  SRT_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major != 9 || minor != 0) return false;  // sm_90a code runs on compute capability 9.0 only
-  // Prefill only: a row tile of 64 queries a warpgroup (decode packs a few rows; attention_tc.cu
-  // splits its keys instead).
-  if (p.sq < 64 || p.d != p.dv || !(p.scale > 0.f) || p.skv > INT32_MAX / 2) return false;
+  // Head size 128 only: at 64 the MMAs take half as long against the same softmax work, the turns
+  // no longer hide each other and one block an SM (its registers) lost to attention_tc.cu's three
+  // in the 2026-11-29 measurements (docs/benchmarks.md). Prefill only: a row tile of 64 queries a
+  // warpgroup (decode packs a few rows; attention_tc.cu splits its keys instead).
+  if (p.d != 128 || p.dv != 128 || p.sq < 64 || !(p.scale > 0.f) || p.skv > INT32_MAX / 2) return false;
   if (reinterpret_cast<uintptr_t>(p.y) % 4 != 0 || p.y_row % 2 != 0) return false;
   for (int i = 0; i < p.map.rank; ++i)
     if (p.map.y[i] % 2 != 0) return false;
-  // Head size 128 only: at 64 the MMAs take half as long against the same softmax work, the turns
-  // no longer hide each other and one block an SM (its registers) lost to attention_tc.cu's three
-  // in the 2026-11-29 measurements (docs/benchmarks.md).
-  if (p.d == 128) return launch_config<T, WgCfg<128, 2>>(ctx, p);
-#endif
+  SRT_ASSIGN_OR_RETURN(const bool hopper, compute_capability_is(9, 0));  // sm_90a code runs there only
+  if (!hopper) return false;
+  return launch_config<T, WgCfg<128, 2>>(ctx, p);
+#else
   return false;
+#endif
 }
 
 template Result<bool> launch_warpgroup<__half>(CudaKernelContext&, Params);
