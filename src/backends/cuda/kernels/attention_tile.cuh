@@ -18,15 +18,13 @@ __device__ __forceinline__ float fast_exp2(float x) {  // exp2(-inf) = 0
 // Two floats rounded to T, `lo` in the low 16 bits (the lower column / row of a fragment pair).
 template <typename T>
 __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
-  uint16_t a, b;
   if constexpr (std::is_same_v<T, __half>) {
-    a = __half_as_ushort(__float2half_rn(lo));
-    b = __half_as_ushort(__float2half_rn(hi));
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
   } else {
-    a = __bfloat16_as_ushort(__float2bfloat16_rn(lo));
-    b = __bfloat16_as_ushort(__float2bfloat16_rn(hi));
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
   }
-  return uint32_t(a) | (uint32_t(b) << 16);
 }
 
 // The raw score `s` of (query i, key j) with the masks applied: -inf where the key is out of reach

@@ -112,26 +112,27 @@ struct RowState {
   float m0, m1, l0, l1;
 };
 
-// S (this warpgroup's 64 rows x 128 keys) = Q K^T: issued, not waited for.
+// S (this warpgroup's 64 rows x 128 keys) = Q K^T: issued, not waited for. `qd` / `kd` are the
+// descriptors of the warpgroup's Q rows and of the K tile; a k-step moves their start address
+// (the low field, in 16-byte units) 32 bytes inside a 128-byte row, or a column block on.
 template <typename T, class C>
-__device__ __forceinline__ void issue_scores(float (&s)[C::kBc / 8][4], uint32_t qw, uint32_t ks) {
+__device__ __forceinline__ void issue_scores(float (&s)[C::kBc / 8][4], uint64_t qd, uint64_t kd) {
   float(&sf)[C::kBc / 2] = reinterpret_cast<float(&)[C::kBc / 2]>(s);
 #pragma unroll
   for (int kk = 0; kk < C::kD / 16; ++kk) {
-    const uint32_t col = (kk % 4) * 32;  // 16 elements a step inside the 128-byte rows
-    const uint64_t a = descriptor(qw + (kk / 4) * C::kBr * 128 + col, 16, 1024);
-    const uint64_t b = descriptor(ks + (kk / 4) * C::kBc * 128 + col, 16, 1024);
+    const uint32_t col = (kk % 4) * 32;
+    const uint64_t a = qd + (((kk / 4) * C::kBr * 128 + col) >> 4);
+    const uint64_t b = kd + (((kk / 4) * C::kBc * 128 + col) >> 4);
     wgmma::ss<T, C::kBc>(sf, a, b, kk > 0 ? 1 : 0);
   }
 }
-// O += P V for one V tile: issued, not waited for. V is read N-major: the next 64 columns one column
-// block on (the leading offset), the next 8 keys 1 KiB on.
+// O += P V for one V tile (`vd` its descriptor, N-major: the next 64 columns one column block on, the
+// leading offset; the next 8 keys 1 KiB on): issued, not waited for.
 template <typename T, class C>
-__device__ __forceinline__ void issue_pv(float (&o)[C::kD / 8][4], const uint32_t (&pa)[C::kBc / 16][4], uint32_t vs) {
+__device__ __forceinline__ void issue_pv(float (&o)[C::kD / 8][4], const uint32_t (&pa)[C::kBc / 16][4], uint64_t vd) {
   float(&of)[C::kD / 2] = reinterpret_cast<float(&)[C::kD / 2]>(o);
 #pragma unroll
-  for (int kc = 0; kc < C::kBc / 16; ++kc)
-    wgmma::rs<T, C::kD>(of, pa[kc], descriptor(vs + kc * 16 * 128, C::kBc * 128, 1024), 1);
+  for (int kc = 0; kc < C::kBc / 16; ++kc) wgmma::rs<T, C::kD>(of, pa[kc], vd + ((kc * 16 * 128) >> 4), 1);
 }
 
 // The online softmax of one score tile (keys k0..): masks, the rows' new max, O rescaled, and P
@@ -223,7 +224,11 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma(const Params p
   for (int nb = 0; nb < C::kD / 8; ++nb) o[nb][0] = o[nb][1] = o[nb][2] = o[nb][3] = 0.f;
   float s[kBc / 8][4];
   uint32_t pa[kBc / 16][4];
-  const uint32_t qw = q_addr + wg * 64 * 128;  // the warpgroup's rows in every column block
+  // Descriptors of the warpgroup's Q rows and of slot 0 of the K and V rings (slots are whole
+  // 1 KiB multiples on: their descriptors differ by the start address field alone).
+  const uint64_t qd = descriptor(q_addr + wg * 64 * 128, 16, 1024);
+  const uint64_t kd0 = descriptor(k_ring, 16, 1024);
+  const uint64_t vd0 = descriptor(v_ring, C::kBc * 128, 1024);
   for (int t = 0; t <= n; ++t) {
     if (wg == 0) {
       copies_landed<C>();
@@ -231,8 +236,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma(const Params p
     }
     if (active) {  // T_t
       wgmma::fence();
-      if (t < n) issue_scores<T, C>(s, qw, k_ring + (t % 3) * C::kTileBytes);
-      if (t >= 1) issue_pv<T, C>(o, pa, v_ring + ((t - 1) % 3) * C::kTileBytes);
+      if (t < n) issue_scores<T, C>(s, qd, kd0 + ((t % 3) * C::kTileBytes >> 4));
+      if (t >= 1) issue_pv<T, C>(o, pa, vd0 + (((t - 1) % 3) * C::kTileBytes >> 4));
       wgmma::commit();
       wgmma::wait<0>();
       wgmma::fence_regs(reinterpret_cast<float(&)[kBc / 2]>(s));
