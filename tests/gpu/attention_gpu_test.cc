@@ -152,8 +152,8 @@ TEST_F(GpuAttention, LongPrefillManyRowTilesTileMajor) {
 // Prefill at head size 128 on sm_90 runs the warpgroup-MMA kernel (attention_wgmma.cu), elsewhere the
 // mma.sync one; both kernels, chosen through RuntimeOptions, on the same cases: both types, full and
 // partial 128-key tiles, a prompt after a cache (bottom-right causal), an additive mask with empty
-// rows, and row counts that leave a block's second warpgroup without rows (64, 130). Head size 64
-// (mma.sync either way) is the control.
+// rows, and row counts that leave a block's second warpgroup without rows (64, 130); head size 64
+// below 4096 rows (mma.sync either way) and at 4100 rows (the warpgroup kernel's 64-key tiles).
 TEST_F(GpuAttention, PrefillKernelsAgreeWithTheCpu) {
   for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kMma})
     for (int64_t d : {64, 128}) {
@@ -165,6 +165,9 @@ TEST_F(GpuAttention, PrefillKernelsAgreeWithTheCpu) {
       check({.b = 1, .h = 2, .hkv = 1, .d = d, .sq = 130, .skv = 130, .mask = true, .nan_to_zero = true,
              .dtype = DataType::kBFloat16, .kernel = k});
     }
+  // Head size 64 takes the warpgroup kernel (64-key tiles) from 4096 query rows.
+  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kMma})
+    check({.b = 1, .h = 1, .hkv = 1, .d = 64, .sq = 4100, .skv = 4100, .kernel = k});
 }
 
 TEST_F(GpuAttention, MasksAndEmptyRowsUnderASplit) {

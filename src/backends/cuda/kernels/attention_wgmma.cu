@@ -1,4 +1,4 @@
-// The Hopper Attention kernel (sm_90a, float16 / bfloat16, D == Dv == 128; the code takes 64 too): the flash-attention
+// The Hopper Attention kernel (sm_90a, float16 / bfloat16, D == Dv == 128, and 64 for long prompts): the flash-attention
 // loop of attention_tc.cu with warpgroup MMAs (wgmma) in place of mma.sync, for prefill.
 //  - A block is two warpgroups of 128 threads; each owns 64 query rows and runs S = Q K^T as
 //    m64n128k16 MMAs with both operands read from shared memory (K-major), and O += P V as m64nDk16
@@ -27,13 +27,14 @@
 namespace streamrt::cuda::attention {
 namespace {
 
-template <int kD_, int kGroups_>
+// Two warpgroups (the turns below are for two), kBc-key tiles, kMinBlocks blocks an SM (registers).
+template <int kD_, int kBc_, int kMinBlocks_>
 struct WgCfg {
   static constexpr int kD = kD_;
-  static constexpr int kGroups = kGroups_;
-  static constexpr int kThreads = 128 * kGroups;
-  static constexpr int kBr = 64 * kGroups;
-  static constexpr int kBc = 128;
+  static constexpr int kThreads = 256;
+  static constexpr int kBr = 128;
+  static constexpr int kBc = kBc_;
+  static constexpr int kMinBlocks = kMinBlocks_;
   static constexpr int kFlagWords = kBc / 32;
   static constexpr int kChunks = kD / 8;  // 16-byte chunks of a row
   static constexpr uint32_t kQBytes = kBr * kD * 2;
@@ -175,7 +176,7 @@ __device__ __forceinline__ void copies_landed() {
 // them before B_{t+1}: T_t's tiles are whole by B_{t-1}. Between B_t and B_{t+1} K_{t-1..t+2} and
 // V_{t-2..t+1} are read or written, so K and V each take a ring of three tiles.
 template <typename T, class C, bool kMasked>
-__global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma(const Params p, int q_tiles, bool q_vec) {
+__global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_wgmma(const Params p, int q_tiles, bool q_vec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kBc = C::kBc;
   extern __shared__ uint8_t smem_raw[];
@@ -318,17 +319,18 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
 template <typename T>
 Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p) {
 #if STREAMRT_ATTENTION_WGMMA
-  // Head size 128 only: at 64 the MMAs take half as long against the same softmax work, the turns
-  // no longer hide each other and one block an SM (its registers) lost to attention_tc.cu's three
-  // in the 2026-11-29 measurements (docs/benchmarks.md). Prefill only: a row tile of 64 queries a
-  // warpgroup (decode packs a few rows; attention_tc.cu splits its keys instead).
-  if (p.d != 128 || p.dv != 128 || p.sq < 64 || !(p.scale > 0.f) || p.skv > INT32_MAX / 2) return false;
+  // Head size 128 from 64 query rows. Head size 64 (64-key tiles, two blocks an SM) from 4096 rows
+  // only: its MMAs take half as long against the same softmax work, and attention_tc.cu's three
+  // 4-warp blocks an SM were as fast or faster up to 2048 rows, 12 % slower at 8192 (2026-11-29,
+  // docs/benchmarks.md). Prefill only (decode packs a few rows; attention_tc.cu splits its keys).
+  if ((p.d != 128 && p.d != 64) || p.dv != p.d || p.sq < 64 || !(p.scale > 0.f) || p.skv > INT32_MAX / 2) return false;
   if (reinterpret_cast<uintptr_t>(p.y) % 4 != 0 || p.y_row % 2 != 0) return false;
   for (int i = 0; i < p.map.rank; ++i)
     if (p.map.y[i] % 2 != 0) return false;
   SRT_ASSIGN_OR_RETURN(const bool hopper, compute_capability_is(9, 0));  // sm_90a code runs there only
   if (!hopper) return false;
-  return launch_config<T, WgCfg<128, 2>>(ctx, p);
+  if (p.d == 64) return p.sq >= 4096 ? launch_config<T, WgCfg<64, 64, 2>>(ctx, p) : Result<bool>(false);
+  return launch_config<T, WgCfg<128, 128, 1>>(ctx, p);
 #else
   return false;
 #endif
