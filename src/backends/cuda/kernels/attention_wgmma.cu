@@ -1,22 +1,24 @@
-// The Hopper Attention kernel (sm_90a, float16 / bfloat16, D == Dv == 128, and 64 for long prompts): the flash-attention
-// loop of attention_tc.cu with warpgroup MMAs (wgmma) in place of mma.sync, for prefill.
+// The Hopper Attention kernel (sm_90a, float16 / bfloat16, D == Dv == 128, and 64 for long prompts):
+// the flash-attention loop of attention_tc.cu with warpgroup MMAs (wgmma) in place of mma.sync, for
+// prefill.
 //  - A block is two warpgroups of 128 threads; each owns 64 query rows and runs S = Q K^T as
-//    m64n128k16 MMAs with both operands read from shared memory (K-major), and O += P V as m64nDk16
-//    MMAs with P from registers (the S accumulator layout is the A fragment layout, as with
-//    mma.sync) and V read N-major. One warpgroup instruction does what 16 mma.sync calls and their
-//    ldmatrix loads did.
+//    m64nKk16 MMAs (K keys a tile: 128, or 64 at head size 64) with both operands read from shared
+//    memory (K-major), and O += P V as m64nDk16 MMAs with P from registers (the S accumulator layout
+//    is the A fragment layout, as with mma.sync) and V read N-major. One warpgroup instruction does
+//    what 8-16 mma.sync calls and their ldmatrix loads did.
 //  - The warpgroups take turns on the tensor cores (attention_wgmma's comment): one's softmax runs
 //    while the other's MMAs do, with one block barrier a key tile.
-//  - Q and K / V tiles of 128 keys sit in shared memory in 128-byte-swizzled rows (the layout the MMA
+//  - Q and K / V tiles sit in shared memory in 128-byte-swizzled rows (the layout the MMA
 //    descriptors name): a tile is D / 64 column blocks of [rows][64 elements], 16-byte chunk c of
 //    row r stored at chunk c ^ (r % 8): no bank conflicts and no padding. Every thread copies its
 //    share of the tiles two steps ahead with cp.async (keys past Skv as zeros); a proxy fence makes
 //    the copies visible to the MMA unit.
 //  - Masks, key_mask flags, causal and window limits, the online softmax (exp2 of raw scores) and
 //    the output rows are attention_tile.cuh's, shared with attention_tc.cu.
-// Taken where every call's K and V rows are 16-byte runs and there are at least 64 query rows
-// (prefill); decode, other layouts and other GPUs keep attention_tc.cu. RuntimeOptions::
-// attention_kernel = kMma turns it off for A/B runs. Compiled for sm_90a alone (CMakeLists.txt).
+// Taken where every call's K and V rows are 16-byte runs and there are enough query rows (prefill;
+// launch_warpgroup says how many); decode, other layouts and other GPUs keep attention_tc.cu.
+// RuntimeOptions::attention_kernel = kMma turns it off for A/B runs. Compiled for sm_90a alone
+// (CMakeLists.txt).
 #include <algorithm>
 #include <atomic>
 
