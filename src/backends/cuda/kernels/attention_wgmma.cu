@@ -25,6 +25,7 @@
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/kernels/mma_util.cuh"
 #include "backends/cuda/kernels/wgmma.cuh"
+#include "backends/cuda/kernels/wgmma_layout.h"
 
 namespace streamrt::cuda::attention {
 namespace {
@@ -46,16 +47,8 @@ struct WgCfg {
   static constexpr size_t kBytes = kQBytes + 6 * kTileBytes + 1024;
 };
 
-// Byte offset of 16-byte chunk c of row r in a swizzled tile of `rows` rows.
-__device__ __forceinline__ uint32_t swizzled(int rows, int r, int c) {
-  return (c / 8) * rows * 128 + r * 128 + ((c % 8) ^ (r % 8)) * 16;
-}
-
-// Shared-memory matrix descriptor: start address, leading / stride byte offsets, 128-byte swizzle.
-__device__ __forceinline__ uint64_t descriptor(uint32_t addr, uint32_t lead, uint32_t stride) {
-  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t((lead & 0x3FFFF) >> 4) << 16) |
-         (uint64_t((stride & 0x3FFFF) >> 4) << 32) | (uint64_t{1} << 62);
-}
+using wgmma::descriptor;
+using wgmma::swizzled;
 
 // This thread's share of copying K or V tiles: one 16-byte column of the rows srow, srow + kStep, ...
 // of each tile; the swizzle of its chunk is the same on every row it copies (kStep is a multiple of 8).
