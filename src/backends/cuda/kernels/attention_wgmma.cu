@@ -212,6 +212,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_wgmma(co
   };
   copy_q<C>(q_addr, p, okv, q0, q_vec);
   copy_for(0);
+  // V slot 2 is what T_0's P V (P = 0) reads: zeros, so no stale NaN reaches O through 0 * NaN.
+  for (uint32_t at = threadIdx.x * 16u; at < C::kTileBytes; at += C::kThreads * 16u)
+    asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(v_ring + 2 * C::kTileBytes + at), "r"(0));
   copies_landed<C>();
   copy_for(1);
 
@@ -220,6 +223,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_wgmma(co
   for (int nb = 0; nb < C::kD / 8; ++nb) o[nb][0] = o[nb][1] = o[nb][2] = o[nb][3] = 0.f;
   float s[kBc / 8][4];
   uint32_t pa[kBc / 16][4];
+#pragma unroll
+  for (int kc = 0; kc < kBc / 16; ++kc) pa[kc][0] = pa[kc][1] = pa[kc][2] = pa[kc][3] = 0u;
   // Descriptors of the warpgroup's Q rows and of slot 0 of the K and V rings (slots are whole
   // 1 KiB multiples on: their descriptors differ by the start address field alone).
   const uint64_t qd = descriptor(q_addr + wg * 64 * 128, 16, 1024);
@@ -230,10 +235,12 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_wgmma(co
       copies_landed<C>();
       copy_for(t + 2);
     }
-    if (active) {  // T_t
+    {  // T_t, issued by every warpgroup at every step: an MMA under a branch ptxas cannot prove
+       // uniform gets serialized (its C7520). So T_n also computes a score tile nobody reads, T_0
+       // adds P V with P = 0 from the zeroed slot, and a warpgroup without rows works on zero Q rows.
       wgmma::fence();
-      if (t < n) issue_scores<T, C>(s, qd, kd0 + ((t % 3) * C::kTileBytes >> 4));
-      if (t >= 1) issue_pv<T, C>(o, pa, vd0 + (((t - 1) % 3) * C::kTileBytes >> 4));
+      issue_scores<T, C>(s, qd, kd0 + ((t % 3) * C::kTileBytes >> 4));
+      issue_pv<T, C>(o, pa, vd0 + (((t + 2) % 3) * C::kTileBytes >> 4));
       wgmma::commit();
       wgmma::wait<0>();
       wgmma::fence_regs(reinterpret_cast<float(&)[kBc / 2]>(s));
