@@ -18,7 +18,8 @@
 // Taken where every call's K and V rows are 16-byte runs and there are enough query rows (prefill;
 // launch_warpgroup says how many); decode, other layouts and other GPUs keep attention_tc.cu.
 // RuntimeOptions::attention_kernel = kMma turns it off for A/B runs. Compiled for sm_90a alone
-// (CMakeLists.txt).
+// (CMakeLists.txt). Keep every wgmma out of conditionals: ptxas serializes an MMA under a branch it
+// cannot prove warp-uniform and says so only at -Xptxas -v ("C7520 ... serialized").
 #include <algorithm>
 #include <atomic>
 
