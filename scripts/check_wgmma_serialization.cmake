@@ -1,0 +1,21 @@
+# ctest cuda_wgmma_not_serialized: compiles the warpgroup-MMA kernels for sm_90a with ptxas's
+# report (-Xptxas -v) and fails where ptxas says it serialized their wgmma instructions (message
+# C7520, printed at "info" level only: an MMA under a branch it cannot prove warp-uniform, or other
+# dependences). The build itself succeeds either way, only slower on the GPU.
+#   cmake -DNVCC=... -DSRC=file.cu -DINCLUDES="a;b" -DOUT=obj -P scripts/check_wgmma_serialization.cmake
+set(args -c ${SRC} -o ${OUT} -std=c++20 --expt-relaxed-constexpr -diag-suppress=2810 -O3 -DNDEBUG
+    -DSTREAMRT_WITH_CUDA=1 -DSTREAMRT_ATTENTION_WGMMA=1 -DSTREAMRT_VERSION="check"
+    --generate-code=arch=compute_90a,code=[sm_90a] -Xptxas -v)
+foreach(dir ${INCLUDES})
+  list(APPEND args -I${dir})
+endforeach()
+execute_process(COMMAND ${NVCC} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nvcc failed (${rc}) on ${SRC}:\n${err}")
+endif()
+string(REGEX MATCHALL "[^\n]*C7520[^\n]*" serialized "${out}\n${err}")
+if(serialized)
+  list(JOIN serialized "\n" lines)
+  message(FATAL_ERROR "ptxas serialized wgmma instructions in ${SRC}:\n${lines}")
+endif()
+message(STATUS "${SRC}: no wgmma serialized")
