@@ -5,8 +5,8 @@
 // running sum l, output rescaled by exp(m_old - m_new)), so the [Sq, Skv] scores never reach
 // global memory. Scores, softmax and accumulation are float; a row with no unmasked key ends with
 // l = 0 and gives NaN, like the CPU kernel and the unfused Softmax.
-//  - the warpgroup-MMA kernel (sm_90, float16 / bfloat16, D == Dv == 128, prefill):
-//    attention_wgmma.cu.
+//  - the warpgroup-MMA kernel (sm_90, float16 / bfloat16, prefill at D == Dv == 128, and at 64
+//    from 4096 query rows): attention_wgmma.cu.
 //  - the tensor-core kernel (float16 / bfloat16, D == Dv in {64, 128, 256}): attention_tc.cu.
 //  - attention_simple (float32, and any other D / Dv): a warp per query row, lanes split keys
 //    (32 at a time, from the row's causal / window bounds) for the scores and the Dv columns for

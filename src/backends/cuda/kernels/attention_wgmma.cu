@@ -20,7 +20,6 @@
 // RuntimeOptions::attention_kernel = kMma turns it off for A/B runs. Compiled for sm_90a alone
 // (CMakeLists.txt). Keep every wgmma out of conditionals: ptxas serializes an MMA under a branch it
 // cannot prove warp-uniform and says so only at -Xptxas -v ("C7520 ... serialized").
-#include <algorithm>
 #include <atomic>
 
 #include "backends/cuda/kernels/attention_tile.cuh"
@@ -185,7 +184,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_wgmma(co
   const int64_t bk = blockIdx.x % packed;
   const int q0 = tile * C::kBr;
   const int wrow = q0 + wg * 64;  // the warpgroup's first row
-  const bool active = wrow < p.rows;  // uniform per warpgroup, as the MMAs need
+  const bool active = wrow < p.rows;  // the warpgroup has rows: softmax and store only then
   const Offsets okv = p.map.offsets(bk * p.group);
   RowState st;
   st.r0 = wrow + warp * 16 + lane / 4;
@@ -305,13 +304,11 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
   bool q_vec = aligned16(p.q) && p.q_row % 8 == 0;
   for (int i = 0; i < p.map.rank; ++i) q_vec = q_vec && p.map.q[i] % 8 == 0;
   if (p.sq > INT32_MAX / 2) return false;
-  p.group = 1;
+  p.group = 1;  // one query head a block row: no packing (that is decode's), no key splits
   p.rows = static_cast<int>(p.sq);
-  p.splits = 1;
   const int64_t q_tiles = (p.rows + C::kBr - 1) / C::kBr;
   const int64_t blocks = p.batch * q_tiles;
   if (blocks > INT32_MAX || blocks == 0) return false;
-  p.split_tiles = static_cast<int>((p.skv + C::kBc - 1) / C::kBc);
   if (p.mask_kind == kNoMask) SRT_RETURN_IF_ERROR((launch<T, C, false>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
   else SRT_RETURN_IF_ERROR((launch<T, C, true>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
   return true;
