@@ -504,7 +504,7 @@ streamrt_cli_test(no_fusion_unknown fail "InvalidArgument: --no-fusion 'bogus': 
   ARGS build ${STREAMRT_CLI_MLP}/model.onnx -o ${STREAMRT_CLI_TMP}/never.plan ${STREAMRT_CLI_PROFILE} --no-fusion conv,bogus)
 streamrt_cli_test(onnx_test_no_fusion_unknown fail "InvalidArgument: --no-fusion 'softmax'"
   ARGS onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/attention/fp32 --device cpu --no-fusion softmax)
-streamrt_cli_test(attention_kernel_unknown fail "InvalidArgument: --attention-kernel: unknown attention kernel 'fast' \\(expected auto, simple or mma\\)"
+streamrt_cli_test(attention_kernel_unknown fail "InvalidArgument: --attention-kernel: unknown attention kernel 'fast' \\(expected auto, simple, mma or wgmma\\)"
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --attention-kernel fast)
 streamrt_cli_test(attention_kernel_variable_unknown fail "InvalidArgument: STREAMRT_ATTENTION_KERNEL: unknown attention kernel 'fast'"
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu)

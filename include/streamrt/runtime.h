@@ -23,8 +23,9 @@ enum class AttentionKernel : uint8_t {
   kAuto = 0,    // tensor cores (float16 / bfloat16, head size 64 / 128 / 256), else the warp-per-row kernel
   kSimple = 1,  // the warp-per-row kernel for every call: tells the kernels apart without a rebuild
   kMma = 2,     // the mma.sync tensor-core kernel also where the sm_90 warpgroup-MMA kernel would run
+  kWgmma = 3,   // the sm_90 warpgroup-MMA kernel for every prefill it can run, below auto's length rules too
 };
-const char* attention_kernel_name(AttentionKernel k);               // "auto" | "simple" | "mma"
+const char* attention_kernel_name(AttentionKernel k);               // "auto" | "simple" | "mma" | "wgmma"
 Result<AttentionKernel> parse_attention_kernel(const std::string& s);  // kInvalidArgument otherwise
 
 struct RuntimeOptions {

@@ -6,7 +6,7 @@
 //   STREAMRT_NO_ATTENTION_FUSION, STREAMRT_NO_VIEW_ALIASING, STREAMRT_NO_STEP_TIMING  -> a
 //       BuilderPasses switch off;  STREAMRT_CONV_TACTICS -> BuilderPasses::conv_tactics on
 //   STREAMRT_PROFILE -> RuntimeOptions::profile;  STREAMRT_STEP_TIMES=FILE, STREAMRT_STREAM_TRACE=FILE
-//       -> step_times_path, stream_trace_path;  STREAMRT_ATTENTION_KERNEL=auto|simple
+//       -> step_times_path, stream_trace_path;  STREAMRT_ATTENTION_KERNEL=auto|simple|mma|wgmma
 //   STREAMRT_LOG=error|warning|info|verbose -> set_log_level;  STREAMRT_NO_SIMD -> set_cpu_simd(false)
 // A switch counts as set when its value is neither empty nor "0".
 #pragma once

@@ -13,6 +13,7 @@ const char* attention_kernel_name(AttentionKernel k) {
   switch (k) {
     case AttentionKernel::kSimple: return "simple";
     case AttentionKernel::kMma: return "mma";
+    case AttentionKernel::kWgmma: return "wgmma";
     default: return "auto";
   }
 }
@@ -21,7 +22,8 @@ Result<AttentionKernel> parse_attention_kernel(const std::string& s) {
   if (s == "auto") return AttentionKernel::kAuto;
   if (s == "simple") return AttentionKernel::kSimple;
   if (s == "mma") return AttentionKernel::kMma;
-  return invalid_argument("unknown attention kernel '" + s + "' (expected auto, simple or mma)");
+  if (s == "wgmma") return AttentionKernel::kWgmma;
+  return invalid_argument("unknown attention kernel '" + s + "' (expected auto, simple, mma or wgmma)");
 }
 
 Result<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {

@@ -153,9 +153,10 @@ TEST_F(GpuAttention, LongPrefillManyRowTilesTileMajor) {
 // mma.sync one; both kernels, chosen through RuntimeOptions, on the same cases: both types, full and
 // partial 128-key tiles, a prompt after a cache (bottom-right causal), an additive mask with empty
 // rows, and row counts that leave a block's second warpgroup without rows (64, 130); head size 64
-// below 4096 rows (mma.sync either way) and at 4100 rows (the warpgroup kernel's 64-key tiles).
+// below 2048 rows (mma.sync under auto, the warpgroup kernel under kWgmma) and at 4100 rows (the
+// warpgroup kernel's 64-key tiles either way).
 TEST_F(GpuAttention, PrefillKernelsAgreeWithTheCpu) {
-  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kMma})
+  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kMma, AttentionKernel::kWgmma})
     for (int64_t d : {64, 128}) {
       check({.b = 1, .h = 4, .hkv = 2, .d = d, .sq = 512, .skv = 512, .kernel = k});
       check({.b = 2, .h = 2, .hkv = 1, .d = d, .sq = 64, .skv = 1000, .kernel = k});
@@ -165,7 +166,7 @@ TEST_F(GpuAttention, PrefillKernelsAgreeWithTheCpu) {
       check({.b = 1, .h = 2, .hkv = 1, .d = d, .sq = 130, .skv = 130, .mask = true, .nan_to_zero = true,
              .dtype = DataType::kBFloat16, .kernel = k});
     }
-  // Head size 64 takes the warpgroup kernel (64-key tiles) from 4096 query rows.
+  // Head size 64 takes the warpgroup kernel (64-key tiles) from 2048 query rows.
   for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kMma})
     check({.b = 1, .h = 1, .hkv = 1, .d = 64, .sq = 4100, .skv = 4100, .kernel = k});
 }

@@ -16,15 +16,17 @@ namespace {
 const std::string kModels = std::string(STREAMRT_SOURCE_DIR) + "/tests/fixtures/models";
 
 TEST(RuntimeOptions, AttentionKernelNamesRoundTripAndOthersAreRefused) {
-  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kSimple, AttentionKernel::kMma})
+  for (AttentionKernel k :
+       {AttentionKernel::kAuto, AttentionKernel::kSimple, AttentionKernel::kMma, AttentionKernel::kWgmma})
     EXPECT_EQ(parse_attention_kernel(attention_kernel_name(k)).value(), k);
   EXPECT_STREQ(attention_kernel_name(AttentionKernel::kSimple), "simple");
   EXPECT_STREQ(attention_kernel_name(AttentionKernel::kMma), "mma");
-  auto bad = parse_attention_kernel("wgmma");
+  EXPECT_STREQ(attention_kernel_name(AttentionKernel::kWgmma), "wgmma");
+  auto bad = parse_attention_kernel("flash");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("'wgmma'"), std::string::npos) << bad.status().message();
-  EXPECT_NE(bad.status().message().find("auto, simple or mma"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("'flash'"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("auto, simple, mma or wgmma"), std::string::npos) << bad.status().message();
 }
 
 // Every engine of the runtime carries its options (the CUDA contexts read them from there); the

@@ -64,7 +64,8 @@ void add_diagnostic_options(CLI::App& app, DiagnosticOptions& o) {
                  "STREAMRT_STREAM_TRACE=FILE)");
   app.add_option("--attention-kernel", o.attention_kernel,
                  "CUDA: auto (tensor cores where they apply: warpgroup MMA for prefill on sm_90) | simple (the "
-                 "warp-per-row kernel for every call) | mma (mma.sync also where warpgroup MMA would run); also "
+                 "warp-per-row kernel for every call) | mma (mma.sync also where warpgroup MMA would run) | wgmma "
+                 "(warpgroup MMA for every prefill it can run, whatever its length); also "
                  "STREAMRT_ATTENTION_KERNEL");
   app.add_flag("--no-few-row-kernel", o.no_few_row_kernel,
                "CUDA: products of two to eight rows go to cuBLASLt instead of streamrt's tensor-core kernel");

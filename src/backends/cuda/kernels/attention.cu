@@ -6,14 +6,15 @@
 // global memory. Scores, softmax and accumulation are float; a row with no unmasked key ends with
 // l = 0 and gives NaN, like the CPU kernel and the unfused Softmax.
 //  - the warpgroup-MMA kernel (sm_90, float16 / bfloat16, prefill at D == Dv == 128, and at 64
-//    from 4096 query rows): attention_wgmma.cu.
+//    from 2048 query rows): attention_wgmma.cu.
 //  - the tensor-core kernel (float16 / bfloat16, D == Dv in {64, 128, 256}): attention_tc.cu.
 //  - attention_simple (float32, and any other D / Dv): a warp per query row, lanes split keys
 //    (32 at a time, from the row's causal / window bounds) for the scores and the Dv columns for
 //    the output (256 columns per pass).
 //    RuntimeOptions::attention_kernel (streamrt run --attention-kernel) picks for A/B runs without a
 //    rebuild: kSimple forces the warp-per-row kernel for every call, kMma keeps the mma.sync kernel
-//    where the warpgroup one would run (cuda_run_options.h says how the options get here).
+//    where the warpgroup one would run, kWgmma takes the warpgroup one below its length rules too
+//    (cuda_run_options.h says how the options get here).
 // A row left without a key of finite score ends with l = 0: NaN (0 with nan_to_zero) or, with a
 // finite mask_fill, the mean of V over all keys, summed in a second pass by the rows that need it.
 #include <cmath>
@@ -159,8 +160,8 @@ Status attention_cuda(CudaKernelContext& ctx) {
   return cuda_dispatch<ops::kFloats>(y.dtype, ctx.node().describe(), [&]<typename T>() {
     if constexpr (!std::is_same_v<T, float>) {
       const AttentionKernel choice = current_run_options().attention_kernel;
-      if (choice == AttentionKernel::kAuto) {
-        SRT_ASSIGN_OR_RETURN(bool done, attention::launch_warpgroup<T>(ctx, p));
+      if (choice == AttentionKernel::kAuto || choice == AttentionKernel::kWgmma) {
+        SRT_ASSIGN_OR_RETURN(bool done, attention::launch_warpgroup<T>(ctx, p, choice == AttentionKernel::kWgmma));
         if (done) return ok_status();
       }
       if (choice != AttentionKernel::kSimple) {

@@ -110,7 +110,8 @@ namespace streamrt::cuda::attention {
 template <typename T>
 Result<bool> launch_tensor_core(CudaKernelContext& ctx, Params p);
 // The warpgroup-MMA kernel for prefill on sm_90 (attention_wgmma.cu): false where it does not take
-// the call (another GPU, a build without sm_90a code, decode, layouts it cannot stage).
+// the call (another GPU, a build without sm_90a code, decode, layouts it cannot stage). any_length:
+// also below the lengths where auto prefers attention_tc.cu (RuntimeOptions kWgmma, for A/B runs).
 template <typename T>
-Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p);
+Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p, bool any_length);
 }  // namespace streamrt::cuda::attention

@@ -317,26 +317,28 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
 }  // namespace
 
 template <typename T>
-Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p) {
+Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p, bool any_length) {
 #if STREAMRT_ATTENTION_WGMMA
-  // Head size 128 from 64 query rows. Head size 64 (64-key tiles, two blocks an SM) from 4096 rows
+  // Head size 128 from 64 query rows. Head size 64 (64-key tiles, two blocks an SM) from 2048 rows
   // only: its MMAs take half as long against the same softmax work, and attention_tc.cu's three
-  // 4-warp blocks an SM were as fast or faster up to 2048 rows, 12 % slower at 8192 (2026-11-29,
-  // docs/benchmarks.md). Prefill only (decode packs a few rows; attention_tc.cu splits its keys).
+  // 4-warp blocks an SM were faster at 512 rows (batch 1 and 8), 10 % slower at 2048 and 24 % at
+  // 8192 (2026-11-29, docs/benchmarks.md). Prefill only (decode packs a few rows; attention_tc.cu
+  // splits its keys).
   if ((p.d != 128 && p.d != 64) || p.dv != p.d || p.sq < 64 || !(p.scale > 0.f) || p.skv > INT32_MAX / 2) return false;
   if (reinterpret_cast<uintptr_t>(p.y) % 4 != 0 || p.y_row % 2 != 0) return false;
   for (int i = 0; i < p.map.rank; ++i)
     if (p.map.y[i] % 2 != 0) return false;
   SRT_ASSIGN_OR_RETURN(const bool hopper, compute_capability_is(9, 0));  // sm_90a code runs there only
   if (!hopper) return false;
-  if (p.d == 64) return p.sq >= 4096 ? launch_config<T, WgCfg<64, 64, 2>>(ctx, p) : Result<bool>(false);
+  if (p.d == 64) return p.sq >= 2048 || any_length ? launch_config<T, WgCfg<64, 64, 2>>(ctx, p) : Result<bool>(false);
   return launch_config<T, WgCfg<128, 128, 1>>(ctx, p);
 #else
+  (void)any_length;
   return false;
 #endif
 }
 
-template Result<bool> launch_warpgroup<__half>(CudaKernelContext&, Params);
-template Result<bool> launch_warpgroup<__nv_bfloat16>(CudaKernelContext&, Params);
+template Result<bool> launch_warpgroup<__half>(CudaKernelContext&, Params, bool);
+template Result<bool> launch_warpgroup<__nv_bfloat16>(CudaKernelContext&, Params, bool);
 
 }  // namespace streamrt::cuda::attention
