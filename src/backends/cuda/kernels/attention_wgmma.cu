@@ -21,9 +21,12 @@
 // (CMakeLists.txt). Keep every wgmma out of conditionals: ptxas serializes an MMA under a branch it
 // cannot prove warp-uniform and says so only at -Xptxas -v ("C7520 ... serialized").
 #include <atomic>
+#include <optional>
 
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/kernels/mma_util.cuh"
+#include "backends/cuda/kernels/tma_pipeline.cuh"
+#include "backends/cuda/tma/tma_map.h"
 #include "backends/cuda/kernels/wgmma.cuh"
 #include "backends/cuda/kernels/wgmma_layout.h"
 
@@ -266,6 +269,167 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_wgmma(co
 #endif
 }
 
+// ----------------------------------------------------------------------------- warp-specialized
+
+// The kernel with a producer: warpgroup 0 gives up its registers and one of its threads copies the K
+// and V tiles with TMA into a ring of kStages slots (slot u holds K_u and V_{u-1}, what T_u reads),
+// each with a "full" mbarrier (the copy engine's bytes landed) and an "empty" one (both consumers'
+// MMAs on it are done); warpgroups 1 and 2 are the consumers with 240 registers a thread, their
+// turns on the tensor cores passed through two named barriers instead of a block barrier.
+template <int kD_>
+struct WsCfg {
+  static constexpr int kD = kD_;
+  static constexpr int kThreads = 384;
+  static constexpr int kBr = 128;
+  static constexpr int kBc = 128;
+  static constexpr int kStages = 3;
+  static constexpr int kFlagWords = kBc / 32;
+  static constexpr int kChunks = kD / 8;
+  static constexpr uint32_t kQBytes = kBr * kD * 2;
+  static constexpr uint32_t kTileBytes = kBc * kD * 2;
+  static constexpr uint32_t kRingBytes = kQBytes + 2 * kStages * kTileBytes;
+  // 1 KiB of slack for the 1 KiB alignment of the tiles, then the 2 x kStages mbarriers.
+  static constexpr size_t kBytes = kRingBytes + 1024 + 16 * kStages;
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // 128 x 24 + 256 x 240 <= 64 Ki
+};
+
+// Where a packed batch's K or V rows start in their TMA map: (column, slab), the map being
+// [slabs][Skv][row] (launch_ws checked that every batch's rows start in a slab's first row).
+struct KvStart {
+  int col, slab;
+};
+__device__ __forceinline__ KvStart kv_start(int64_t offset, int64_t row, int64_t skv) {
+  const int64_t slab = offset / (row * skv);
+  return {static_cast<int>(offset - slab * row * skv), static_cast<int>(slab)};
+}
+
+template <class C>
+__device__ __forceinline__ void produce(const CUtensorMap* k_map, const CUtensorMap* v_map, KvStart ks, KvStart vs,
+                                        int key0, int n, uint32_t k_ring, uint32_t v_ring, uint32_t full,
+                                        uint32_t empty) {
+  int slot = 0;
+  uint32_t phase = 0;
+  for (int u = 0; u <= n; ++u) {
+    tma::mbar_wait(empty + 8 * slot, phase ^ 1u);  // the slot's readers of the round before are done
+    const uint32_t bar = full + 8 * slot;
+    tma::mbar_arrive_expect_tx(bar, u >= 1 ? 2 * C::kTileBytes : C::kTileBytes);
+#pragma unroll
+    for (int cb = 0; cb < C::kD / 64; ++cb) {
+      const uint32_t at = slot * C::kTileBytes + cb * C::kBc * 128;
+      tma::load_3d(k_ring + at, k_map, ks.col + cb * 64, key0 + u * C::kBc, ks.slab, bar);
+      if (u >= 1) tma::load_3d(v_ring + at, v_map, vs.col + cb * 64, key0 + (u - 1) * C::kBc, vs.slab, bar);
+    }
+    if (++slot == C::kStages) slot = 0, phase ^= 1u;
+  }
+}
+
+template <typename T, class C, bool kMasked>
+__global__ void __launch_bounds__(C::kThreads, 1)
+    attention_wgmma_ws(const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
+                       const Params p, int q_tiles, bool q_vec) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kBc = C::kBc;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t q_addr = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t k_ring = q_addr + C::kQBytes, v_ring = k_ring + C::kStages * C::kTileBytes;
+  const uint32_t full = q_addr + C::kRingBytes, empty = full + 8 * C::kStages;
+  // Warp-uniform to ptxas (a shuffle result), so the MMAs below sit under no divergent branch.
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  const int64_t packed = gridDim.x / q_tiles;
+  const int tile = q_tiles - 1 - static_cast<int>(blockIdx.x / packed);
+  const int64_t bk = blockIdx.x % packed;
+  const int q0 = tile * C::kBr;
+  const Offsets okv = p.map.offsets(bk * p.group);
+  const int first_i = q0 / p.group;
+  const int last_i = ((q0 + C::kBr < p.rows ? q0 + C::kBr : p.rows) - 1) / p.group;
+  const int tile_end = (static_cast<int>(bounds(p, last_i).hi) + kBc - 1) / kBc;
+  const int tile_begin = static_cast<int>(bounds(p, first_i).lo / kBc);
+  const int n = tile_end > tile_begin ? tile_end - tile_begin : 0;
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < C::kStages; ++i) {
+      tma::mbar_init(full + 8 * i, 1);
+      tma::mbar_init(empty + 8 * i, 8);  // a lane of each consumer warp
+    }
+    tma::mbar_init_fence();
+  }
+  copy_q<C>(q_addr, p, okv, q0, q_vec);
+  // V of slot 0 is V_{-1}, what T_0's P V (P = 0) reads: zeros, so no stale NaN reaches O.
+  for (uint32_t at = threadIdx.x * 16u; at < C::kTileBytes; at += C::kThreads * 16u)
+    asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(v_ring + at), "r"(0));
+  cp_async_wait<0>();
+  wgmma::fence_proxy_shared();
+  __syncthreads();
+
+  if (wg == 0) {
+    tma::regs_decrease<C::kProducerRegs>();
+    if (threadIdx.x == 0)
+      produce<C>(&k_map, &v_map, kv_start(okv.k, p.k_key, p.skv), kv_start(okv.v, p.v_row, p.skv), tile_begin * kBc,
+                 n, k_ring, v_ring, full, empty);
+    return;
+  }
+  tma::regs_increase<C::kConsumerRegs>();
+  const int cw = wg - 1;  // consumer 0 or 1: query rows q0 + 64 cw ..
+  const int wrow = q0 + cw * 64;
+  const bool active = wrow < p.rows;
+  RowState st;
+  st.r0 = wrow + warp * 16 + lane / 4;
+  st.r1 = st.r0 + 8;
+  st.rows = {st.r0 / p.group, st.r1 / p.group, st.r0 < p.rows, st.r1 < p.rows, 0, 0};
+  if constexpr (kMasked) {
+    if (st.rows.v0) st.rows.mask0 = packed_row(p, okv, st.r0).mask;
+    if (st.rows.v1) st.rows.mask1 = packed_row(p, okv, st.r1).mask;
+  }
+  st.m0 = st.m1 = -INFINITY;
+  st.l0 = st.l1 = 0.f;
+  float o[C::kD / 8][4];
+#pragma unroll
+  for (int nb = 0; nb < C::kD / 8; ++nb) o[nb][0] = o[nb][1] = o[nb][2] = o[nb][3] = 0.f;
+  float s[kBc / 8][4];
+  uint32_t pa[kBc / 16][4];
+#pragma unroll
+  for (int kc = 0; kc < kBc / 16; ++kc) pa[kc][0] = pa[kc][1] = pa[kc][2] = pa[kc][3] = 0u;
+  const uint64_t qd = descriptor(q_addr + cw * 64 * 128, 16, 1024);
+  const uint64_t kd0 = descriptor(k_ring, 16, 1024);
+  const uint64_t vd0 = descriptor(v_ring, C::kBc * 128, 1024);
+  // Turns: consumer c waits on named barrier 2 + c, then, its MMAs issued, lets the other go.
+  // Consumer 0 goes first (consumer 1's arrival below) and takes consumer 1's last arrival after
+  // the loop, so both barriers end balanced.
+  if (cw == 1) tma::named_arrive(2, 256);
+  int slot = 0;
+  uint32_t phase = 0;
+  for (int t = 0; t <= n; ++t) {
+    tma::mbar_wait(full + 8 * slot, phase);
+    tma::named_sync(2 + cw, 256);
+    // T_t: S_t = Q K_t^T and O += P_{t-1} V_{t-1}, both at every step (see attention_wgmma above).
+    wgmma::fence();
+    issue_scores<T, C>(s, qd, kd0 + ((slot * C::kTileBytes) >> 4));
+    issue_pv<T, C>(o, pa, vd0 + ((slot * C::kTileBytes) >> 4));
+    wgmma::commit();
+    tma::named_arrive(3 - cw, 256);
+    wgmma::wait<0>();
+    wgmma::fence_regs(reinterpret_cast<float(&)[kBc / 2]>(s));
+    wgmma::fence_regs(reinterpret_cast<float(&)[C::kD / 2]>(o));
+    __syncwarp();
+    if (lane == 0) tma::mbar_arrive(empty + 8 * slot);
+    if (++slot == C::kStages) slot = 0, phase ^= 1u;
+    if (active && t < n)  // X_t
+      softmax_tile<T, C, kMasked>(p, okv, st, s, o, pa, (tile_begin + t) * kBc, first_i, last_i);
+  }
+  if (cw == 0) tma::named_sync(2, 256);
+  if (!active) return;
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, off);
+    st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, off);
+  }
+  store_rows<T, C::kD>(p, okv, st.r0, st.r1, st.rows.v0, st.rows.v1, o, st.l0, st.l1, lane % 4);
+#else
+  __trap();
+#endif
+}
+
 template <typename T, class C, bool kMasked>
 Status launch(CudaKernelContext& ctx, const Params& p, int q_tiles, int64_t blocks, bool q_vec) {
   SRT_RETURN_IF_ERROR((allow_dynamic_smem<attention_wgmma<T, C, kMasked>>(static_cast<int>(C::kBytes))));
@@ -293,6 +457,42 @@ Result<bool> compute_capability_is(int major, int minor) {
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
+// The TMA map of K or V ([slabs][Skv][row], `row` elements a key row) for the producer kernel, if
+// every batch index's rows start within the first row of a slab (bshd and bhsd layouts do): then a
+// box never wraps into the next head and keys past Skv read as zeros.
+template <class C>
+Result<std::optional<CUtensorMap>> kv_map(const void* base, int64_t row, bool is_k, const Params& p) {
+  const int64_t slab_elems = row * p.skv;
+  int64_t slabs = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const Offsets o = p.map.offsets(b);
+    const int64_t off = is_k ? o.k : o.v;
+    const int64_t slab = off / slab_elems;
+    if (off - slab * slab_elems + p.d > row || slab >= INT32_MAX) return std::optional<CUtensorMap>();
+    slabs = slab + 1 > slabs ? slab + 1 : slabs;
+  }
+  tma::TiledMap16 m;
+  m.base = base;
+  m.rank = 3;
+  m.dims[0] = static_cast<uint64_t>(row), m.dims[1] = static_cast<uint64_t>(p.skv), m.dims[2] = static_cast<uint64_t>(slabs);
+  m.strides[1] = static_cast<uint64_t>(row), m.strides[2] = static_cast<uint64_t>(slab_elems);
+  m.box[0] = 64, m.box[1] = C::kBc, m.box[2] = 1;
+  Result<CUtensorMap> map = tma::encode_swizzled_128(m);
+  if (!map.ok() && map.status().code() == StatusCode::kUnsupported) return std::optional<CUtensorMap>();
+  SRT_RETURN_IF_ERROR(map.status());
+  return std::optional<CUtensorMap>(*map);
+}
+
+template <typename T, class C, bool kMasked>
+Status launch_ws(CudaKernelContext& ctx, const CUtensorMap& k_map, const CUtensorMap& v_map, const Params& p,
+                 int q_tiles, int64_t blocks, bool q_vec) {
+  SRT_RETURN_IF_ERROR((allow_dynamic_smem<attention_wgmma_ws<T, C, kMasked>>(static_cast<int>(C::kBytes))));
+  attention_wgmma_ws<T, C, kMasked>
+      <<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, ctx.stream()>>>(k_map, v_map, p, q_tiles, q_vec);
+  SRT_CUDA_LAUNCH("attention_wgmma_ws");
+  return ok_status();
+}
+
 template <typename T, class C>
 Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
   SRT_ASSIGN_OR_RETURN(const SmemLimits limits, smem_limits());
@@ -309,8 +509,18 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
   const int64_t q_tiles = (p.rows + C::kBr - 1) / C::kBr;
   const int64_t blocks = p.batch * q_tiles;
   if (blocks > INT32_MAX || blocks == 0) return false;
-  if (p.mask_kind == kNoMask) SRT_RETURN_IF_ERROR((launch<T, C, false>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
-  else SRT_RETURN_IF_ERROR((launch<T, C, true>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
+  const bool masked = p.mask_kind != kNoMask;
+  if constexpr (C::kThreads == 384) {  // the producer kernel: K and V through TMA maps
+    SRT_ASSIGN_OR_RETURN(const std::optional<CUtensorMap> k_map, kv_map<C>(p.k, p.k_key, true, p));
+    SRT_ASSIGN_OR_RETURN(const std::optional<CUtensorMap> v_map, kv_map<C>(p.v, p.v_row, false, p));
+    if (!k_map || !v_map) return false;
+    const int qt = static_cast<int>(q_tiles);
+    SRT_RETURN_IF_ERROR((masked ? launch_ws<T, C, true>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)
+                                : launch_ws<T, C, false>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)));
+  } else {
+    if (!masked) SRT_RETURN_IF_ERROR((launch<T, C, false>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
+    else SRT_RETURN_IF_ERROR((launch<T, C, true>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
+  }
   return true;
 }
 
@@ -331,6 +541,8 @@ Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p, bool any_length)
   SRT_ASSIGN_OR_RETURN(const bool hopper, compute_capability_is(9, 0));  // sm_90a code runs there only
   if (!hopper) return false;
   if (p.d == 64) return p.sq >= 2048 || any_length ? launch_config<T, WgCfg<64, 64, 2>>(ctx, p) : Result<bool>(false);
+  SRT_ASSIGN_OR_RETURN(const bool done, (launch_config<T, WsCfg<128>>(ctx, p)));
+  if (done) return true;
   return launch_config<T, WgCfg<128, 128, 1>>(ctx, p);
 #else
   (void)any_length;
