@@ -149,15 +149,15 @@ TEST_F(GpuAttention, LongPrefillManyRowTilesTileMajor) {
   check({.b = 1, .h = 3, .hkv = 1, .d = 256, .sq = 257, .skv = 257, .dtype = DataType::kBFloat16});
 }
 
-// Prefill at head size 128 on sm_90 runs the warpgroup-MMA kernel (attention_wgmma.cu), elsewhere the
-// mma.sync one; both kernels, chosen through RuntimeOptions, on the same cases: both types, full and
-// partial 128-key tiles, a prompt after a cache (bottom-right causal), an additive mask with empty
-// rows, and row counts that leave a block's second warpgroup without rows (64, 130); head size 64
-// below 2048 rows (mma.sync under auto, the warpgroup kernel under kWgmma) and at 4100 rows (the
-// warpgroup kernel's 64-key tiles either way).
+// Prefill on sm_90 runs the warpgroup-MMA kernel (attention_wgmma.cu: TMA producer, two consumers),
+// elsewhere the mma.sync one; both kernels, chosen through RuntimeOptions, on the same cases at head
+// sizes 64 / 128 / 256: both types, full and partial key tiles, a prompt after a cache (bottom-right
+// causal), an additive mask with empty rows, and row counts that leave a block's second consumer
+// without rows (64, 130); head size 64 below 2048 rows (mma.sync under auto, the warpgroup kernel
+// under kWgmma) and at 4100 rows (the warpgroup kernel either way).
 TEST_F(GpuAttention, PrefillKernelsAgreeWithTheCpu) {
   for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kMma, AttentionKernel::kWgmma})
-    for (int64_t d : {64, 128}) {
+    for (int64_t d : {64, 128, 256}) {
       check({.b = 1, .h = 4, .hkv = 2, .d = d, .sq = 512, .skv = 512, .kernel = k});
       check({.b = 2, .h = 2, .hkv = 1, .d = d, .sq = 64, .skv = 1000, .kernel = k});
       check({.b = 1, .h = 3, .hkv = 3, .d = d, .sq = 300, .skv = 777, .causal = false, .bshd = false,

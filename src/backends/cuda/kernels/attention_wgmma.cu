@@ -1,88 +1,62 @@
-// The Hopper Attention kernel (sm_90a, float16 / bfloat16, D == Dv == 128, and 64 for long prompts):
-// the flash-attention loop of attention_tc.cu with warpgroup MMAs (wgmma) in place of mma.sync, for
-// prefill.
-//  - A block is two warpgroups of 128 threads; each owns 64 query rows and runs S = Q K^T as
-//    m64nKk16 MMAs (K keys a tile: 128, or 64 at head size 64) with both operands read from shared
-//    memory (K-major), and O += P V as m64nDk16 MMAs with P from registers (the S accumulator layout
-//    is the A fragment layout, as with mma.sync) and V read N-major. One warpgroup instruction does
-//    what 8-16 mma.sync calls and their ldmatrix loads did.
-//  - The warpgroups take turns on the tensor cores (attention_wgmma's comment): one's softmax runs
-//    while the other's MMAs do, with one block barrier a key tile.
-//  - Q and K / V tiles sit in shared memory in 128-byte-swizzled rows (the layout the MMA
-//    descriptors name): a tile is D / 64 column blocks of [rows][64 elements], 16-byte chunk c of
-//    row r stored at chunk c ^ (r % 8): no bank conflicts and no padding. Every thread copies its
-//    share of the tiles two steps ahead with cp.async (keys past Skv as zeros); a proxy fence makes
-//    the copies visible to the MMA unit.
+// The Hopper Attention kernel (sm_90a, float16 / bfloat16, D == Dv in {64, 128, 256}): the
+// flash-attention loop of attention_tc.cu with warpgroup MMAs (wgmma) and TMA copies, for prefill.
+//  - A block is three warpgroups. Warpgroup 0 is the producer: it gives up its registers
+//    (setmaxnreg) and one of its threads copies K and V tiles with TMA into a ring of slots, each
+//    with a "full" mbarrier (the copy engine's bytes landed) and an "empty" one (both consumers are
+//    done with it). Warpgroups 1 and 2 are the consumers (240 registers a thread), 64 query rows
+//    each: S = Q K^T as m64nKk16 MMAs with Q and K read from shared memory (K-major descriptors),
+//    O += P V as m64nDk16 MMAs with P from registers (the S accumulator layout is the A fragment
+//    layout, as with mma.sync) and V read N-major. One warpgroup instruction does what 8-16
+//    mma.sync calls and their ldmatrix loads did.
+//  - The consumers take turns on the tensor cores through two named barriers: one's softmax runs
+//    while the other's MMAs do.
+//  - Q and K / V tiles sit in shared memory in 128-byte-swizzled rows (the layout TMA's 128-byte
+//    swizzle writes and the MMA descriptors name): a tile is D / 64 column blocks of [rows][64
+//    elements], 16-byte chunk c of row r at chunk c ^ (r % 8). Keys past Skv arrive as zeros (the
+//    TMA map's bounds).
 //  - Masks, key_mask flags, causal and window limits, the online softmax (exp2 of raw scores) and
 //    the output rows are attention_tile.cuh's, shared with attention_tc.cu.
-// Taken where every call's K and V rows are 16-byte runs and there are enough query rows (prefill;
-// launch_warpgroup says how many); decode, other layouts and other GPUs keep attention_tc.cu.
-// RuntimeOptions::attention_kernel = kMma turns it off for A/B runs. Compiled for sm_90a alone
-// (CMakeLists.txt). Keep every wgmma out of conditionals: ptxas serializes an MMA under a branch it
-// cannot prove warp-uniform and says so only at -Xptxas -v ("C7520 ... serialized").
+// Taken where K and V are 16-byte key rows that a TMA map can address per batch index (bshd and
+// bhsd layouts) and there are enough query rows (prefill; launch_warpgroup says how many);
+// decode, other layouts and other GPUs keep attention_tc.cu. RuntimeOptions::attention_kernel =
+// kMma turns it off for A/B runs, kWgmma takes it below its length rules too. Compiled for sm_90a
+// alone (CMakeLists.txt). Keep every wgmma out of conditionals: ptxas serializes an MMA under a
+// branch it cannot prove warp-uniform and says so only at -Xptxas -v ("C7520 ... serialized"),
+// which ctest cuda_wgmma_not_serialized checks.
 #include <atomic>
 #include <optional>
 
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/kernels/mma_util.cuh"
 #include "backends/cuda/kernels/tma_pipeline.cuh"
-#include "backends/cuda/tma/tma_map.h"
 #include "backends/cuda/kernels/wgmma.cuh"
 #include "backends/cuda/kernels/wgmma_layout.h"
+#include "backends/cuda/tma/tma_map.h"
 
 namespace streamrt::cuda::attention {
 namespace {
 
-// Two warpgroups (the turns below are for two), kBc-key tiles, kMinBlocks blocks an SM (registers).
-template <int kD_, int kBc_, int kMinBlocks_>
-struct WgCfg {
-  static constexpr int kD = kD_;
-  static constexpr int kThreads = 256;
-  static constexpr int kBr = 128;
-  static constexpr int kBc = kBc_;
-  static constexpr int kMinBlocks = kMinBlocks_;
-  static constexpr int kFlagWords = kBc / 32;
-  static constexpr int kChunks = kD / 8;  // 16-byte chunks of a row
-  static constexpr uint32_t kQBytes = kBr * kD * 2;
-  static constexpr uint32_t kTileBytes = kBc * kD * 2;
-  // Q, rings of three K and three V tiles, and 1 KiB of slack: the swizzle repeats every 1 KiB, so
-  // the tiles start on a 1 KiB boundary (D 128: 225 KiB, within sm_90's 227).
-  static constexpr size_t kBytes = kQBytes + 6 * kTileBytes + 1024;
-};
-
 using wgmma::descriptor;
 using wgmma::swizzled;
 
-// This thread's share of copying K or V tiles: one 16-byte column of the rows srow, srow + kStep, ...
-// of each tile; the swizzle of its chunk is the same on every row it copies (kStep is a multiple of 8).
-template <class C>
-struct TileCopier {
-  static constexpr int kStep = C::kThreads / C::kChunks;
-  static constexpr int kPasses = C::kBc / kStep;
-  static_assert(kStep % 8 == 0 && C::kBc % kStep == 0, "whole passes of whole swizzle rows");
-  const uint16_t* next;
-  int64_t pass;
-  int left;
-  uint32_t dst;
-
-  __device__ __forceinline__ TileCopier(const uint16_t* base, int64_t stride, uint32_t tile0, int k0, int skv) {
-    const int srow = threadIdx.x / C::kChunks, c = threadIdx.x % C::kChunks;
-    next = base + (static_cast<int64_t>(k0) + srow) * stride + c * 8;
-    pass = kStep * stride;
-    left = skv - k0 - srow;
-    dst = tile0 + swizzled(C::kBc, srow, c);
-  }
-  __device__ __forceinline__ void copy_next(uint32_t offset) {
-    const uint16_t* s = next;
-#pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      const bool valid = i * kStep < left;
-      cp_async16(dst + offset + i * kStep * 128, valid ? s : next, valid);
-      s += pass;
-    }
-    next = s;
-    left -= C::kBc;
-  }
+// A producer and two consumer warpgroups of 64 query rows, kBc-key tiles, a ring of kStages slots
+// (slot u holds K_u and V_{u-1}: what step T_u reads). Registers: the producer keeps 24 a thread,
+// the consumers take 240 (128 x 24 + 256 x 240 <= 64 Ki).
+template <int kD_, int kBc_, int kStages_>
+struct Cfg {
+  static constexpr int kD = kD_;
+  static constexpr int kThreads = 384;
+  static constexpr int kBr = 128;
+  static constexpr int kBc = kBc_;
+  static constexpr int kStages = kStages_;
+  static constexpr int kFlagWords = kBc / 32;
+  static constexpr int kChunks = kD / 8;
+  static constexpr uint32_t kQBytes = kBr * kD * 2;
+  static constexpr uint32_t kTileBytes = kBc * kD * 2;
+  static constexpr uint32_t kRingBytes = kQBytes + 2 * kStages * kTileBytes;
+  // 1 KiB of slack for the 1 KiB alignment of the tiles, then the 2 x kStages mbarriers.
+  static constexpr size_t kBytes = kRingBytes + 1024 + 16 * kStages;
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 };
 
 // The block's kBr packed rows of Q into the swizzled Q tile (rows past the packed batch: zeros).
@@ -126,12 +100,18 @@ __device__ __forceinline__ void issue_scores(float (&s)[C::kBc / 8][4], uint64_t
   }
 }
 // O += P V for one V tile (`vd` its descriptor, N-major: the next 64 columns one column block on, the
-// leading offset; the next 8 keys 1 KiB on): issued, not waited for.
+// leading offset; the next 8 keys 1 KiB on): issued, not waited for. Head size 256 takes two MMAs
+// of 128 columns a k-step, two column blocks apart.
 template <typename T, class C>
 __device__ __forceinline__ void issue_pv(float (&o)[C::kD / 8][4], const uint32_t (&pa)[C::kBc / 16][4], uint64_t vd) {
-  float(&of)[C::kD / 2] = reinterpret_cast<float(&)[C::kD / 2]>(o);
+  constexpr int kN = C::kD > 128 ? 128 : C::kD;
 #pragma unroll
-  for (int kc = 0; kc < C::kBc / 16; ++kc) wgmma::rs<T, C::kD>(of, pa[kc], vd + ((kc * 16 * 128) >> 4), 1);
+  for (int h = 0; h < C::kD / kN; ++h) {
+    float(&of)[kN / 2] = *reinterpret_cast<float(*)[kN / 2]>(&o[h * kN / 8][0]);
+#pragma unroll
+    for (int kc = 0; kc < C::kBc / 16; ++kc)
+      wgmma::rs<T, kN>(of, pa[kc], vd + ((h * (kN / 64) * C::kBc * 128 + kc * 16 * 128) >> 4), 1);
+  }
 }
 
 // The online softmax of one score tile (keys k0..): masks, the rows' new max, O rescaled, and P
@@ -158,143 +138,8 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const Offsets& okv
   }
 }
 
-// Every thread's copies so far have landed and are visible to the MMA unit, block-wide.
-template <class C>
-__device__ __forceinline__ void copies_landed() {
-  cp_async_wait<0>();
-  wgmma::fence_proxy_shared();
-  asm volatile("bar.sync 1, %0;\n" ::"n"(C::kThreads) : "memory");
-}
-
-// The two warpgroups take turns on the tensor cores: each alternates an MMA phase T_t (S_t = Q K_t^T
-// and O += P_{t-1} V_{t-1}, issued together and waited for) with a softmax phase X_t (S_t -> P_t, O
-// rescaled), and warpgroup 1 runs half a step ahead: its T_t sits before the block barrier B_t
-// where warpgroup 0's sits after it, so one computes a softmax while the other's MMAs run.
-// After B_t every thread copies its share of the tiles T_{t+2} reads (K_{t+2}, V_{t+1}) and waits for
-// them before B_{t+1}: T_t's tiles are whole by B_{t-1}. Between B_t and B_{t+1} K_{t-1..t+2} and
-// V_{t-2..t+1} are read or written, so K and V each take a ring of three tiles.
-template <typename T, class C, bool kMasked>
-__global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) attention_wgmma(const Params p, int q_tiles, bool q_vec) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kBc = C::kBc;
-  extern __shared__ uint8_t smem_raw[];
-  const uint32_t q_addr = (smem_addr(smem_raw) + 1023u) & ~1023u;
-  const uint32_t k_ring = q_addr + C::kQBytes, v_ring = k_ring + 3 * C::kTileBytes;
-  const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  // Tile-major, the last row tile of every packed batch first (attention_tc.cu says why).
-  const int64_t packed = gridDim.x / q_tiles;
-  const int tile = q_tiles - 1 - static_cast<int>(blockIdx.x / packed);
-  const int64_t bk = blockIdx.x % packed;
-  const int q0 = tile * C::kBr;
-  const int wrow = q0 + wg * 64;  // the warpgroup's first row
-  const bool active = wrow < p.rows;  // the warpgroup has rows: softmax and store only then
-  const Offsets okv = p.map.offsets(bk * p.group);
-  RowState st;
-  st.r0 = wrow + warp * 16 + lane / 4;
-  st.r1 = st.r0 + 8;
-  st.rows = {st.r0 / p.group, st.r1 / p.group, st.r0 < p.rows, st.r1 < p.rows, 0, 0};
-  if constexpr (kMasked) {
-    if (st.rows.v0) st.rows.mask0 = packed_row(p, okv, st.r0).mask;
-    if (st.rows.v1) st.rows.mask1 = packed_row(p, okv, st.r1).mask;
-  }
-  st.m0 = st.m1 = -INFINITY;
-  st.l0 = st.l1 = 0.f;
-  const int skv = static_cast<int>(p.skv);
-  const int first_i = q0 / p.group;
-  const int last_i = ((q0 + C::kBr < p.rows ? q0 + C::kBr : p.rows) - 1) / p.group;
-  const int tile_end = (static_cast<int>(bounds(p, last_i).hi) + kBc - 1) / kBc;
-  const int tile_begin = static_cast<int>(bounds(p, first_i).lo / kBc);
-  const int n = tile_end > tile_begin ? tile_end - tile_begin : 0;
-
-  TileCopier<C> k_copy(static_cast<const uint16_t*>(p.k) + okv.k, p.k_key, k_ring, tile_begin * kBc, skv);
-  TileCopier<C> v_copy(static_cast<const uint16_t*>(p.v) + okv.v, p.v_row, v_ring, tile_begin * kBc, skv);
-  auto copy_for = [&](int u) {  // the tiles T_u reads: K_u and V_{u-1}
-    if (u < n) k_copy.copy_next((u % 3) * C::kTileBytes);
-    if (u >= 1 && u <= n) v_copy.copy_next(((u - 1) % 3) * C::kTileBytes);
-    cp_async_commit();
-  };
-  copy_q<C>(q_addr, p, okv, q0, q_vec);
-  copy_for(0);
-  // V slot 2 is what T_0's P V (P = 0) reads: zeros, so no stale NaN reaches O through 0 * NaN.
-  for (uint32_t at = threadIdx.x * 16u; at < C::kTileBytes; at += C::kThreads * 16u)
-    asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(v_ring + 2 * C::kTileBytes + at), "r"(0));
-  copies_landed<C>();
-  copy_for(1);
-
-  float o[C::kD / 8][4];
-#pragma unroll
-  for (int nb = 0; nb < C::kD / 8; ++nb) o[nb][0] = o[nb][1] = o[nb][2] = o[nb][3] = 0.f;
-  float s[kBc / 8][4];
-  uint32_t pa[kBc / 16][4];
-#pragma unroll
-  for (int kc = 0; kc < kBc / 16; ++kc) pa[kc][0] = pa[kc][1] = pa[kc][2] = pa[kc][3] = 0u;
-  // Descriptors of the warpgroup's Q rows and of slot 0 of the K and V rings (slots are whole
-  // 1 KiB multiples on: their descriptors differ by the start address field alone).
-  const uint64_t qd = descriptor(q_addr + wg * 64 * 128, 16, 1024);
-  const uint64_t kd0 = descriptor(k_ring, 16, 1024);
-  const uint64_t vd0 = descriptor(v_ring, C::kBc * 128, 1024);
-  for (int t = 0; t <= n; ++t) {
-    if (wg == 0) {
-      copies_landed<C>();
-      copy_for(t + 2);
-    }
-    {  // T_t, issued by every warpgroup at every step: an MMA under a branch ptxas cannot prove
-       // uniform gets serialized (its C7520). So T_n also computes a score tile nobody reads, T_0
-       // adds P V with P = 0 from the zeroed slot, and a warpgroup without rows works on zero Q rows.
-      wgmma::fence();
-      issue_scores<T, C>(s, qd, kd0 + ((t % 3) * C::kTileBytes >> 4));
-      issue_pv<T, C>(o, pa, vd0 + (((t + 2) % 3) * C::kTileBytes >> 4));
-      wgmma::commit();
-      wgmma::wait<0>();
-      wgmma::fence_regs(reinterpret_cast<float(&)[kBc / 2]>(s));
-      wgmma::fence_regs(reinterpret_cast<float(&)[C::kD / 2]>(o));
-    }
-    if (wg == 1) {
-      copies_landed<C>();
-      copy_for(t + 2);
-    }
-    if (active && t < n)  // X_t
-      softmax_tile<T, C, kMasked>(p, okv, st, s, o, pa, (tile_begin + t) * kBc, first_i, last_i);
-  }
-  cp_async_wait<0>();
-  if (!active) return;
-#pragma unroll
-  for (int off = 1; off <= 2; off <<= 1) {
-    st.l0 += __shfl_xor_sync(0xffffffffu, st.l0, off);
-    st.l1 += __shfl_xor_sync(0xffffffffu, st.l1, off);
-  }
-  store_rows<T, C::kD>(p, okv, st.r0, st.r1, st.rows.v0, st.rows.v1, o, st.l0, st.l1, lane % 4);
-#else
-  __trap();  // the launcher takes this kernel only where the sm_90a image exists
-#endif
-}
-
-// ----------------------------------------------------------------------------- warp-specialized
-
-// The kernel with a producer: warpgroup 0 gives up its registers and one of its threads copies the K
-// and V tiles with TMA into a ring of kStages slots (slot u holds K_u and V_{u-1}, what T_u reads),
-// each with a "full" mbarrier (the copy engine's bytes landed) and an "empty" one (both consumers'
-// MMAs on it are done); warpgroups 1 and 2 are the consumers with 240 registers a thread, their
-// turns on the tensor cores passed through two named barriers instead of a block barrier.
-template <int kD_>
-struct WsCfg {
-  static constexpr int kD = kD_;
-  static constexpr int kThreads = 384;
-  static constexpr int kBr = 128;
-  static constexpr int kBc = 128;
-  static constexpr int kStages = 3;
-  static constexpr int kFlagWords = kBc / 32;
-  static constexpr int kChunks = kD / 8;
-  static constexpr uint32_t kQBytes = kBr * kD * 2;
-  static constexpr uint32_t kTileBytes = kBc * kD * 2;
-  static constexpr uint32_t kRingBytes = kQBytes + 2 * kStages * kTileBytes;
-  // 1 KiB of slack for the 1 KiB alignment of the tiles, then the 2 x kStages mbarriers.
-  static constexpr size_t kBytes = kRingBytes + 1024 + 16 * kStages;
-  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;  // 128 x 24 + 256 x 240 <= 64 Ki
-};
-
 // Where a packed batch's K or V rows start in their TMA map: (column, slab), the map being
-// [slabs][Skv][row] (launch_ws checked that every batch's rows start in a slab's first row).
+// [slabs][Skv][row] (kv_map checked that every batch's rows start in a slab's first row).
 struct KvStart {
   int col, slab;
 };
@@ -303,6 +148,9 @@ __device__ __forceinline__ KvStart kv_start(int64_t offset, int64_t row, int64_t
   return {static_cast<int>(offset - slab * row * skv), static_cast<int>(slab)};
 }
 
+// The producer's copying thread: for step u, once the slot's readers of the round before are done,
+// K_u and V_{u-1} into slot u % kStages with TMA (keys past Skv read as zeros; K_n is past the last
+// tile and only keeps the consumers' MMAs unconditional).
 template <class C>
 __device__ __forceinline__ void produce(const CUtensorMap* k_map, const CUtensorMap* v_map, KvStart ks, KvStart vs,
                                         int key0, int n, uint32_t k_ring, uint32_t v_ring, uint32_t full,
@@ -310,7 +158,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* k_map, const CUtensor
   int slot = 0;
   uint32_t phase = 0;
   for (int u = 0; u <= n; ++u) {
-    tma::mbar_wait(empty + 8 * slot, phase ^ 1u);  // the slot's readers of the round before are done
+    tma::mbar_wait(empty + 8 * slot, phase ^ 1u);
     const uint32_t bar = full + 8 * slot;
     tma::mbar_arrive_expect_tx(bar, u >= 1 ? 2 * C::kTileBytes : C::kTileBytes);
 #pragma unroll
@@ -325,8 +173,8 @@ __device__ __forceinline__ void produce(const CUtensorMap* k_map, const CUtensor
 
 template <typename T, class C, bool kMasked>
 __global__ void __launch_bounds__(C::kThreads, 1)
-    attention_wgmma_ws(const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
-                       const Params p, int q_tiles, bool q_vec) {
+    attention_wgmma(const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
+                    const Params p, int q_tiles, bool q_vec) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kBc = C::kBc;
   extern __shared__ uint8_t smem_raw[];
@@ -402,7 +250,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   for (int t = 0; t <= n; ++t) {
     tma::mbar_wait(full + 8 * slot, phase);
     tma::named_sync(2 + cw, 256);
-    // T_t: S_t = Q K_t^T and O += P_{t-1} V_{t-1}, both at every step (see attention_wgmma above).
+    // T_t: S_t = Q K_t^T and O += P_{t-1} V_{t-1}, issued together at every step: an MMA under a
+    // branch ptxas cannot prove uniform gets serialized (its C7520). So T_n also computes a score
+    // tile nobody reads, T_0 adds P V with P = 0 from the zeroed slot, and a consumer without rows
+    // works on zero Q rows.
     wgmma::fence();
     issue_scores<T, C>(s, qd, kd0 + ((slot * C::kTileBytes) >> 4));
     issue_pv<T, C>(o, pa, vd0 + ((slot * C::kTileBytes) >> 4));
@@ -428,15 +279,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #else
   __trap();
 #endif
-}
-
-template <typename T, class C, bool kMasked>
-Status launch(CudaKernelContext& ctx, const Params& p, int q_tiles, int64_t blocks, bool q_vec) {
-  SRT_RETURN_IF_ERROR((allow_dynamic_smem<attention_wgmma<T, C, kMasked>>(static_cast<int>(C::kBytes))));
-  attention_wgmma<T, C, kMasked>
-      <<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, ctx.stream()>>>(p, q_tiles, q_vec);
-  SRT_CUDA_LAUNCH("attention_wgmma");
-  return ok_status();
 }
 
 // Whether the current device is of compute capability major.minor, asked once per device.
@@ -484,12 +326,12 @@ Result<std::optional<CUtensorMap>> kv_map(const void* base, int64_t row, bool is
 }
 
 template <typename T, class C, bool kMasked>
-Status launch_ws(CudaKernelContext& ctx, const CUtensorMap& k_map, const CUtensorMap& v_map, const Params& p,
+Status launch(CudaKernelContext& ctx, const CUtensorMap& k_map, const CUtensorMap& v_map, const Params& p,
                  int q_tiles, int64_t blocks, bool q_vec) {
-  SRT_RETURN_IF_ERROR((allow_dynamic_smem<attention_wgmma_ws<T, C, kMasked>>(static_cast<int>(C::kBytes))));
-  attention_wgmma_ws<T, C, kMasked>
+  SRT_RETURN_IF_ERROR((allow_dynamic_smem<attention_wgmma<T, C, kMasked>>(static_cast<int>(C::kBytes))));
+  attention_wgmma<T, C, kMasked>
       <<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, ctx.stream()>>>(k_map, v_map, p, q_tiles, q_vec);
-  SRT_CUDA_LAUNCH("attention_wgmma_ws");
+  SRT_CUDA_LAUNCH("attention_wgmma");
   return ok_status();
 }
 
@@ -509,18 +351,12 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
   const int64_t q_tiles = (p.rows + C::kBr - 1) / C::kBr;
   const int64_t blocks = p.batch * q_tiles;
   if (blocks > INT32_MAX || blocks == 0) return false;
-  const bool masked = p.mask_kind != kNoMask;
-  if constexpr (C::kThreads == 384) {  // the producer kernel: K and V through TMA maps
-    SRT_ASSIGN_OR_RETURN(const std::optional<CUtensorMap> k_map, kv_map<C>(p.k, p.k_key, true, p));
-    SRT_ASSIGN_OR_RETURN(const std::optional<CUtensorMap> v_map, kv_map<C>(p.v, p.v_row, false, p));
-    if (!k_map || !v_map) return false;
-    const int qt = static_cast<int>(q_tiles);
-    SRT_RETURN_IF_ERROR((masked ? launch_ws<T, C, true>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)
-                                : launch_ws<T, C, false>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)));
-  } else {
-    if (!masked) SRT_RETURN_IF_ERROR((launch<T, C, false>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
-    else SRT_RETURN_IF_ERROR((launch<T, C, true>(ctx, p, static_cast<int>(q_tiles), blocks, q_vec)));
-  }
+  SRT_ASSIGN_OR_RETURN(const std::optional<CUtensorMap> k_map, kv_map<C>(p.k, p.k_key, true, p));
+  SRT_ASSIGN_OR_RETURN(const std::optional<CUtensorMap> v_map, kv_map<C>(p.v, p.v_row, false, p));
+  if (!k_map || !v_map) return false;
+  const int qt = static_cast<int>(q_tiles);
+  SRT_RETURN_IF_ERROR((p.mask_kind != kNoMask ? launch<T, C, true>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)
+                                              : launch<T, C, false>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)));
   return true;
 }
 
@@ -529,21 +365,25 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
 template <typename T>
 Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p, bool any_length) {
 #if STREAMRT_ATTENTION_WGMMA
-  // Head size 128 from 64 query rows. Head size 64 (64-key tiles, two blocks an SM) from 2048 rows
-  // only: its MMAs take half as long against the same softmax work, and attention_tc.cu's three
-  // 4-warp blocks an SM were faster at 512 rows (batch 1 and 8), 10 % slower at 2048 and 24 % at
-  // 8192 (2026-11-29, docs/benchmarks.md). Prefill only (decode packs a few rows; attention_tc.cu
+  // Head sizes 128 and 256 from 64 query rows, 64 from 2048: at 512 rows attention_tc.cu was as
+  // fast (batch 1) or faster (batch 8: its three 4-warp blocks an SM), from 2048 this one is
+  // (2026-11-29, docs/benchmarks.md). Prefill only (decode packs a few rows; attention_tc.cu
   // splits its keys).
-  if ((p.d != 128 && p.d != 64) || p.dv != p.d || p.sq < 64 || !(p.scale > 0.f) || p.skv > INT32_MAX / 2) return false;
+  if ((p.d != 64 && p.d != 128 && p.d != 256) || p.dv != p.d || p.sq < 64 || !(p.scale > 0.f) ||
+      p.skv > INT32_MAX / 2)
+    return false;
+  if (p.d == 64 && p.sq < 2048 && !any_length) return false;
   if (reinterpret_cast<uintptr_t>(p.y) % 4 != 0 || p.y_row % 2 != 0) return false;
   for (int i = 0; i < p.map.rank; ++i)
     if (p.map.y[i] % 2 != 0) return false;
   SRT_ASSIGN_OR_RETURN(const bool hopper, compute_capability_is(9, 0));  // sm_90a code runs there only
   if (!hopper) return false;
-  if (p.d == 64) return p.sq >= 2048 || any_length ? launch_config<T, WgCfg<64, 64, 2>>(ctx, p) : Result<bool>(false);
-  SRT_ASSIGN_OR_RETURN(const bool done, (launch_config<T, WsCfg<128>>(ctx, p)));
-  if (done) return true;
-  return launch_config<T, WgCfg<128, 128, 1>>(ctx, p);
+  // 128-key tiles (64 at head size 256) and as many ring slots as shared memory holds (227 KiB).
+  // Head size 64 with three consumers (192 query rows a block) was 4 % faster at 8192 rows and
+  // 12 % slower at 2048 (2026-11-29, docs/benchmarks.md).
+  if (p.d == 64) return launch_config<T, Cfg<64, 128, 4>>(ctx, p);
+  if (p.d == 128) return launch_config<T, Cfg<128, 128, 3>>(ctx, p);
+  return launch_config<T, Cfg<256, 64, 2>>(ctx, p);
 #else
   (void)any_length;
   return false;
