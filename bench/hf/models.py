@@ -31,6 +31,14 @@ MODELS = {
         vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
         num_attention_heads=14, num_key_value_heads=2, rms_norm_eps=1e-6, max_position_embeddings=32768,
         tie_word_embeddings=True, rope_theta=1000000.0, use_sliding_window=False)),
+    # Llama-3.1-8B's config.json with 4 of its 32 layers (head size 128: the Hopper attention kernel's main
+    # case; the whole model would be 16 GB of random weights to export for the same per-layer figures).
+    "llama8b": ("LlamaForCausalLM", "LlamaConfig", dict(
+        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=4,
+        num_attention_heads=32, num_key_value_heads=8, head_dim=128, rms_norm_eps=1e-5,
+        max_position_embeddings=131072, tie_word_embeddings=False, rope_theta=500000.0,
+        rope_scaling=dict(rope_type="llama3", factor=8.0, high_freq_factor=4.0, low_freq_factor=1.0,
+                          original_max_position_embeddings=8192))),
 }
 # CPU self-tests: the same structure (GQA, tied head, the same rope types), 2 layers, hidden 64.
 TINY = {
@@ -40,8 +48,12 @@ TINY = {
                                     original_max_position_embeddings=256)),
     "qwen": dict(vocab_size=640, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, max_position_embeddings=4096),
+    "llama8b": dict(vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, head_dim=32, max_position_embeddings=4096,
+                    rope_scaling=dict(rope_type="llama3", factor=8.0, high_freq_factor=4.0, low_freq_factor=1.0,
+                                      original_max_position_embeddings=256)),
 }
-LABELS = {"llama": "Llama-3.2-1B shape", "qwen": "Qwen2.5-0.5B shape"}
+LABELS = {"llama": "Llama-3.2-1B shape", "qwen": "Qwen2.5-0.5B shape", "llama8b": "Llama-3.1-8B shape, 4 of 32 layers"}
 
 
 def config(name, tiny=False):

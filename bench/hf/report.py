@@ -198,7 +198,7 @@ def markdown(rep, env, elapsed_s):
             f"- run took {elapsed_s} s" if elapsed_s is not None else "", ""]
     out += ["| model | batch | point | streamrt ms | eager ms | compile ms | reduce-overhead ms | x reduce-overhead "
             "| x eager | check (streamrt vs eager) |", "|---|---|---|---|---|---|---|---|---|---|"]
-    labels = {"llama": "Llama-3.2-1B", "qwen": "Qwen2.5-0.5B"}
+    labels = {"llama": "Llama-3.2-1B", "qwen": "Qwen2.5-0.5B", "llama8b": "Llama-3.1-8B (4 layers)"}
     for r in rows:
         x = lambda k: f"{r[k]:.2f}x" if k in r else "-"  # noqa: E731
         out.append(f"| {labels.get(r['model'], r['model'])} | {r['batch']} | {point_label(r['kind'], r['n'])} | "

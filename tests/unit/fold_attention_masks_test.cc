@@ -139,6 +139,28 @@ TEST(FoldAttentionMasks, AdditiveZerosGo) {
   EXPECT_EQ(run(b.g), want);
 }
 
+// A static build of a long prompt folds its causal band into a constant of S x S bools: at 4096 tokens
+// (16M elements, over the 4M that index constants may have) it still becomes the causal flag.
+TEST(FoldAttentionMasks, ALongStaticBandFolds) {
+  constexpr int64_t kLong = 4096;
+  ir::Graph g;
+  std::vector<ir::ValueId> qkv;
+  for (const char* name : {"q", "k", "v"}) qkv.push_back(g.add_value(name, DataType::kFloat32, {1, 1, kLong, 8}, true));
+  g.inputs = qkv;
+  std::vector<uint8_t> band(kLong * kLong);
+  for (int64_t i = 0; i < kLong; ++i)
+    for (int64_t j = 0; j <= i; ++j) band[i * kLong + j] = 1;
+  const ir::ValueId keep = add_constant(g, Tensor::from_vector(DataType::kBool, {1, 1, kLong, kLong}, band));
+  const float inf = std::numeric_limits<float>::infinity();
+  const ir::ValueId mask = add_op(g, "Where", {keep, add_constant(g, f32({}, {0.f})), add_constant(g, f32({}, {-inf}))});
+  g.outputs = {add_op(g, "Attention", {qkv[0], qkv[1], qkv[2], mask})};
+  ASSERT_TRUE(ir::infer_shapes(g).ok());
+  ASSERT_EQ(fold_attention_masks(g), 1u);
+  const ir::Node& a = attention(g);
+  EXPECT_TRUE(a.inputs.size() < 4 || a.inputs[3] == ir::kNoValue);
+  EXPECT_EQ(a.attr_int("causal", 0).value(), 1);
+}
+
 // A cache's keys are past + new positions, two dynamic dims (a prefill piece after a cache): the causal
 // band's offset Skv - Sq must come out as the past, not 0 (Lin::of kept only the first term, and a
 // dynamo Llama export with a dynamic new-token count kept its whole mask chain).
