@@ -22,7 +22,7 @@
 #   BENCH_DEADLINE_S (520)   the whole run, report included; BENCH_COMPILE_S (270): compiling stops then
 #   BENCH_TORCH_RESERVE_S (90)  kept after streamrt's runs for the PyTorch timings
 #   BENCH_ITERS / BENCH_WARMUP (20 / 5)   timed / untimed runs per point and peer
-#   BENCH_MODELS ("llama qwen"), BENCH_BATCHES (1,8), BENCH_POINTS (prefill:1,prefill:512,prefill:2048,
+#   BENCH_MODELS ("llama qwen"; also "llama8b": Llama-3.1-8B shape, 4 layers, head size 128), BENCH_BATCHES (1,8), BENCH_POINTS (prefill:1,prefill:512,prefill:2048,
 #   decode:512,decode:2048), BENCH_IMPLS (eager,compile,ro), BENCH_PROFILE_POINT (b1:prefill:512)
 #   BENCH_CHECK_MAX_MB (1300)  points whose outputs are larger are not checked (streamrt writes them as .npy)
 #   BENCH_CACHE (/tmp/bench-hf)  exports (reused while models.py / export.py are unchanged) and inputs
