@@ -40,6 +40,7 @@ CASES = {
     "llama8b_prefill2048": (1, 32, 8, 128, 2048, 2048, 1),
     "llama8b_decode2048": (1, 32, 8, 128, 1, 2049, 1),
     "llama1b_prefill8192": (1, 32, 8, 64, 8192, 8192, 1),
+    "llama8b_prefill4096": (1, 32, 8, 128, 4096, 4096, 1),
     "llama8b_prefill8192": (1, 32, 8, 128, 8192, 8192, 1),
     "llama8b_full4096": (1, 32, 8, 128, 4096, 4096, 0),
     "gemma_prefill1024_d256": (1, 8, 1, 256, 1024, 1024, 1),
@@ -48,19 +49,21 @@ CASES = {
 }
 
 
-def write_model(path, b, h, hkv, d, sq, skv, causal):
+def write_model(path, b, h, hkv, d, sq, skv, causal, key_mask=False):
     import onnx
     from onnx import TensorProto, helper
 
     f16 = TensorProto.FLOAT16
-    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], causal=causal, kv_group=h // hkv, bshd=15,
+    # key_mask: the int64 [B, Skv] attention_mask that the builder folds a padding mask into (input 4).
+    ins = ["q", "k", "v"] + (["", "key_mask"] if key_mask else [])
+    node = helper.make_node("Attention", ins, ["y"], causal=causal, kv_group=h // hkv, bshd=15,
                             scale=1.0 / math.sqrt(d))
-    graph = helper.make_graph(
-        [node], "attention",
-        [helper.make_tensor_value_info("q", f16, [b, sq, h, d]),
-         helper.make_tensor_value_info("k", f16, [b, skv, hkv, d]),
-         helper.make_tensor_value_info("v", f16, [b, skv, hkv, d])],
-        [helper.make_tensor_value_info("y", f16, [b, sq, h, d])])
+    inputs = [helper.make_tensor_value_info("q", f16, [b, sq, h, d]),
+              helper.make_tensor_value_info("k", f16, [b, skv, hkv, d]),
+              helper.make_tensor_value_info("v", f16, [b, skv, hkv, d])]
+    if key_mask:
+        inputs.append(helper.make_tensor_value_info("key_mask", TensorProto.INT64, [b, skv]))
+    graph = helper.make_graph([node], "attention", inputs, [helper.make_tensor_value_info("y", f16, [b, sq, h, d])])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=10), path)
 
 
@@ -130,6 +133,8 @@ def main():
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--streamrt-args", default="", help="more arguments for `streamrt run` (one string, split on spaces)")
     ap.add_argument("--workdir", default="/tmp/attn-bench", help="models, inputs and outputs (large)")
+    ap.add_argument("--key-mask", action="store_true",
+                    help="streamrt's model also reads an all-ones int64 key_mask (a folded attention_mask), as exports do")
     a = ap.parse_args()
     import torch
 
@@ -141,7 +146,7 @@ def main():
         work = os.path.join(a.workdir, name)
         os.makedirs(work, exist_ok=True)
         model = os.path.join(work, "model.onnx")
-        write_model(model, b, h, hkv, d, sq, skv, causal)
+        write_model(model, b, h, hkv, d, sq, skv, causal, a.key_mask)
         gen = torch.Generator(device="cuda").manual_seed(0)
         q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.float16, generator=gen)
         k = torch.randn(b, skv, hkv, d, device="cuda", dtype=torch.float16, generator=gen)
@@ -150,7 +155,10 @@ def main():
         for n, t in (("q", q), ("k", k), ("v", v)):
             inputs[n] = os.path.join(work, n + ".npy")
             np.save(inputs[n], t.cpu().numpy())
-        row = {"case": name, "b": b, "h": h, "hkv": hkv, "d": d, "sq": sq, "skv": skv, "causal": causal, "gpu": gpu}
+        if a.key_mask:
+            inputs["key_mask"] = os.path.join(work, "key_mask.npy")
+            np.save(inputs["key_mask"], np.ones((b, skv), np.int64))
+        row = {"case": name + (" +key_mask" if a.key_mask else ""), "b": b, "h": h, "hkv": hkv, "d": d, "sq": sq, "skv": skv, "causal": causal, "gpu": gpu}
         fl = flops(b, h, d, sq, skv, causal)
         kv_bytes = 2 * b * skv * hkv * d * 2
         try:

@@ -51,13 +51,17 @@ __device__ __forceinline__ ops::KeyBounds bounds(const Params& p, int64_t i) {
   return ops::key_bounds(i, p.causal_offset, p.skv, p.causal != 0, p.window);
 }
 
-// Whether key j of the key_mask row starting at element `row` is nonzero (any of its bytes: the
-// integer types are nonzero alike whatever their sign).
+// Whether key j of the key_mask row starting at element `row` is nonzero (bool or an integer type:
+// one load of the element, which tensors keep aligned to its size; attention_mask is int64, and
+// eight byte loads a key sat on the prefill kernels' critical path).
 __device__ __forceinline__ bool key_on(const Params& p, int64_t row, int64_t j) {
   const uint8_t* e = static_cast<const uint8_t*>(p.key_mask) + (row + j) * p.key_mask_bytes;
-  uint8_t any = 0;
-  for (int b = 0; b < p.key_mask_bytes; ++b) any |= e[b];
-  return any != 0;
+  switch (p.key_mask_bytes) {
+    case 8: return *reinterpret_cast<const uint64_t*>(e) != 0;
+    case 4: return *reinterpret_cast<const uint32_t*>(e) != 0;
+    case 2: return *reinterpret_cast<const uint16_t*>(e) != 0;
+    default: return *e != 0;
+  }
 }
 
 // Score of query i (< Sq) and key j (< Skv) after scale, causal limit, window and mask, as on the CPU

@@ -114,22 +114,31 @@ __device__ __forceinline__ void issue_pv(float (&o)[C::kD / 8][4], const uint32_
   }
 }
 
+// The key_mask flags of the tile of keys k0.. (all on without a key_mask): read while the tile's
+// MMAs run, so their loads stay off the softmax's path.
+template <class C>
+struct KeyFlags {
+  uint32_t on[C::kFlagWords];
+  uint32_t all_on;
+  __device__ __forceinline__ void read(const Params& p, int64_t row, int k0) {
+    all_on = ~0u;
+#pragma unroll
+    for (int w = 0; w < C::kFlagWords; ++w) on[w] = ~0u;
+    if (p.key_mask) {
+      key_flags<C::kFlagWords>(p, row, k0, on);
+#pragma unroll
+      for (int w = 0; w < C::kFlagWords; ++w) all_on &= on[w];
+    }
+  }
+};
+
 // The online softmax of one score tile (keys k0..): masks, the rows' new max, O rescaled, and P
 // rounded to T as the A fragments of P V (keys 16kc.. are S blocks 2kc and 2kc + 1).
 template <typename T, class C, bool kMasked>
-__device__ __forceinline__ void softmax_tile(const Params& p, const Offsets& okv, RowState& st,
+__device__ __forceinline__ void softmax_tile(const Params& p, const KeyFlags<C>& f, RowState& st,
                                              float (&s)[C::kBc / 8][4], float (&o)[C::kD / 8][4],
                                              uint32_t (&pa)[C::kBc / 16][4], int k0, int first_i, int last_i) {
-  uint32_t on[C::kFlagWords];
-  uint32_t all_on = ~0u;
-#pragma unroll
-  for (int w = 0; w < C::kFlagWords; ++w) on[w] = ~0u;
-  if (p.key_mask) {
-    key_flags<C::kFlagWords>(p, okv.key_mask, k0, on);
-#pragma unroll
-    for (int w = 0; w < C::kFlagWords; ++w) all_on &= on[w];
-  }
-  if (!plain_tile<kMasked, C::kBc>(p, k0, all_on, first_i, last_i)) mask_tile<T, kMasked>(p, st.rows, on, k0, s);
+  if (!plain_tile<kMasked, C::kBc>(p, k0, f.all_on, first_i, last_i)) mask_tile<T, kMasked>(p, st.rows, f.on, k0, s);
   softmax_step(s, o, st.m0, st.m1, st.l0, st.l1, p.scale * kLog2e);
 #pragma unroll
   for (int nb = 0; nb < C::kBc / 8; ++nb) {
@@ -259,6 +268,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     issue_pv<T, C>(o, pa, vd0 + ((slot * C::kTileBytes) >> 4));
     wgmma::commit();
     tma::named_arrive(3 - cw, 256);
+    KeyFlags<C> flags;
+    flags.read(p, okv.key_mask, (tile_begin + t) * kBc);
     wgmma::wait<0>();
     wgmma::fence_regs(reinterpret_cast<float(&)[kBc / 2]>(s));
     wgmma::fence_regs(reinterpret_cast<float(&)[C::kD / 2]>(o));
@@ -266,7 +277,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     if (lane == 0) tma::mbar_arrive(empty + 8 * slot);
     if (++slot == C::kStages) slot = 0, phase ^= 1u;
     if (active && t < n)  // X_t
-      softmax_tile<T, C, kMasked>(p, okv, st, s, o, pa, (tile_begin + t) * kBc, first_i, last_i);
+      softmax_tile<T, C, kMasked>(p, flags, st, s, o, pa, (tile_begin + t) * kBc, first_i, last_i);
   }
   if (cw == 0) tma::named_sync(2, 256);
   if (!active) return;
