@@ -46,13 +46,32 @@ __device__ __forceinline__ float mask_raw(const Params& p, int64_t mask_base, bo
   return s;
 }
 
+// A lane's keys j, j + 32, ... of the key_mask row: all loads issued before any is used, so a tile
+// waits for one memory latency, not one per word.
+template <typename E, int kWords>
+__device__ __forceinline__ void key_words(const Params& p, int64_t row, int j, bool (&kept)[kWords]) {
+  const E* e = static_cast<const E*>(p.key_mask) + row;
+  E v[kWords];
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) v[w] = j + 32 * w < p.skv ? e[j + 32 * w] : E(0);
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) kept[w] = v[w] != E(0);
+}
+
 // Bit k % 32 of word k / 32: key k0 + k exists and key_mask keeps it. Every lane of the warp gets
 // the same words.
 template <int kWords>
 __device__ __forceinline__ void key_flags(const Params& p, int64_t row, int k0, uint32_t (&on)[kWords]) {
   const int j = k0 + threadIdx.x % 32;
+  bool kept[kWords];
+  switch (p.key_mask_bytes) {  // bool or an integer type: nonzero keeps the key (key_on)
+    case 8: key_words<uint64_t>(p, row, j, kept); break;
+    case 4: key_words<uint32_t>(p, row, j, kept); break;
+    case 2: key_words<uint16_t>(p, row, j, kept); break;
+    default: key_words<uint8_t>(p, row, j, kept); break;
+  }
 #pragma unroll
-  for (int w = 0; w < kWords; ++w) on[w] = __ballot_sync(0xffffffffu, j + 32 * w < p.skv && key_on(p, row, j + 32 * w));
+  for (int w = 0; w < kWords; ++w) on[w] = __ballot_sync(0xffffffffu, kept[w]);
 }
 
 // The mean of V over all Skv keys for columns c, c + 1 (a row whose every key the unfused graph
