@@ -26,6 +26,7 @@
 #include <atomic>
 #include <optional>
 
+#include "backends/cuda/kernels/attention_kv_slabs.h"
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/kernels/mma_util.cuh"
 #include "backends/cuda/kernels/tma_pipeline.cuh"
@@ -147,16 +148,6 @@ __device__ __forceinline__ void softmax_tile(const Params& p, const KeyFlags<C>&
   }
 }
 
-// Where a packed batch's K or V rows start in their TMA map: (column, slab), the map being
-// [slabs][Skv][row] (kv_map checked that every batch's rows start in a slab's first row).
-struct KvStart {
-  int col, slab;
-};
-__device__ __forceinline__ KvStart kv_start(int64_t offset, int64_t row, int64_t skv) {
-  const int64_t slab = offset / (row * skv);
-  return {static_cast<int>(offset - slab * row * skv), static_cast<int>(slab)};
-}
-
 // The producer's copying thread: for step u, once the slot's readers of the round before are done,
 // K_u and V_{u-1} into slot u % kStages with TMA (keys past Skv read as zeros; K_n is past the last
 // tile and only keeps the consumers' MMAs unconditional).
@@ -171,10 +162,11 @@ __device__ __forceinline__ void produce(const CUtensorMap* k_map, const CUtensor
     const uint32_t bar = full + 8 * slot;
     tma::mbar_arrive_expect_tx(bar, u >= 1 ? 2 * C::kTileBytes : C::kTileBytes);
 #pragma unroll
-    for (int cb = 0; cb < C::kD / 64; ++cb) {
+    for (int cb = 0; cb < C::kD / 64; ++cb) {  // kv_slabs kept columns and slabs within int
       const uint32_t at = slot * C::kTileBytes + cb * C::kBc * 128;
-      tma::load_3d(k_ring + at, k_map, ks.col + cb * 64, key0 + u * C::kBc, ks.slab, bar);
-      if (u >= 1) tma::load_3d(v_ring + at, v_map, vs.col + cb * 64, key0 + (u - 1) * C::kBc, vs.slab, bar);
+      const int kc = static_cast<int>(ks.col) + cb * 64, vc = static_cast<int>(vs.col) + cb * 64;
+      tma::load_3d(k_ring + at, k_map, kc, key0 + u * C::kBc, static_cast<int>(ks.slab), bar);
+      if (u >= 1) tma::load_3d(v_ring + at, v_map, vc, key0 + (u - 1) * C::kBc, static_cast<int>(vs.slab), bar);
     }
     if (++slot == C::kStages) slot = 0, phase ^= 1u;
   }
@@ -310,25 +302,16 @@ Result<bool> compute_capability_is(int major, int minor) {
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
-// The TMA map of K or V ([slabs][Skv][row], `row` elements a key row) for the producer kernel, if
-// every batch index's rows start within the first row of a slab (bshd and bhsd layouts do): then a
-// box never wraps into the next head and keys past Skv read as zeros.
+// The TMA map of K or V (attention_kv_slabs.h), or none where the layout does not fit it.
 template <class C>
 Result<std::optional<CUtensorMap>> kv_map(const void* base, int64_t row, bool is_k, const Params& p) {
-  const int64_t slab_elems = row * p.skv;
-  int64_t slabs = 0;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    const Offsets o = p.map.offsets(b);
-    const int64_t off = is_k ? o.k : o.v;
-    const int64_t slab = off / slab_elems;
-    if (off - slab * slab_elems + p.d > row || slab >= INT32_MAX) return std::optional<CUtensorMap>();
-    slabs = slab + 1 > slabs ? slab + 1 : slabs;
-  }
+  const int64_t slabs = kv_slabs(p.map, p.batch, row, p.skv, p.d, is_k);
+  if (slabs == 0) return std::optional<CUtensorMap>();
   tma::TiledMap16 m;
   m.base = base;
   m.rank = 3;
   m.dims[0] = static_cast<uint64_t>(row), m.dims[1] = static_cast<uint64_t>(p.skv), m.dims[2] = static_cast<uint64_t>(slabs);
-  m.strides[1] = static_cast<uint64_t>(row), m.strides[2] = static_cast<uint64_t>(slab_elems);
+  m.strides[1] = static_cast<uint64_t>(row), m.strides[2] = static_cast<uint64_t>(row * p.skv);
   m.box[0] = 64, m.box[1] = C::kBc, m.box[2] = 1;
   Result<CUtensorMap> map = tma::encode_swizzled_128(m);
   if (!map.ok() && map.status().code() == StatusCode::kUnsupported) return std::optional<CUtensorMap>();
