@@ -77,6 +77,7 @@ Status CudaContext::init() {
   }
   SRT_CUDA(cudaDeviceGetAttribute(&res_.sm_count, cudaDevAttrMultiProcessorCount, ces_.device));
   SRT_CUDA(cudaDeviceGetAttribute(&res_.cc_major, cudaDevAttrComputeCapabilityMajor, ces_.device));
+  SRT_CUDA(cudaDeviceGetAttribute(&res_.cc_minor, cudaDevAttrComputeCapabilityMinor, ces_.device));
   SRT_RETURN_IF_ERROR(res_.ensure_workspace(kContextWorkspace));
   if (reserved_) {
     arena_ = plan().arena_size ? r.block : nullptr;

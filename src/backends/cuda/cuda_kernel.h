@@ -31,7 +31,7 @@ struct CudaResources {
   size_t workspace_size = 0;
   uint64_t workspace_generation = 0;  // bumped when the workspace moves (captured graphs hold its address)
   int sm_count = 0;
-  int cc_major = 0;  // compute capability (9: thread-block clusters)
+  int cc_major = 0, cc_minor = 0;  // compute capability (9: thread-block clusters; 9.0: sm_90a code)
   // Grows the workspace to at least `bytes` (synchronizes the stream when it must reallocate).
   Status ensure_workspace(size_t bytes);
 };

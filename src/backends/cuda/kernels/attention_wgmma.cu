@@ -23,7 +23,6 @@
 // alone (CMakeLists.txt). Keep every wgmma out of conditionals: ptxas serializes an MMA under a
 // branch it cannot prove warp-uniform and says so only at -Xptxas -v ("C7520 ... serialized"),
 // which ctest cuda_wgmma_not_serialized checks.
-#include <atomic>
 #include <optional>
 
 #include "backends/cuda/kernels/attention_kv_slabs.h"
@@ -284,22 +283,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #endif
 }
 
-// Whether the current device is of compute capability major.minor, asked once per device.
-Result<bool> compute_capability_is(int major, int minor) {
-  static std::atomic<uint64_t> known{0}, match{0};  // bit per device
-  int device = 0;
-  SRT_CUDA(cudaGetDevice(&device));
-  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-  if (bit && (known.load() & bit)) return (match.load() & bit) != 0;
-  int ma = 0, mi = 0;
-  SRT_CUDA(cudaDeviceGetAttribute(&ma, cudaDevAttrComputeCapabilityMajor, device));
-  SRT_CUDA(cudaDeviceGetAttribute(&mi, cudaDevAttrComputeCapabilityMinor, device));
-  const bool is = ma == major && mi == minor;
-  if (is) match.fetch_or(bit);
-  known.fetch_or(bit);
-  return is;
-}
-
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 // The TMA map of K or V (attention_kv_slabs.h), or none where the layout does not fit it.
@@ -370,8 +353,8 @@ Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p, bool any_length)
   if (reinterpret_cast<uintptr_t>(p.y) % 4 != 0 || p.y_row % 2 != 0) return false;
   for (int i = 0; i < p.map.rank; ++i)
     if (p.map.y[i] % 2 != 0) return false;
-  SRT_ASSIGN_OR_RETURN(const bool hopper, compute_capability_is(9, 0));  // sm_90a code runs there only
-  if (!hopper) return false;
+  const CudaResources& res = ctx.resources();
+  if (res.cc_major != 9 || res.cc_minor != 0) return false;  // sm_90a code runs there only
   // 128-key tiles (64 at head size 256) and as many ring slots as shared memory holds (227 KiB).
   // Head size 64 with three consumers (192 query rows a block) was 4 % faster at 8192 rows and
   // 12 % slower at 2048 (2026-11-29, docs/benchmarks.md).
