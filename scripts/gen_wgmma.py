@@ -61,6 +61,13 @@ __device__ __forceinline__ void fence_regs(float (&d)[kN]) {
 #pragma unroll
   for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// Keeps a register A operand (wgmma_rs) live and unchanged until after its MMA's wait: the compiler
+// sees the MMA read it at issue and could otherwise reuse its registers while the MMA still reads them.
+template <int kN>
+__device__ __forceinline__ void fence_operand(uint32_t (&a)[kN]) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
 
 template <typename T, int kN>
 struct Mma;
@@ -70,6 +77,10 @@ FOOTER = """
 template <typename T, int kN>
 __device__ __forceinline__ void ss(float (&d)[kN / 2], uint64_t a, uint64_t b, int accumulate) {
   Mma<T, kN>::ss(d, a, b, accumulate);
+}
+template <typename T, int kN>
+__device__ __forceinline__ void ss_first(float (&d)[kN / 2], uint64_t a, uint64_t b) {
+  Mma<T, kN>::ss_first(d, a, b);
 }
 template <typename T, int kN>
 __device__ __forceinline__ void rs(float (&d)[kN / 2], const uint32_t (&a)[4], uint64_t b, int accumulate) {
@@ -84,10 +95,10 @@ def regs(n, start=0):
     return ", ".join(f"%{start + i}" for i in range(n))
 
 
-def outs(n):
+def outs(n, constraint="+f"):
     lines, per = [], 8
     for i in range(0, n, per):
-        lines.append("          " + ", ".join(f'"+f"(d[{j}])' for j in range(i, min(n, i + per))))
+        lines.append("          " + ", ".join(f'"{constraint}"(d[{j}])' for j in range(i, min(n, i + per))))
     return ",\n".join(lines)
 
 
@@ -105,6 +116,20 @@ struct Mma<{ctype}, {n}> {{
         "{{{regs(m)}}}, %{m}, %{m + 1}, p, 1, 1, 0, 0;\\n}}\\n"
         : {outs(m).lstrip()}
         : "l"(a), "l"(b), "r"(accumulate));
+#else
+    __trap();
+#endif
+  }}
+  // D = A B (D's registers written only: their old values are dead to the compiler, which otherwise
+  // keeps them alive, and copies them, across everything between two MMAs on the same D).
+  __device__ __forceinline__ static void ss_first(float (&d)[{m}], uint64_t a, uint64_t b) {{
+#ifdef STREAMRT_WGMMA_ASM
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{m + 2}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.{shape} "
+        "{{{regs(m)}}}, %{m}, %{m + 1}, p, 1, 1, 0, 0;\\n}}\\n"
+        : {outs(m, "=f").lstrip()}
+        : "l"(a), "l"(b), "r"(0));
 #else
     __trap();
 #endif

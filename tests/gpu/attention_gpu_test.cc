@@ -166,9 +166,14 @@ TEST_F(GpuAttention, PrefillKernelsAgreeWithTheCpu) {
       check({.b = 1, .h = 2, .hkv = 1, .d = d, .sq = 130, .skv = 130, .mask = true, .nan_to_zero = true,
              .dtype = DataType::kBFloat16, .kernel = k});
     }
-  // Head size 64 takes the warpgroup kernel (64-key tiles) from 2048 query rows.
-  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kMma})
+  // Head size 64 takes the warpgroup kernel from 2048 query rows, with three consumer warpgroups
+  // (192-row blocks) where a row sees 4096 keys on average (the non-causal case); a mask input keeps two.
+  for (AttentionKernel k : {AttentionKernel::kAuto, AttentionKernel::kMma}) {
     check({.b = 1, .h = 1, .hkv = 1, .d = 64, .sq = 4100, .skv = 4100, .kernel = k});
+    check({.b = 2, .h = 2, .hkv = 1, .d = 64, .sq = 4100, .skv = 4100, .causal = false, .bshd = false,
+           .dtype = DataType::kBFloat16, .kernel = k});
+  }
+  check({.b = 1, .h = 2, .hkv = 2, .d = 64, .sq = 4100, .skv = 4100, .mask = true});
 }
 
 TEST_F(GpuAttention, MasksAndEmptyRowsUnderASplit) {

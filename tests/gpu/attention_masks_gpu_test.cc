@@ -107,6 +107,18 @@ TEST(AttentionMasksGpu, TensorCoreKernelKeyMaskCausalWindow) {
     }
 }
 
+// Where a row sees 4096 keys on average head size 64 takes the Hopper kernel's three-consumer blocks
+// (192 query rows), else two: the padding, causal limit and window across row tiles that do not
+// divide the length, on both.
+TEST(AttentionMasksGpu, LongHead64KeyMaskCausalWindow) {
+  SRT_REQUIRE_GPU();
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16}) {
+    check({.dtype = t, .batch = 2, .heads = 2, .kv_heads = 1, .sq = 4200, .skv = 4200, .window = 700});
+    check({.dtype = t, .batch = 2, .heads = 2, .kv_heads = 1, .sq = 4100, .skv = 4100, .causal = false});
+    check({.dtype = t, .batch = 1, .heads = 1, .kv_heads = 1, .sq = 8300, .skv = 8300});
+  }
+}
+
 TEST(AttentionMasksGpu, RowsWithoutKeysMatchTheCpu) {
   SRT_REQUIRE_GPU();
   // Left padding of 70 under causal: the first 70 queries of batch 0 keep no key.

@@ -121,19 +121,32 @@ __device__ __forceinline__ void mask_tile(const Params& p, const TileRows& rows,
     }
 }
 
-// One online-softmax step over a masked raw score tile: the rows' new max (the four lanes of a row
-// share it), the scores turned into 2^(s * scale2 - max) in place, the sums l (this lane's columns
-// only: the lanes are summed at the end) and the output o rescaled. m is in log2 units of the
-// scaled score; a row without a finite score so far keeps exp() at 0, not NaN.
-template <int kNb, int kDb>
-__device__ __forceinline__ void softmax_step(float (&s)[kNb][4], float (&o)[kDb][4], float& m0, float& m1, float& l0,
-                                             float& l1, float scale2) {
-  float mx0 = -INFINITY, mx1 = -INFINITY;
+// The score half of an online-softmax step over a masked raw score tile: the rows' new max (the
+// four lanes of a row share it), the scores turned into 2^(s * scale2 - max) in place and the sums l
+// (this lane's columns only: the lanes are summed at the end). Returns in alpha0 / alpha1 what the
+// output rows are to be multiplied by (rescale_rows); the Hopper kernel does that once the P V MMA
+// still reading O has finished. m is in log2 units of the scaled score; a row without a finite
+// score so far keeps exp() at 0, not NaN.
+template <int kNb>
+__device__ __forceinline__ void softmax_scores(float (&s)[kNb][4], float& m0, float& m1, float& l0, float& l1,
+                                               float scale2, float& alpha0, float& alpha1) {
+  // Reductions as four independent chains a row: one warp per scheduler runs a warpgroup's softmax,
+  // so a single chain of kNb dependent max / add operations would be its latency.
+  constexpr int kChains = kNb >= 4 ? 4 : kNb;
+  float px0[kChains], px1[kChains];
 #pragma unroll
-  for (int nb = 0; nb < kNb; ++nb) {
-    mx0 = fmaxf(mx0, fmaxf(s[nb][0], s[nb][1]));
-    mx1 = fmaxf(mx1, fmaxf(s[nb][2], s[nb][3]));
+  for (int c = 0; c < kChains; ++c) {
+    px0[c] = fmaxf(s[c][0], s[c][1]);
+    px1[c] = fmaxf(s[c][2], s[c][3]);
   }
+#pragma unroll
+  for (int nb = kChains; nb < kNb; ++nb) {
+    px0[nb % kChains] = fmaxf(px0[nb % kChains], fmaxf(s[nb][0], s[nb][1]));
+    px1[nb % kChains] = fmaxf(px1[nb % kChains], fmaxf(s[nb][2], s[nb][3]));
+  }
+  float mx0 = px0[0], mx1 = px1[0];
+#pragma unroll
+  for (int c = 1; c < kChains; ++c) mx0 = fmaxf(mx0, px0[c]), mx1 = fmaxf(mx1, px1[c]);
 #pragma unroll
   for (int off = 1; off <= 2; off <<= 1) {
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
@@ -141,21 +154,31 @@ __device__ __forceinline__ void softmax_step(float (&s)[kNb][4], float (&o)[kDb]
   }
   const float mn0 = fmaxf(m0, mx0 * scale2), mn1 = fmaxf(m1, mx1 * scale2);
   const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
-  const float alpha0 = fast_exp2(m0 - base0), alpha1 = fast_exp2(m1 - base1);
+  alpha0 = fast_exp2(m0 - base0);
+  alpha1 = fast_exp2(m1 - base1);
   m0 = mn0;
   m1 = mn1;
-  float sum0 = 0.f, sum1 = 0.f;
+  float ps0[kChains], ps1[kChains];
 #pragma unroll
   for (int nb = 0; nb < kNb; ++nb) {
     s[nb][0] = fast_exp2(fmaf(s[nb][0], scale2, -base0));
     s[nb][1] = fast_exp2(fmaf(s[nb][1], scale2, -base0));
     s[nb][2] = fast_exp2(fmaf(s[nb][2], scale2, -base1));
     s[nb][3] = fast_exp2(fmaf(s[nb][3], scale2, -base1));
-    sum0 += s[nb][0] + s[nb][1];
-    sum1 += s[nb][2] + s[nb][3];
+    const float a = s[nb][0] + s[nb][1], b = s[nb][2] + s[nb][3];
+    ps0[nb % kChains] = nb < kChains ? a : ps0[nb % kChains] + a;
+    ps1[nb % kChains] = nb < kChains ? b : ps1[nb % kChains] + b;
   }
+  float sum0 = ps0[0], sum1 = ps1[0];
+#pragma unroll
+  for (int c = 1; c < kChains; ++c) sum0 += ps0[c], sum1 += ps1[c];
   l0 = l0 * alpha0 + sum0;
   l1 = l1 * alpha1 + sum1;
+}
+
+// The output rows of a thread (m16n8 accumulator layout) times their rows' alpha.
+template <int kDb>
+__device__ __forceinline__ void rescale_rows(float (&o)[kDb][4], float alpha0, float alpha1) {
 #pragma unroll
   for (int nb = 0; nb < kDb; ++nb) {
     o[nb][0] *= alpha0;
@@ -163,6 +186,15 @@ __device__ __forceinline__ void softmax_step(float (&s)[kNb][4], float (&o)[kDb]
     o[nb][2] *= alpha1;
     o[nb][3] *= alpha1;
   }
+}
+
+// One online-softmax step: softmax_scores, then the output rows rescaled.
+template <int kNb, int kDb>
+__device__ __forceinline__ void softmax_step(float (&s)[kNb][4], float (&o)[kDb][4], float& m0, float& m1, float& l0,
+                                             float& l1, float scale2) {
+  float alpha0, alpha1;
+  softmax_scores(s, m0, m1, l0, l1, scale2, alpha0, alpha1);
+  rescale_rows(o, alpha0, alpha1);
 }
 
 // Writes this thread's two rows r0 / r1 (valid v0 / v1) of a finished tile: O / l rounded to T, the

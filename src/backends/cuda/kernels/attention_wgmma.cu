@@ -1,15 +1,17 @@
 // The Hopper Attention kernel (sm_90a, float16 / bfloat16, D == Dv in {64, 128, 256}): the
 // flash-attention loop of attention_tc.cu with warpgroup MMAs (wgmma) and TMA copies, for prefill.
-//  - A block is three warpgroups. Warpgroup 0 is the producer: it gives up its registers
-//    (setmaxnreg) and one of its threads copies K and V tiles with TMA into a ring of slots, each
-//    with a "full" mbarrier (the copy engine's bytes landed) and an "empty" one (both consumers are
-//    done with it). Warpgroups 1 and 2 are the consumers (240 registers a thread), 64 query rows
-//    each: S = Q K^T as m64nKk16 MMAs with Q and K read from shared memory (K-major descriptors),
-//    O += P V as m64nDk16 MMAs with P from registers (the S accumulator layout is the A fragment
-//    layout, as with mma.sync) and V read N-major. One warpgroup instruction does what 8-16
-//    mma.sync calls and their ldmatrix loads did.
-//  - The consumers take turns on the tensor cores through two named barriers: one's softmax runs
-//    while the other's MMAs do.
+//  - A block is a producer warpgroup and two or three consumer warpgroups. The producer gives up
+//    its registers (setmaxnreg) and one of its threads copies K and V tiles with TMA into a ring of
+//    slots, each with a "full" mbarrier (the copy engine's bytes landed) and an "empty" one (every
+//    consumer is done with it). The consumers (240 registers a thread with two, 160 with three)
+//    take 64 query rows each: S = Q K^T as m64nKk16 MMAs with Q and K read from shared memory
+//    (K-major descriptors), O += P V as m64nDk16 MMAs with P from registers (the S accumulator layout
+//    is the A fragment layout, as with mma.sync) and V read N-major. One warpgroup instruction does
+//    what 8-16 mma.sync calls and their ldmatrix loads did.
+//  - The consumers take turns on the tensor cores through a ring of named barriers, one's softmax
+//    running while the others' MMAs do; and a consumer's own softmax of S_t runs while its
+//    P_{t-1} V_{t-1} does (two commit groups a step). Head size 64 takes a third consumer on long
+//    rows: its exponentials take as long as its MMAs.
 //  - Q and K / V tiles sit in shared memory in 128-byte-swizzled rows (the layout TMA's 128-byte
 //    swizzle writes and the MMA descriptors name): a tile is D / 64 column blocks of [rows][64
 //    elements], 16-byte chunk c of row r at chunk c ^ (r % 8). Keys past Skv arrive as zeros (the
@@ -39,14 +41,15 @@ namespace {
 using wgmma::descriptor;
 using wgmma::swizzled;
 
-// A producer and two consumer warpgroups of 64 query rows, kBc-key tiles, a ring of kStages slots
-// (slot u holds K_u and V_{u-1}: what step T_u reads). Registers: the producer keeps 24 a thread,
-// the consumers take 240 (128 x 24 + 256 x 240 <= 64 Ki).
-template <int kD_, int kBc_, int kStages_>
+// A producer and kConsumers consumer warpgroups of 64 query rows each, kBc-key tiles, a ring of
+// kStages slots (slot u holds K_u and V_{u-1}: what step T_u reads). Registers: the producer keeps
+// 24 a thread, the consumers share the rest (two: 240, three: 160; 64 Ki a block).
+template <int kD_, int kBc_, int kStages_, int kConsumers_ = 2>
 struct Cfg {
   static constexpr int kD = kD_;
-  static constexpr int kThreads = 384;
-  static constexpr int kBr = 128;
+  static constexpr int kConsumers = kConsumers_;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kBr = 64 * kConsumers;
   static constexpr int kBc = kBc_;
   static constexpr int kStages = kStages_;
   static constexpr int kFlagWords = kBc / 32;
@@ -56,7 +59,10 @@ struct Cfg {
   static constexpr uint32_t kRingBytes = kQBytes + 2 * kStages * kTileBytes;
   // 1 KiB of slack for the 1 KiB alignment of the tiles, then the 2 x kStages mbarriers.
   static constexpr size_t kBytes = kRingBytes + 1024 + 16 * kStages;
-  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = ((65536 - 128 * kProducerRegs) / (128 * kConsumers)) / 8 * 8 > 240
+                                           ? 240
+                                           : ((65536 - 128 * kProducerRegs) / (128 * kConsumers)) / 8 * 8;
 };
 
 // The block's kBr packed rows of Q into the swizzled Q tile (rows past the packed batch: zeros).
@@ -96,7 +102,10 @@ __device__ __forceinline__ void issue_scores(float (&s)[C::kBc / 8][4], uint64_t
     const uint32_t col = (kk % 4) * 32;
     const uint64_t a = qd + (((kk / 4) * C::kBr * 128 + col) >> 4);
     const uint64_t b = kd + (((kk / 4) * C::kBc * 128 + col) >> 4);
-    wgmma::ss<T, C::kBc>(sf, a, b, kk > 0 ? 1 : 0);
+    if (kk == 0)
+      wgmma::ss_first<T, C::kBc>(sf, a, b);
+    else
+      wgmma::ss<T, C::kBc>(sf, a, b, 1);
   }
 }
 // O += P V for one V tile (`vd` its descriptor, N-major: the next 64 columns one column block on, the
@@ -132,19 +141,39 @@ struct KeyFlags {
   }
 };
 
-// The online softmax of one score tile (keys k0..): masks, the rows' new max, O rescaled, and P
-// rounded to T as the A fragments of P V (keys 16kc.. are S blocks 2kc and 2kc + 1).
-template <typename T, class C, bool kMasked>
-__device__ __forceinline__ void softmax_tile(const Params& p, const KeyFlags<C>& f, RowState& st,
-                                             float (&s)[C::kBc / 8][4], float (&o)[C::kD / 8][4],
-                                             uint32_t (&pa)[C::kBc / 16][4], int k0, int first_i, int last_i) {
-  if (!plain_tile<kMasked, C::kBc>(p, k0, f.all_on, first_i, last_i)) mask_tile<T, kMasked>(p, st.rows, f.on, k0, s);
-  softmax_step(s, o, st.m0, st.m1, st.l0, st.l1, p.scale * kLog2e);
+// O rescaled and P rounded to T as the A fragments of the next P V (keys 16kc.. are S blocks 2kc and
+// 2kc + 1).
+template <typename T, class C>
+__device__ __forceinline__ void next_pv_operand(const float (&s)[C::kBc / 8][4], float alpha0, float alpha1,
+                                                float (&o)[C::kD / 8][4], uint32_t (&pa)[C::kBc / 16][4]) {
+  rescale_rows(o, alpha0, alpha1);
 #pragma unroll
   for (int nb = 0; nb < C::kBc / 8; ++nb) {
     pa[nb / 2][(nb % 2) * 2] = pack_pair<T>(s[nb][0], s[nb][1]);
     pa[nb / 2][(nb % 2) * 2 + 1] = pack_pair<T>(s[nb][2], s[nb][3]);
   }
+}
+
+// What a consumer's step does once its MMAs are issued: the online softmax of S_t (keys k0..;
+// masked when kMask) while this warpgroup's own P_{t-1} V_{t-1} still runs (S_t is the first commit
+// group), then, that MMA done, the slot handed back (`release`), O rescaled and the next P. The
+// caller picks kMask per tile so each instantiation is one straight path: with masked and plain
+// tiles merging before the softmax, ptxas copied all of S into other registers every step (64 moves
+// a thread, ncu).
+template <typename T, class C, bool kMasked, bool kMask, class Release>
+__device__ __forceinline__ void finish_step(const Params& p, const KeyFlags<C>& f, RowState& st,
+                                            float (&s)[C::kBc / 8][4], float (&o)[C::kD / 8][4],
+                                            uint32_t (&pa)[C::kBc / 16][4], int k0, Release release) {
+  float alpha0, alpha1;
+  wgmma::wait<1>();
+  wgmma::fence_regs(reinterpret_cast<float(&)[C::kBc / 2]>(s));
+  if constexpr (kMask) mask_tile<T, kMasked>(p, st.rows, f.on, k0, s);
+  softmax_scores(s, st.m0, st.m1, st.l0, st.l1, p.scale * kLog2e, alpha0, alpha1);
+  wgmma::wait<0>();
+  wgmma::fence_regs(reinterpret_cast<float(&)[C::kD / 2]>(o));
+  wgmma::fence_operand(reinterpret_cast<uint32_t(&)[C::kBc / 4]>(pa));
+  release();
+  next_pv_operand<T, C>(s, alpha0, alpha1, o, pa);
 }
 
 // The producer's copying thread: for step u, once the slot's readers of the round before are done,
@@ -198,7 +227,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   if (threadIdx.x == 0) {
     for (int i = 0; i < C::kStages; ++i) {
       tma::mbar_init(full + 8 * i, 1);
-      tma::mbar_init(empty + 8 * i, 8);  // a lane of each consumer warp
+      tma::mbar_init(empty + 8 * i, 4 * C::kConsumers);  // a lane of each consumer warp
     }
     tma::mbar_init_fence();
   }
@@ -241,10 +270,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const uint64_t qd = descriptor(q_addr + cw * 64 * 128, 16, 1024);
   const uint64_t kd0 = descriptor(k_ring, 16, 1024);
   const uint64_t vd0 = descriptor(v_ring, C::kBc * 128, 1024);
-  // Turns: consumer c waits on named barrier 2 + c, then, its MMAs issued, lets the other go.
-  // Consumer 0 goes first (consumer 1's arrival below) and takes consumer 1's last arrival after
-  // the loop, so both barriers end balanced.
-  if (cw == 1) tma::named_arrive(2, 256);
+  // Turns, a ring: consumer c waits on named barrier 2 + c, then, its MMAs issued, lets consumer
+  // c + 1 go. Consumer 0 goes first (the last consumer's arrival below) and takes the last
+  // consumer's final arrival after the loop, so every barrier ends balanced.
+  if (cw == C::kConsumers - 1) tma::named_arrive(2, 256);
   int slot = 0;
   uint32_t phase = 0;
   for (int t = 0; t <= n; ++t) {
@@ -256,19 +285,29 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // works on zero Q rows.
     wgmma::fence();
     issue_scores<T, C>(s, qd, kd0 + ((slot * C::kTileBytes) >> 4));
+    wgmma::commit();
     issue_pv<T, C>(o, pa, vd0 + ((slot * C::kTileBytes) >> 4));
     wgmma::commit();
-    tma::named_arrive(3 - cw, 256);
+    tma::named_arrive(2 + (cw + 1) % C::kConsumers, 256);
     KeyFlags<C> flags;
-    flags.read(p, okv.key_mask, (tile_begin + t) * kBc);
-    wgmma::wait<0>();
-    wgmma::fence_regs(reinterpret_cast<float(&)[kBc / 2]>(s));
-    wgmma::fence_regs(reinterpret_cast<float(&)[C::kD / 2]>(o));
-    __syncwarp();
-    if (lane == 0) tma::mbar_arrive(empty + 8 * slot);
+    const int k0 = (tile_begin + t) * kBc;
+    flags.read(p, okv.key_mask, k0);
+    const uint32_t done_slot = empty + 8 * slot;
+    const auto release = [&] {
+      __syncwarp();
+      if (lane == 0) tma::mbar_arrive(done_slot);
+    };
+    if (!active || t == n) {  // no X_t: the MMAs' wait, the slot handed back
+      wgmma::wait<0>();
+      wgmma::fence_regs(reinterpret_cast<float(&)[kBc / 2]>(s));
+      wgmma::fence_regs(reinterpret_cast<float(&)[C::kD / 2]>(o));
+      release();
+    } else if (plain_tile<kMasked, kBc>(p, k0, flags.all_on, first_i, last_i)) {
+      finish_step<T, C, kMasked, false>(p, flags, st, s, o, pa, k0, release);
+    } else {
+      finish_step<T, C, kMasked, true>(p, flags, st, s, o, pa, k0, release);
+    }
     if (++slot == C::kStages) slot = 0, phase ^= 1u;
-    if (active && t < n)  // X_t
-      softmax_tile<T, C, kMasked>(p, flags, st, s, o, pa, (tile_begin + t) * kBc, first_i, last_i);
   }
   if (cw == 0) tma::named_sync(2, 256);
   if (!active) return;
@@ -304,7 +343,7 @@ Result<std::optional<CUtensorMap>> kv_map(const void* base, int64_t row, bool is
 
 template <typename T, class C, bool kMasked>
 Status launch(CudaKernelContext& ctx, const CUtensorMap& k_map, const CUtensorMap& v_map, const Params& p,
-                 int q_tiles, int64_t blocks, bool q_vec) {
+              int q_tiles, int64_t blocks, bool q_vec) {
   SRT_RETURN_IF_ERROR((allow_dynamic_smem<attention_wgmma<T, C, kMasked>>(static_cast<int>(C::kBytes))));
   attention_wgmma<T, C, kMasked>
       <<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, ctx.stream()>>>(k_map, v_map, p, q_tiles, q_vec);
@@ -332,8 +371,13 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
   SRT_ASSIGN_OR_RETURN(const std::optional<CUtensorMap> v_map, kv_map<C>(p.v, p.v_row, false, p));
   if (!k_map || !v_map) return false;
   const int qt = static_cast<int>(q_tiles);
-  SRT_RETURN_IF_ERROR((p.mask_kind != kNoMask ? launch<T, C, true>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)
-                                              : launch<T, C, false>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)));
+  if (p.mask_kind == kNoMask) {
+    SRT_RETURN_IF_ERROR((launch<T, C, false>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)));
+  } else if constexpr (C::kConsumers == 2) {  // three consumers' 160 registers spill the mask reads
+    SRT_RETURN_IF_ERROR((launch<T, C, true>(ctx, *k_map, *v_map, p, qt, blocks, q_vec)));
+  } else {
+    return false;
+  }
   return true;
 }
 
@@ -358,7 +402,15 @@ Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p, bool any_length)
   // 128-key tiles (64 at head size 256) and as many ring slots as shared memory holds (227 KiB).
   // Head size 64 with three consumers (192 query rows a block) was 4 % faster at 8192 rows and
   // 12 % slower at 2048 (2026-11-29, docs/benchmarks.md).
-  if (p.d == 64) return launch_config<T, Cfg<64, 128, 4>>(ctx, p);
+  if (p.d == 64) {
+    // Three consumers (192-row blocks) where a row sees 4096 keys or more on average: 4-15 % faster
+    // there, 3-20 % slower at 2048 (2026-11-29, docs/benchmarks.md). The softmax's exponentials take
+    // as long as the MMAs at head size 64, so a third warpgroup keeps the tensor cores fed.
+    int64_t reach = p.causal ? p.skv / 2 : p.skv;
+    if (p.window > 0 && p.window < reach) reach = p.window;
+    if (reach >= 4096 && p.mask_kind == kNoMask) return launch_config<T, Cfg<64, 128, 4, 3>>(ctx, p);
+    return launch_config<T, Cfg<64, 128, 4>>(ctx, p);
+  }
   if (p.d == 128) return launch_config<T, Cfg<128, 128, 3>>(ctx, p);
   return launch_config<T, Cfg<256, 64, 2>>(ctx, p);
 #else
