@@ -43,7 +43,7 @@ using wgmma::swizzled;
 
 // A producer and kConsumers consumer warpgroups of 64 query rows each, kBc-key tiles, a ring of
 // kStages slots (slot u holds K_u and V_{u-1}: what step T_u reads). Registers: the producer keeps
-// 24 a thread, the consumers share the rest (two: 240, three: 160; 64 Ki a block).
+// 24 a thread, the consumers share the rest of the block's pool (two: 240, three: 160).
 template <int kD_, int kBc_, int kStages_, int kConsumers_ = 2>
 struct Cfg {
   static constexpr int kD = kD_;
@@ -59,10 +59,16 @@ struct Cfg {
   static constexpr uint32_t kRingBytes = kQBytes + 2 * kStages * kTileBytes;
   // 1 KiB of slack for the 1 KiB alignment of the tiles, then the 2 x kStages mbarriers.
   static constexpr size_t kBytes = kRingBytes + 1024 + 16 * kStages;
+  // setmaxnreg moves registers within what the block was launched with: kThreads times the count
+  // ptxas gives each thread under __launch_bounds__(kThreads, 1) (65536 / kThreads, a multiple of
+  // 8: 168 for 384 threads, so 64512, not 64 Ki). Asking for more than that pool makes the
+  // consumers' setmaxnreg.inc wait forever (a producer of 32 registers beside two consumers of 240
+  // hung the kernel).
+  static constexpr int kPool = kThreads * (65536 / kThreads / 8 * 8);
   static constexpr int kProducerRegs = 24;
-  static constexpr int kConsumerRegs = ((65536 - 128 * kProducerRegs) / (128 * kConsumers)) / 8 * 8 > 240
-                                           ? 240
-                                           : ((65536 - 128 * kProducerRegs) / (128 * kConsumers)) / 8 * 8;
+  static constexpr int kShare = (kPool - 128 * kProducerRegs) / (128 * kConsumers) / 8 * 8;
+  static constexpr int kConsumerRegs = kShare > 240 ? 240 : kShare;
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kPool);
 };
 
 // The block's kBr packed rows of Q into the swizzled Q tile (rows past the packed batch: zeros).
