@@ -114,7 +114,7 @@ def torch_time(q, k, v, causal, iters):
 def streamrt_time(binary, model, inputs, outdir, iters, extra):
     args = [binary, "run", model, "--device", "cuda", "--cuda-graph", "--iterations", str(iters), "--warmup", "10",
             "--output-dir", outdir] + [f"--input={n}={p}" for n, p in inputs.items()] + extra
-    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)  # a hung kernel costs two minutes a case, not five
     if r.returncode != 0:
         raise RuntimeError((r.stderr or r.stdout).strip().splitlines()[-1])
     m = re.search(r"median ([0-9.]+) ms", r.stdout)
@@ -123,7 +123,7 @@ def streamrt_time(binary, model, inputs, outdir, iters, extra):
     out = np.load(os.path.join(outdir, "y.npy")).astype(np.float32)
     # The kernel's own GPU time (events around the step, no graph): what the profile prints per op.
     r = subprocess.run(args[:5] + ["--iterations", str(iters), "--warmup", "10", "--profile-ops"] + args[10:],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=120)
     k = re.search(r"^\s*Attention\S*.*?([0-9.]+) ms", r.stderr, re.M)
     return float(m.group(1)), float(k.group(1)) if k else None, out
 
