@@ -22,6 +22,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cuda_graph_timing import graphed_median_ms  # noqa: E402
+
 # name: (batch, query heads, kv heads, head dim, Sq, Skv, causal)
 CASES = {
     "llama1b_prefill512": (1, 32, 8, 64, 512, 512, 1),
@@ -86,29 +89,9 @@ def torch_time(q, k, v, causal, iters):
     # PyTorch's is_causal is top-left aligned; with one query row (decode) every key is visible anyway.
     is_causal = bool(causal) and sq > 1
     assert not is_causal or sq == skv
-    run = lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=is_causal, enable_gqa=True)
-    out = run()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            run()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        run()
-    for _ in range(5):
-        g.replay()
-    times = []
-    for _ in range(iters):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        g.replay()
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1))
-    times.sort()
-    return times[len(times) // 2], out.transpose(1, 2).float().cpu().numpy()
+    ms, out = graphed_median_ms(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=is_causal, enable_gqa=True),
+                                iters)
+    return ms, out.transpose(1, 2).float().cpu().numpy()
 
 
 def streamrt_time(binary, model, inputs, outdir, iters, extra):
