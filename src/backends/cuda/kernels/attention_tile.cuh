@@ -130,23 +130,12 @@ __device__ __forceinline__ void mask_tile(const Params& p, const TileRows& rows,
 template <int kNb>
 __device__ __forceinline__ void softmax_scores(float (&s)[kNb][4], float& m0, float& m1, float& l0, float& l1,
                                                float scale2, float& alpha0, float& alpha1) {
-  // Reductions as four independent chains a row: one warp per scheduler runs a warpgroup's softmax,
-  // so a single chain of kNb dependent max / add operations would be its latency.
-  constexpr int kChains = kNb >= 4 ? 4 : kNb;
-  float px0[kChains], px1[kChains];
+  float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-  for (int c = 0; c < kChains; ++c) {
-    px0[c] = fmaxf(s[c][0], s[c][1]);
-    px1[c] = fmaxf(s[c][2], s[c][3]);
+  for (int nb = 0; nb < kNb; ++nb) {
+    mx0 = fmaxf(mx0, fmaxf(s[nb][0], s[nb][1]));
+    mx1 = fmaxf(mx1, fmaxf(s[nb][2], s[nb][3]));
   }
-#pragma unroll
-  for (int nb = kChains; nb < kNb; ++nb) {
-    px0[nb % kChains] = fmaxf(px0[nb % kChains], fmaxf(s[nb][0], s[nb][1]));
-    px1[nb % kChains] = fmaxf(px1[nb % kChains], fmaxf(s[nb][2], s[nb][3]));
-  }
-  float mx0 = px0[0], mx1 = px1[0];
-#pragma unroll
-  for (int c = 1; c < kChains; ++c) mx0 = fmaxf(mx0, px0[c]), mx1 = fmaxf(mx1, px1[c]);
 #pragma unroll
   for (int off = 1; off <= 2; off <<= 1) {
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
@@ -158,20 +147,16 @@ __device__ __forceinline__ void softmax_scores(float (&s)[kNb][4], float& m0, fl
   alpha1 = fast_exp2(m1 - base1);
   m0 = mn0;
   m1 = mn1;
-  float ps0[kChains], ps1[kChains];
+  float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
   for (int nb = 0; nb < kNb; ++nb) {
     s[nb][0] = fast_exp2(fmaf(s[nb][0], scale2, -base0));
     s[nb][1] = fast_exp2(fmaf(s[nb][1], scale2, -base0));
     s[nb][2] = fast_exp2(fmaf(s[nb][2], scale2, -base1));
     s[nb][3] = fast_exp2(fmaf(s[nb][3], scale2, -base1));
-    const float a = s[nb][0] + s[nb][1], b = s[nb][2] + s[nb][3];
-    ps0[nb % kChains] = nb < kChains ? a : ps0[nb % kChains] + a;
-    ps1[nb % kChains] = nb < kChains ? b : ps1[nb % kChains] + b;
+    sum0 += s[nb][0] + s[nb][1];
+    sum1 += s[nb][2] + s[nb][3];
   }
-  float sum0 = ps0[0], sum1 = ps1[0];
-#pragma unroll
-  for (int c = 1; c < kChains; ++c) sum0 += ps0[c], sum1 += ps1[c];
   l0 = l0 * alpha0 + sum0;
   l1 = l1 * alpha1 + sum1;
 }

@@ -129,8 +129,9 @@ __device__ __forceinline__ void issue_pv(float (&o)[C::kD / 8][4], const uint32_
   }
 }
 
-// The key_mask flags of the tile of keys k0.. (all on without a key_mask): read while the tile's
-// MMAs run, so their loads stay off the softmax's path.
+// The key_mask flags of the tile of keys k0.. (all on without a key_mask): read between the tile's
+// MMA issue and the wait for its scores (the loads still cost 6-13 % of the kernel with a key_mask:
+// docs/benchmarks.md, eleventh session).
 template <class C>
 struct KeyFlags {
   uint32_t on[C::kFlagWords];
