@@ -1,8 +1,9 @@
 // Rotary on CUDA, mirroring src/ops/rotary.cc: Y = X * cos + rotate_half(X) * sin over the last
 // axis, cos and sin through the broadcast indexer. Where the last axis is a multiple of 16, cos and
 // sin are not broadcast along it and every pointer is 16-byte aligned (Llama's heads), a thread
-// takes 8 elements of one half with one indexer step and 16-byte loads (one element a thread, the
-// index arithmetic dominated: a 512-token Llama prefill spent 6 % of its GPU time here); else one.
+// takes 8 elements of the first half and their 8 partners with one indexer step and 16-byte loads
+// (one element a thread, the index arithmetic dominated: a 512-token Llama prefill spent 6 % of its
+// GPU time here); else one.
 #include "backends/cuda/kernels/elementwise.cuh"
 #include "ops/rotary.h"
 
@@ -22,23 +23,31 @@ __global__ void rotary_kernel(T* y, const T* x, const T* c, const T* s, Idx n, I
   }
 }
 
+// A thread takes 8 elements of a row's first half and the 8 they pair with in the second half: x is
+// read once (the one-half version read each element twice, once for itself and once for its partner)
+// and one indexer step serves 16 outputs.
 template <typename T>
-__global__ void rotary_vec_kernel(T* y, const T* x, const T* c, const T* s, uint32_t nvec, uint32_t d,
+__global__ void rotary_vec_kernel(T* y, const T* x, const T* c, const T* s, uint32_t npairs, uint32_t d,
                                   BroadcastIndexer<3> ix) {
-  const uint32_t h = d / 2;
-  for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < nvec; v += gridDim.x * blockDim.x) {
-    const uint32_t i = v * 8;
+  const uint32_t h = d / 2, per_row = h / 8;
+  for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < npairs; v += gridDim.x * blockDim.x) {
+    const uint32_t i = (v / per_row) * d + (v % per_row) * 8;  // in the first half
     uint32_t off[3];
     ix.offsets(i, off);
-    const bool first = i % d < h;  // the 8 elements lie in one half (h is a multiple of 8)
-    float xv[8], pv[8], cv[8], sv[8], out[8];
-    load8(x + i, xv);
-    load8(x + (first ? i + h : i - h), pv);
-    load8(c + off[1], cv);
-    load8(s + off[2], sv);
+    float x1[8], x2[8], c1[8], c2[8], s1[8], s2[8], y1[8], y2[8];
+    load8(x + i, x1);
+    load8(x + i + h, x2);
+    load8(c + off[1], c1);
+    load8(c + off[1] + h, c2);
+    load8(s + off[2], s1);
+    load8(s + off[2] + h, s2);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) out[e] = xv[e] * cv[e] + (first ? -pv[e] : pv[e]) * sv[e];
-    store8(y + i, out);
+    for (int e = 0; e < 8; ++e) {
+      y1[e] = x1[e] * c1[e] - x2[e] * s1[e];
+      y2[e] = x2[e] * c2[e] + x1[e] * s2[e];
+    }
+    store8(y + i, y1);
+    store8(y + i + h, y2);
   }
 }
 
@@ -57,9 +66,9 @@ Status rotary_cuda(CudaKernelContext& ctx) {
                    aligned16(s.data) && n < (int64_t{1} << 31);
   return cuda_dispatch<ops::kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() {
     if (vec) {
-      const auto nvec = static_cast<uint32_t>(n / 8);
-      rotary_vec_kernel<T><<<grid_for(nvec), 256, 0, ctx.stream()>>>(y.as<T>(), x.as<const T>(), c.as<const T>(),
-                                                                     s.as<const T>(), nvec, static_cast<uint32_t>(d), ix);
+      const auto npairs = static_cast<uint32_t>(n / 16);
+      rotary_vec_kernel<T><<<grid_for(npairs), 256, 0, ctx.stream()>>>(y.as<T>(), x.as<const T>(), c.as<const T>(),
+                                                                       s.as<const T>(), npairs, static_cast<uint32_t>(d), ix);
       SRT_CUDA_LAUNCH("rotary_vec_kernel");
       return ok_status();
     }
