@@ -57,15 +57,23 @@ struct Cfg {
   static constexpr uint32_t kQBytes = kBr * kD * 2;
   static constexpr uint32_t kTileBytes = kBc * kD * 2;
   static constexpr uint32_t kRingBytes = kQBytes + 2 * kStages * kTileBytes;
-  // 1 KiB of slack for the 1 KiB alignment of the tiles, then the 2 x kStages mbarriers.
-  static constexpr size_t kBytes = kRingBytes + 1024 + 16 * kStages;
+  // A slot's key_mask flags: kFlagWords words and their AND.
+  static constexpr uint32_t kFlagSlotBytes = 32;
+  static_assert(4 * (kFlagWords + 1) <= kFlagSlotBytes);
+  // 1 KiB of slack for the 1 KiB alignment of the tiles, then the 2 x kStages mbarriers, then the flags.
+  static constexpr size_t kBytes = kRingBytes + 1024 + 16 * kStages + kFlagSlotBytes * kStages;
   // setmaxnreg moves registers within what the block was launched with: kThreads times the count
   // ptxas gives each thread under __launch_bounds__(kThreads, 1) (65536 / kThreads, a multiple of
   // 8: 168 for 384 threads, so 64512, not 64 Ki). Asking for more than that pool makes the
   // consumers' setmaxnreg.inc wait forever (a producer of 32 registers beside two consumers of 240
   // hung the kernel).
   static constexpr int kPool = kThreads * (65536 / kThreads / 8 * 8);
-  static constexpr int kProducerRegs = 24;
+  // Three consumers: the producer's second warp reads the key_mask flags (produce_flags), which
+  // needs 32 registers; with two, the consumers read them (KeyFlags::read) and keep 240 registers
+  // (the flag warp measured 2-3 % slower at head size 128, 6-8 % faster at head size 64 with three
+  // consumers: 2026-11-29, docs/benchmarks.md).
+  static constexpr bool kFlagWarp = kConsumers == 3;
+  static constexpr int kProducerRegs = kFlagWarp ? 32 : 24;
   static constexpr int kShare = (kPool - 128 * kProducerRegs) / (128 * kConsumers) / 8 * 8;
   static constexpr int kConsumerRegs = kShare > 240 ? 240 : kShare;
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kPool);
@@ -129,22 +137,33 @@ __device__ __forceinline__ void issue_pv(float (&o)[C::kD / 8][4], const uint32_
   }
 }
 
-// The key_mask flags of the tile of keys k0.. (all on without a key_mask): read between the tile's
-// MMA issue and the wait for its scores (the loads still cost 6-13 % of the kernel with a key_mask:
-// docs/benchmarks.md, eleventh session).
+// The key_mask flags of a tile of keys: bit k % 32 of word k / 32 for key k0 + k (all on without a
+// key_mask), and their AND. With the flag warp (Cfg::kFlagWarp and a key_mask) the producer's second
+// warp has read them into the slot's flag words (produce_flags) and `load` takes them from shared
+// memory; else `read` loads them between the tile's MMA issue and the wait for its scores, where
+// their latency costs 6-13 % of the kernel (docs/benchmarks.md, eleventh session).
 template <class C>
 struct KeyFlags {
   uint32_t on[C::kFlagWords];
   uint32_t all_on;
-  __device__ __forceinline__ void read(const Params& p, int64_t row, int k0) {
+  __device__ __forceinline__ void all() {
     all_on = ~0u;
 #pragma unroll
     for (int w = 0; w < C::kFlagWords; ++w) on[w] = ~0u;
+  }
+  __device__ __forceinline__ void read(const Params& p, int64_t row, int k0) {
+    all();
     if (p.key_mask) {
       key_flags<C::kFlagWords>(p, row, k0, on);
 #pragma unroll
       for (int w = 0; w < C::kFlagWords; ++w) all_on &= on[w];
     }
+  }
+  __device__ __forceinline__ void load(uint32_t at) {
+#pragma unroll
+    for (int w = 0; w < C::kFlagWords; ++w)
+      asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(on[w]) : "r"(at + 4 * w) : "memory");
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(all_on) : "r"(at + 4 * C::kFlagWords) : "memory");
   }
 };
 
@@ -207,6 +226,34 @@ __device__ __forceinline__ void produce(const CUtensorMap* k_map, const CUtensor
   }
 }
 
+// The producer's second warp: for step u, once the slot is empty, the key_mask flags of tile u into
+// its flag words, a word at a time, then this warp's arrival on the slot's full barrier (the copies'
+// thread gives the other). It runs stages ahead of the flags' readers. Only with a key_mask.
+template <class C>
+__device__ __forceinline__ void produce_flags(const Params& p, int64_t row, int key0, int n, uint32_t flag_ring,
+                                              uint32_t full, uint32_t empty) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  int slot = 0;
+  uint32_t phase = 0;
+  for (int u = 0; u <= n; ++u) {
+    tma::mbar_wait(empty + 8 * slot, phase ^ 1u);
+    const uint32_t at = flag_ring + C::kFlagSlotBytes * slot;
+    uint32_t all_on = ~0u;
+#pragma unroll 1
+    for (int w = 0; w < C::kFlagWords; ++w) {
+      const int j = key0 + u * C::kBc + 32 * w + lane;
+      const uint32_t on = __ballot_sync(0xffffffffu, j < p.skv && key_on(p, row, j));
+      all_on &= on;
+      if (lane == 0) asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at + 4 * w), "r"(on) : "memory");
+    }
+    if (lane == 0) {
+      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at + 4 * C::kFlagWords), "r"(all_on) : "memory");
+      tma::mbar_arrive(full + 8 * slot);
+    }
+    if (++slot == C::kStages) slot = 0, phase ^= 1u;
+  }
+}
+
 template <typename T, class C, bool kMasked>
 __global__ void __launch_bounds__(C::kThreads, 1)
     attention_wgmma(const __grid_constant__ CUtensorMap k_map, const __grid_constant__ CUtensorMap v_map,
@@ -217,6 +264,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const uint32_t q_addr = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t k_ring = q_addr + C::kQBytes, v_ring = k_ring + C::kStages * C::kTileBytes;
   const uint32_t full = q_addr + C::kRingBytes, empty = full + 8 * C::kStages;
+  const uint32_t flag_ring = empty + 8 * C::kStages;
   // Warp-uniform to ptxas (a shuffle result), so the MMAs below sit under no divergent branch.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
@@ -230,10 +278,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int tile_end = (static_cast<int>(bounds(p, last_i).hi) + kBc - 1) / kBc;
   const int tile_begin = static_cast<int>(bounds(p, first_i).lo / kBc);
   const int n = tile_end > tile_begin ? tile_end - tile_begin : 0;
+  const bool flag_warp = C::kFlagWarp && p.key_mask != nullptr;
 
   if (threadIdx.x == 0) {
     for (int i = 0; i < C::kStages; ++i) {
-      tma::mbar_init(full + 8 * i, 1);
+      tma::mbar_init(full + 8 * i, flag_warp ? 2 : 1);  // the copies' thread (and the flags' warp)
       tma::mbar_init(empty + 8 * i, 4 * C::kConsumers);  // a lane of each consumer warp
     }
     tma::mbar_init_fence();
@@ -251,6 +300,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     if (threadIdx.x == 0)
       produce<C>(&k_map, &v_map, kv_start(okv.k, p.k_key, p.skv), kv_start(okv.v, p.v_row, p.skv), tile_begin * kBc,
                  n, k_ring, v_ring, full, empty);
+    else if (flag_warp && threadIdx.x / 32 == 1)
+      produce_flags<C>(p, okv.key_mask, tile_begin * kBc, n, flag_ring, full, empty);
     return;
   }
   tma::regs_increase<C::kConsumerRegs>();
@@ -298,7 +349,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     tma::named_arrive(2 + (cw + 1) % C::kConsumers, 256);
     KeyFlags<C> flags;
     const int k0 = (tile_begin + t) * kBc;
-    flags.read(p, okv.key_mask, k0);
+    if constexpr (!C::kFlagWarp)
+      flags.read(p, okv.key_mask, k0);
+    else if (flag_warp)
+      flags.load(flag_ring + C::kFlagSlotBytes * slot);
+    else
+      flags.all();  // no key_mask (read()'s global loads would spill at 160 registers)
     const uint32_t done_slot = empty + 8 * slot;
     const auto release = [&] {
       __syncwarp();
