@@ -195,6 +195,10 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
       if (!again.ok()) return again.status().with_context("after grouping MatMuls");
     }
   }
+  if (config.passes.rotary_fusion && builder::pair_rotaries(g) > 0) {
+    auto again = ir::infer_shapes(g, infer);
+    if (!again.ok()) return again.status().with_context("after pairing Rotary steps");
+  }
   if (config.engine_name.empty() && g.name.empty()) {
     size_t slash = source.find_last_of('/');
     g.name = source.substr(slash == std::string::npos ? 0 : slash + 1);

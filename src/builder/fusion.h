@@ -85,6 +85,9 @@ size_t fuse_rotary(ir::Graph& g);
 // element-wise over heads and positions, and cos / sin with one row for all heads ([.., 1, S, D])
 // are the same bytes as [.., S, 1, D] (a Reshape view). fuse_rotary runs it. Returns the number.
 size_t absorb_rotary_transposes(ir::Graph& g);
+// Two consecutive Rotary steps (a layer's Q and K) -> one step of two rotations, one launch
+// (pair_rotaries.cc). Run last, after every pass that looks for a Rotary. Returns the pairs made.
+size_t pair_rotaries(ir::Graph& g);
 
 // Add(MatMul(A, W), b) -> MatMul(A, W, b) with the fused bias (fuse_matmul_bias.cc).
 size_t fuse_matmul_bias(ir::Graph& g);

@@ -39,7 +39,7 @@ Rewrites rewrites_of(const plan::PlanData& p) {
   Rewrites r;
   for (const ir::Node& s : p.steps) {
     r.attention += s.op_type == "Attention";
-    r.rotary += s.op_type == "Rotary";
+    r.rotary += s.op_type == "Rotary" ? s.outputs.size() : 0;  // rotations (a layer's Q and K share a step)
     r.matmul_bias += s.op_type == "MatMul" && ops::matmul_has_bias_attr(s);
     r.matmul_residual += s.op_type == "MatMul" && ops::matmul_has_residual_attr(s);
     r.matmul_group += s.op_type == ops::kMatMulGroup;

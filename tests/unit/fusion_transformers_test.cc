@@ -204,7 +204,7 @@ struct MaskCase {
   int64_t window = 0;    // the config's sliding window (Mistral)
   int causal = 1;        // 1: decoders; 0: BERT attends both ways; -1: a decode step (one query sees
                          // every key up to its own position: causal is moot and may be dropped)
-  int max_kernels = 7;  // per layer: a MatMulGroup for Q / K / V with the input norm, 2 Rotary, Attention,
+  int max_kernels = 6;  // per layer: a MatMulGroup for Q / K / V with the input norm, Rotary (Q and K), Attention,
                         // o_proj's MatMul (with the residual), a MatMulGroup for gate / up with the post-
                         // attention norm and SwiGLU's gate, down_proj's MatMul (with the residual); a
                         // decode step adds the two cache Concats
@@ -214,7 +214,7 @@ class TransformersMasks : public ::testing::TestWithParam<MaskCase> {};
 
 // The [B, 1, Sq, Skv] mask built from attention_mask (causal, padding, sliding window) becomes the
 // Attention op's causal flag, window and key_mask (attention_mask itself): no mask steps remain,
-// each layer lowers to 7 steps that launch work (plus Reshape views; no Add: the residuals ride in
+// each layer lowers to 6 steps that launch work (plus Reshape views; no Add: the residuals ride in
 // the GEMMs; no RMSNormalization: the norms ride in the MatMulGroups), and the plan computes
 // PyTorch's outputs, padded rows included.
 TEST_P(TransformersMasks, MaskBecomesCausalWindowAndKeyMask) {
@@ -245,6 +245,11 @@ TEST_P(TransformersMasks, MaskBecomesCausalWindowAndKeyMask) {
             << histogram_text(layer);
   EXPECT_LE(kernels(layer), c.max_kernels) << histogram_text(layer);
   EXPECT_EQ(layer.count("Add"), 0u) << "a residual Add was left out of its MatMul:\n" << histogram_text(layer);
+  if (c.causal != 0) {  // rotary models: a layer's Q and K rotate in one step
+    EXPECT_EQ(layer.count("Rotary") ? layer.at("Rotary") : 0, 1) << histogram_text(layer);
+    for (const auto& s : plan->data.steps)
+      if (s.op_type == "Rotary") EXPECT_EQ(s.outputs.size(), 2u) << s.name;
+  }
   EXPECT_EQ(layer.count("RMSNormalization"), 0u) << "a norm was left out of its MatMulGroup:\n" << histogram_text(layer);
 }
 

@@ -3,7 +3,9 @@
 // sin are not broadcast along it and every pointer is 16-byte aligned (Llama's heads), a thread
 // takes 8 elements of the first half and their 8 partners with one indexer step and 16-byte loads
 // (one element a thread, the index arithmetic dominated: a 512-token Llama prefill spent 6 % of its
-// GPU time here); else one.
+// GPU time here); else one. A paired step (a layer's Q and K, builder/pair_rotaries.cc) runs both
+// rotations in one launch when both take the 16-element path: at 512 tokens each launch is ~4 us
+// of mostly fixed cost (ncu, H200), not bandwidth.
 #include "backends/cuda/kernels/elementwise.cuh"
 #include "ops/rotary.h"
 
@@ -23,63 +25,104 @@ __global__ void rotary_kernel(T* y, const T* x, const T* c, const T* s, Idx n, I
   }
 }
 
-// A thread takes 8 elements of a row's first half and the 8 they pair with in the second half: x is
-// read once (the one-half version read each element twice, once for itself and once for its partner)
-// and one indexer step serves 16 outputs.
+// One rotation of the 16-element path.
 template <typename T>
-__global__ void rotary_vec_kernel(T* y, const T* x, const T* c, const T* s, uint32_t npairs, uint32_t d,
-                                  BroadcastIndexer<3> ix) {
-  const uint32_t h = d / 2, per_row = h / 8;
-  for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < npairs; v += gridDim.x * blockDim.x) {
-    const uint32_t i = (v / per_row) * d + (v % per_row) * 8;  // in the first half
-    uint32_t off[3];
-    ix.offsets(i, off);
-    float x1[8], x2[8], c1[8], c2[8], s1[8], s2[8], y1[8], y2[8];
-    load8(x + i, x1);
-    load8(x + i + h, x2);
-    load8(c + off[1], c1);
-    load8(c + off[1] + h, c2);
-    load8(s + off[2], s1);
-    load8(s + off[2] + h, s2);
+struct VecPart {
+  T* y;
+  const T *x, *c, *s;
+  uint32_t npairs, d;
+  BroadcastIndexer<3> ix;
+};
+
+// Pair group v of `p`: 8 elements of a row's first half and the 8 they pair with in the second half
+// (x read once; the one-element version read each element twice, once for itself and once for its
+// partner) with one indexer step for 16 outputs.
+template <typename T>
+__device__ __forceinline__ void rotate16(const VecPart<T>& p, uint32_t v) {
+  const uint32_t h = p.d / 2, per_row = h / 8;
+  const uint32_t i = (v / per_row) * p.d + (v % per_row) * 8;  // in the first half
+  uint32_t off[3];
+  p.ix.offsets(i, off);
+  float x1[8], x2[8], c1[8], c2[8], s1[8], s2[8], y1[8], y2[8];
+  load8(p.x + i, x1);
+  load8(p.x + i + h, x2);
+  load8(p.c + off[1], c1);
+  load8(p.c + off[1] + h, c2);
+  load8(p.s + off[2], s1);
+  load8(p.s + off[2] + h, s2);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      y1[e] = x1[e] * c1[e] - x2[e] * s1[e];
-      y2[e] = x2[e] * c2[e] + x1[e] * s2[e];
-    }
-    store8(y + i, y1);
-    store8(y + i + h, y2);
+  for (int e = 0; e < 8; ++e) {
+    y1[e] = x1[e] * c1[e] - x2[e] * s1[e];
+    y2[e] = x2[e] * c2[e] + x1[e] * s2[e];
+  }
+  store8(p.y + i, y1);
+  store8(p.y + i + h, y2);
+}
+
+// kParts rotations in one launch: pair groups [0, a.npairs) are a's, the rest b's. Each part is
+// named directly (no pointer to a parameter), so the indexers stay in the parameter space.
+template <typename T, int kParts>
+__global__ void rotary_vec_kernel(const VecPart<T> a, const VecPart<T> b) {
+  const uint32_t total = a.npairs + (kParts == 2 ? b.npairs : 0u);
+  for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < total; v += gridDim.x * blockDim.x) {
+    if (kParts == 1 || v < a.npairs)
+      rotate16(a, v);
+    else
+      rotate16(b, v - a.npairs);
   }
 }
 
-Status rotary_cuda(CudaKernelContext& ctx) {
-  const ops::TensorRef &x = ctx.input(0), &c = ctx.input(1), &s = ctx.input(2);
-  const ops::TensorRef& y = ctx.output(0);
+// Part k of the step (inputs 3k .. 3k + 2, output k): checked, its indexer built, and whether the
+// 16-element path takes it.
+template <typename T>
+Status make_part(CudaKernelContext& ctx, size_t k, VecPart<T>* part, bool* vec) {
+  const ops::TensorRef &x = ctx.input(3 * k), &c = ctx.input(3 * k + 1), &s = ctx.input(3 * k + 2);
+  const ops::TensorRef& y = ctx.output(k);
   SRT_RETURN_IF_ERROR(ops::rotary_check_broadcast(ctx.node(), x.dims, c.dims, s.dims));
-  const int64_t n = x.numel();
+  const int64_t n = x.numel(), d = x.dims.empty() ? 0 : x.dims.back();
+  if (n > 0 && d % 2 != 0) return ctx.error("the last axis of X must be even, got " + std::to_string(d));
+  SRT_RETURN_IF_ERROR(make_indexer<3>(ctx, x.dims, {&x.dims, &c.dims, &s.dims}, &part->ix));
+  *part = {y.as<T>(), x.as<const T>(), c.as<const T>(), s.as<const T>(), static_cast<uint32_t>(n / 16),
+           static_cast<uint32_t>(d), part->ix};
+  *vec = n > 0 && d % 16 == 0 && c.dims.size() > 0 && c.dims.back() == d && s.dims.size() > 0 && s.dims.back() == d &&
+         aligned16(x.data) && aligned16(y.data) && aligned16(c.data) && aligned16(s.data) && n < (int64_t{1} << 31);
+  return ok_status();
+}
+
+// The one-element path for part k.
+template <typename T>
+Status launch_scalar(CudaKernelContext& ctx, size_t k, const VecPart<T>& part) {
+  const int64_t n = ctx.input(3 * k).numel(), d = part.d;
   if (n == 0) return ok_status();
-  const int64_t d = x.dims.back();
-  if (d % 2 != 0) return ctx.error("the last axis of X must be even, got " + std::to_string(d));
-  BroadcastIndexer<3> ix;
-  SRT_RETURN_IF_ERROR(make_indexer<3>(ctx, x.dims, {&x.dims, &c.dims, &s.dims}, &ix));
-  const bool vec = d % 16 == 0 && c.dims.size() > 0 && c.dims.back() == d && s.dims.size() > 0 &&
-                   s.dims.back() == d && aligned16(x.data) && aligned16(y.data) && aligned16(c.data) &&
-                   aligned16(s.data) && n < (int64_t{1} << 31);
-  return cuda_dispatch<ops::kFloats>(x.dtype, ctx.node().describe(), [&]<typename T>() {
-    if (vec) {
-      const auto npairs = static_cast<uint32_t>(n / 16);
-      rotary_vec_kernel<T><<<grid_for(npairs), 256, 0, ctx.stream()>>>(y.as<T>(), x.as<const T>(), c.as<const T>(),
-                                                                       s.as<const T>(), npairs, static_cast<uint32_t>(d), ix);
+  if (n < (int64_t{1} << 31))
+    rotary_kernel<T, uint32_t><<<grid_for(n), 256, 0, ctx.stream()>>>(part.y, part.x, part.c, part.s,
+                                                                       static_cast<uint32_t>(n), part.d, part.ix);
+  else
+    rotary_kernel<T, int64_t><<<grid_for(n), 256, 0, ctx.stream()>>>(part.y, part.x, part.c, part.s, n, d, part.ix);
+  SRT_CUDA_LAUNCH("rotary_kernel");
+  return ok_status();
+}
+
+Status rotary_cuda(CudaKernelContext& ctx) {
+  const size_t parts = ops::rotary_parts(ctx.num_inputs(), ctx.num_outputs());
+  if (parts == 0) return ctx.error("expected inputs X, cos, sin (and X2, cos2, sin2 with a second output)");
+  return cuda_dispatch<ops::kFloats>(ctx.input(0).dtype, ctx.node().describe(), [&]<typename T>() -> Status {
+    VecPart<T> part[2] = {};
+    bool vec[2] = {false, false};
+    for (size_t k = 0; k < parts; ++k) SRT_RETURN_IF_ERROR(make_part<T>(ctx, k, &part[k], &vec[k]));
+    if (parts == 2 && vec[0] && vec[1]) {
+      rotary_vec_kernel<T, 2><<<grid_for(int64_t{part[0].npairs} + part[1].npairs), 256, 0, ctx.stream()>>>(part[0], part[1]);
       SRT_CUDA_LAUNCH("rotary_vec_kernel");
       return ok_status();
     }
-    if (n < (int64_t{1} << 31))
-      rotary_kernel<T, uint32_t><<<grid_for(n), 256, 0, ctx.stream()>>>(
-          y.as<T>(), x.as<const T>(), c.as<const T>(), s.as<const T>(), static_cast<uint32_t>(n),
-          static_cast<uint32_t>(d), ix);
-    else
-      rotary_kernel<T, int64_t><<<grid_for(n), 256, 0, ctx.stream()>>>(y.as<T>(), x.as<const T>(), c.as<const T>(),
-                                                                       s.as<const T>(), n, d, ix);
-    SRT_CUDA_LAUNCH("rotary_kernel");
+    for (size_t k = 0; k < parts; ++k) {
+      if (!vec[k]) {
+        SRT_RETURN_IF_ERROR(launch_scalar<T>(ctx, k, part[k]));
+        continue;
+      }
+      rotary_vec_kernel<T, 1><<<grid_for(part[k].npairs), 256, 0, ctx.stream()>>>(part[k], part[k]);
+      SRT_CUDA_LAUNCH("rotary_vec_kernel");
+    }
     return ok_status();
   });
 }
