@@ -101,6 +101,8 @@ TEST(AttentionMasksGpu, TensorCoreKernelKeyMaskCausalWindow) {
     for (int64_t d : {64, 128}) {
       check({.dtype = t, .d = d});                                  // prefill, left and right padding
       check({.dtype = t, .sq = 3, .skv = 200, .d = d});             // decode-like: few queries, a long cache
+      // ... a window far inside a longer cache: key ranges start at the window, none counted twice
+      check({.dtype = t, .sq = 3, .skv = 3000, .d = d, .window = 700});
       check({.dtype = t, .sq = 200, .skv = 200, .d = d, .window = 50});
       check({.dtype = t, .sq = 150, .skv = 260, .d = d, .window = 70, .key_mask = false});
       check({.dtype = t, .d = d, .causal = false});                 // padding only (an encoder)

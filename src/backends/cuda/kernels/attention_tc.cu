@@ -22,7 +22,7 @@
 //  - When the blocks would leave SMs idle (one row tile per packed batch and fewer blocks than
 //    SMs: decode), the keys are split into ranges, one block each, that write their running max,
 //    sum and unscaled output to the context's workspace; attention_combine joins them
-//    (flash-decoding).
+//    (flash-decoding). The ranges start at the block's first tile (a sliding window's start).
 //  - Blocks are numbered tile-major, the last row tile of every packed batch first, so the block
 //    scheduler hands out the longest causal rows first and fills in with the short ones.
 //  - Configurations: 4 warps (64 query rows) a block for every head size: D 64 three blocks an SM
@@ -255,9 +255,11 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   const int last_i = ((q0 + C::kBr < p.rows ? q0 + C::kBr : p.rows) - 1) / p.group;
   const int kv_end = static_cast<int>(bounds(p, last_i).hi);  // same for the whole block: loops stay uniform
   const int all_tiles = (kv_end + C::kBc - 1) / C::kBc;
-  // Tiles wholly before the block's first row's window add nothing.
+  // Tiles wholly before the block's first row's window add nothing. Key range `split` is the
+  // split-th run of split_tiles tiles from there (splits * split_tiles covers every key tile, so the
+  // runs cover [first_tile, all_tiles) without overlap; a run past the end is empty).
   const int first_tile = static_cast<int>(bounds(p, first_i).lo / C::kBc);
-  const int tile_begin = split * p.split_tiles > first_tile ? split * p.split_tiles : first_tile;
+  const int tile_begin = first_tile + split * p.split_tiles;
   const int tile_end = tile_begin + p.split_tiles < all_tiles ? tile_begin + p.split_tiles : all_tiles;
 
   const uint32_t stages_addr = smem_addr(stages);
@@ -448,7 +450,8 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
   const int64_t key_tiles = (p.skv + C::kBc - 1) / C::kBc;
   CudaResources& res = ctx.resources();
   // Keys are split only where one row tile holds a whole packed batch (decode): elsewhere the
-  // combine pass would cost more than the idle SMs.
+  // combine pass costs more than the idle SMs (short prefills split as decode does measured twice as
+  // slow: 2026-11-29, docs/benchmarks.md).
   p.splits = q_tiles == 1 ? key_splits(packed, key_tiles, res.sm_count) : 1;
   p.split_tiles = static_cast<int>((key_tiles + p.splits - 1) / p.splits);
   p.splits = static_cast<int>((key_tiles + p.split_tiles - 1) / p.split_tiles);
