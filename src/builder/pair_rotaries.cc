@@ -13,7 +13,7 @@ namespace {
 
 bool single_rotary(const ir::Node& n) {
   return n.op_type == "Rotary" && n.domain.empty() && ops::rotary_parts(n.inputs.size(), n.outputs.size()) == 1 &&
-         n.outputs[0] != ir::kNoValue;
+         n.inputs[0] != ir::kNoValue && n.outputs[0] != ir::kNoValue;
 }
 
 }  // namespace
