@@ -5,7 +5,7 @@ OUTDIR/bench.json, OUTDIR/bench.md and, when matplotlib imports, OUTDIR/bench.pn
     python3 bench/report.py OUTDIR [--logs DIR] [--elapsed-s N]
 
 The logs folder holds points.txt, config.json, env.txt and per step <step>.log with <step>.rc
-("status timeout_s wall_ms") when the step ran, or <step>.skip (one line: why) when it did not. Steps per point <model>_b<batch>_<precision>:
+("status timeout_s wall_ms [budget_cut]"; budget_cut 1: the timeout was what the time budget had left) when the step ran, or <step>.skip (one line: why) when it did not. Steps per point <model>_b<batch>_<precision>:
 build_, run_, rungraph_; per model: torch_eager_<model>, torch_compile_<model> (JSON lines).
 """
 import argparse
@@ -38,8 +38,10 @@ class Step:
         status = int(parts[0]) if parts else 1
         timeout_s = parts[1] if len(parts) > 1 else "?"
         self.wall_ms = float(parts[2]) if len(parts) > 2 else None
+        budget_cut = len(parts) > 3 and parts[3] == "1"  # the timeout was what the time budget had left
         if status in (124, 137):
-            self.error = f"failed: timed out after {timeout_s}s"
+            self.error = (f"n/a: time budget spent (stopped after {timeout_s}s)" if budget_cut
+                          else f"failed: timed out after {timeout_s}s")
         elif status != 0:
             self.error = f"failed: {last_line(self.text) or f'exit status {status}'}"
 

@@ -72,18 +72,19 @@ SRT=$BIN/streamrt
 FLOCK=$(command -v flock)  # util-linux; without it streamrt's runs do not wait for the PyTorch warm runs
 say() { echo "[$(( $(date +%s) - START ))s] $*"; }
 # step NAME UNTIL CAP [gpu] CMD...: CMD with a timeout of min(CAP, UNTIL - now) into logs/NAME.log, and
-# "status timeout_s wall_ms" into logs/NAME.rc (bench/report.py's Step reads them); logs/NAME.skip when no time is left.
+# "status timeout_s wall_ms budget_cut" into logs/NAME.rc (bench/report.py's Step reads them); logs/NAME.skip when no time is left.
 step() {
   local name=$1 until=$2 t=$3; shift 3
-  local left=$(( until - $(date +%s) ))
-  (( left < t )) && t=$left
+  local left=$(( until - $(date +%s) )) clamped=0
+  (( left < t )) && t=$left clamped=1
   if (( t < 3 )); then echo "n/a: time budget spent" > "$LOGS/$name.skip"; say "$name: skipped (time budget)"; return 1; fi
   # "gpu CMD": CMD holds $WORK/gpu.lock (waiting for it at most the same timeout)
   local lock=(); [ "$1" = gpu ] && { [ -n "$FLOCK" ] && lock=("$FLOCK" -w "$t" "$WORK/gpu.lock"); shift; }
   local t0; t0=$(date +%s%N)
   "${lock[@]}" timeout -k 5 "$t" "$@" > "$LOGS/$name.log" 2>&1
   local rc=$?
-  echo "$rc $t $(( ($(date +%s%N) - t0) / 1000000 ))" > "$LOGS/$name.rc"
+  # the 4th field: 1 when the step's timeout was cut to the time budget left (a timeout then means the budget ran out)
+  echo "$rc $t $(( ($(date +%s%N) - t0) / 1000000 )) $clamped" > "$LOGS/$name.rc"
   (( rc != 0 )) && say "$name: rc=$rc: $(grep -v '^\s*$' "$LOGS/$name.log" | tail -1 | cut -c1-160)"
   return $rc
 }
@@ -186,6 +187,8 @@ for m in $MODELS; do
           srt_run "$plan" "${args[@]:2}"
           step "srtprof_$key" "$STREAMRT_UNTIL" 60 gpu env STREAMRT_PROFILE=1 "$SRT" run "$plan" "${args[@]:2}" --device "$DEVICE" --iterations 10 --warmup 1
           step "srtinspect_$key" "$STREAMRT_UNTIL" 30 "$SRT" inspect "$plan"
+        elif [ -f "$LOGS/srtbuild_$key.skip" ]; then
+          cp "$LOGS/srtbuild_$key.skip" "$LOGS/srt_$key.skip"  # not built: the time budget, not a failure
         else
           echo "failed: build: $(grep -v '^\s*$' "$LOGS/srtbuild_$key.log" 2>/dev/null | tail -1 | cut -c1-200)" > "$LOGS/srt_$key.skip"
         fi

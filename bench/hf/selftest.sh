@@ -62,5 +62,13 @@ if [ "$impls" != eager ]; then
     "all('median_ms' in r['compile'] and 'median_ms' in r['ro'] for r in d['rows'])"
   check "pass 2: speedup vs reduce-overhead computed" json "$O" "'x_ro' in d['rows'][0]"
 fi
+# A step stopped by the time budget (its timeout cut to what was left: .rc's 4th field) reads as n/a, one
+# that ran into its own timeout as failed (bench/report.py's Step).
+L=$WORK/steps; mkdir -p "$L"
+echo "124 21 21635 1" > "$L/cut.rc"; echo "124 150 150020 0" > "$L/own.rc"; echo "124 8 8001" > "$L/old.rc"
+step_error() { "$PY" -c "import sys; sys.path.insert(0, '$ROOT/bench'); from report import Step; print(Step('$L', '$1').error)"; }
+check "a budget-cut timeout is n/a" test "$(step_error cut)" = "n/a: time budget spent (stopped after 21s)"
+check "a step's own timeout is a failure" test "$(step_error own)" = "failed: timed out after 150s"
+check "a 3-field .rc still reads" test "$(step_error old)" = "failed: timed out after 8s"
 echo "$fails failed; logs: $WORK"
 exit $(( fails > 0 ))
