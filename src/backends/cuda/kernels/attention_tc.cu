@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "backends/cuda/kernels/attention_splits.h"
 #include "backends/cuda/kernels/attention_tile.cuh"
 #include "backends/cuda/kernels/mma_util.cuh"
 
@@ -255,12 +256,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   const int last_i = ((q0 + C::kBr < p.rows ? q0 + C::kBr : p.rows) - 1) / p.group;
   const int kv_end = static_cast<int>(bounds(p, last_i).hi);  // same for the whole block: loops stay uniform
   const int all_tiles = (kv_end + C::kBc - 1) / C::kBc;
-  // Tiles wholly before the block's first row's window add nothing. Key range `split` is the
-  // split-th run of split_tiles tiles from there (splits * split_tiles covers every key tile, so the
-  // runs cover [first_tile, all_tiles) without overlap; a run past the end is empty).
+  // Tiles wholly before the block's first row's window add nothing; key range `split` of the rest.
   const int first_tile = static_cast<int>(bounds(p, first_i).lo / C::kBc);
-  const int tile_begin = first_tile + split * p.split_tiles;
-  const int tile_end = tile_begin + p.split_tiles < all_tiles ? tile_begin + p.split_tiles : all_tiles;
+  const TileRange range = split_range(first_tile, all_tiles, split, p.split_tiles);
+  const int tile_begin = range.begin, tile_end = range.end;
 
   const uint32_t stages_addr = smem_addr(stages);
   RowStager<C> k_rows(k, p.k_key, stages_addr, tile_begin * C::kBc, skv);
@@ -400,14 +399,6 @@ Status allow_smem() {
   return allow_dynamic_smem<attention_tc<T, C, kMasked, kRows>>(static_cast<int>(C::kBytes));
 }
 
-// Key ranges for a launch of `blocks` blocks over `key_tiles` tiles: enough for about four blocks
-// per SM when the rows alone leave SMs idle (a decode step), at most 64 (attention_combine's limit).
-int key_splits(int64_t blocks, int64_t key_tiles, int sm_count) {
-  if (blocks >= sm_count || key_tiles < 2) return 1;
-  const int64_t want = (4 * int64_t{sm_count} + blocks - 1) / blocks;
-  return static_cast<int>(std::min<int64_t>({want, key_tiles, 64}));
-}
-
 template <typename T, class C, bool kMasked, bool kRows>
 Status launch(CudaKernelContext& ctx, const Params& p, int q_tiles, int64_t blocks, int staging, bool v_vec,
               bool q_vec) {
@@ -452,9 +443,10 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
   // Keys are split only where one row tile holds a whole packed batch (decode): elsewhere the
   // combine pass costs more than the idle SMs (short prefills split as decode does measured twice as
   // slow: 2026-11-29, docs/benchmarks.md).
-  p.splits = q_tiles == 1 ? key_splits(packed, key_tiles, res.sm_count) : 1;
-  p.split_tiles = static_cast<int>((key_tiles + p.splits - 1) / p.splits);
-  p.splits = static_cast<int>((key_tiles + p.split_tiles - 1) / p.split_tiles);
+  const KeySplits ks =
+      q_tiles == 1 ? plan_key_splits(packed, key_tiles, res.sm_count) : KeySplits{1, static_cast<int>(key_tiles)};
+  p.splits = ks.splits;
+  p.split_tiles = ks.split_tiles;
   const size_t partial_bytes = static_cast<size_t>(packed * p.rows * p.splits * (p.dv + 2)) * sizeof(float);
   // The partial results live in the context's workspace; never grow it here (a graph may be capturing).
   if (p.splits > 1 && partial_bytes > res.workspace_size) p.splits = 1, p.split_tiles = static_cast<int>(key_tiles);
