@@ -82,8 +82,8 @@ Status make_part(CudaKernelContext& ctx, size_t k, VecPart<T>* part, bool* vec) 
   const int64_t n = x.numel(), d = x.dims.empty() ? 0 : x.dims.back();
   if (n > 0 && d % 2 != 0) return ctx.error("the last axis of X must be even, got " + std::to_string(d));
   SRT_RETURN_IF_ERROR(make_indexer<3>(ctx, x.dims, {&x.dims, &c.dims, &s.dims}, &part->ix));
-  *part = {y.as<T>(), x.as<const T>(), c.as<const T>(), s.as<const T>(), static_cast<uint32_t>(n / 16),
-           static_cast<uint32_t>(d), part->ix};
+  part->y = y.as<T>(), part->x = x.as<const T>(), part->c = c.as<const T>(), part->s = s.as<const T>();
+  part->npairs = static_cast<uint32_t>(n / 16), part->d = static_cast<uint32_t>(d);
   *vec = n > 0 && d % 16 == 0 && c.dims.size() > 0 && c.dims.back() == d && s.dims.size() > 0 && s.dims.back() == d &&
          aligned16(x.data) && aligned16(y.data) && aligned16(c.data) && aligned16(s.data) && n < (int64_t{1} << 31);
   return ok_status();
