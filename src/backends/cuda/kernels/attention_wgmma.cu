@@ -227,8 +227,9 @@ __device__ __forceinline__ void produce(const CUtensorMap* k_map, const CUtensor
 }
 
 // The producer's second warp: for step u, once the slot is empty, the key_mask flags of tile u into
-// its flag words, a word at a time, then this warp's arrival on the slot's full barrier (the copies'
-// thread gives the other). It runs stages ahead of the flags' readers. Only with a key_mask.
+// its flag words (key_flags: the tile's loads issued together, then one ballot a word), then this
+// warp's arrival on the slot's full barrier (the copies' thread gives the other). It runs stages ahead
+// of the flags' readers. Only with a key_mask.
 template <class C>
 __device__ __forceinline__ void produce_flags(const Params& p, int64_t row, int key0, int n, uint32_t flag_ring,
                                               uint32_t full, uint32_t empty) {
@@ -238,15 +239,15 @@ __device__ __forceinline__ void produce_flags(const Params& p, int64_t row, int 
   for (int u = 0; u <= n; ++u) {
     tma::mbar_wait(empty + 8 * slot, phase ^ 1u);
     const uint32_t at = flag_ring + C::kFlagSlotBytes * slot;
-    uint32_t all_on = ~0u;
-#pragma unroll 1
-    for (int w = 0; w < C::kFlagWords; ++w) {
-      const int j = key0 + u * C::kBc + 32 * w + lane;
-      const uint32_t on = __ballot_sync(0xffffffffu, j < p.skv && key_on(p, row, j));
-      all_on &= on;
-      if (lane == 0) asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at + 4 * w), "r"(on) : "memory");
-    }
+    uint32_t on[C::kFlagWords];
+    key_flags<C::kFlagWords>(p, row, key0 + u * C::kBc, on);
     if (lane == 0) {
+      uint32_t all_on = ~0u;
+#pragma unroll
+      for (int w = 0; w < C::kFlagWords; ++w) {
+        all_on &= on[w];
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at + 4 * w), "r"(on[w]) : "memory");
+      }
       asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at + 4 * C::kFlagWords), "r"(all_on) : "memory");
       tma::mbar_arrive(full + 8 * slot);
     }
