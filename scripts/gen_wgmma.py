@@ -14,6 +14,8 @@ HEADER = """\
 // Warpgroup MMA (sm_90a `wgmma.mma_async`) wrappers: D(64 x N, f32) (+)= A(64 x 16) * B(16 x N) for
 // float16 / bfloat16, issued by the four warps of a warpgroup together.
 //  - wgmma_ss: A and B from shared memory (matrix descriptors), both K-major.
+//  - wgmma_ss_nb: A K-major, B N-major (imm-trans-b = 1), both from shared memory: a row-major
+//    [K, N] weight tile as TMA copies it (group_gemm.cu).
 //  - wgmma_rs: A from registers (four f16x2 / bf16x2 registers a thread, the mma.m16n8k16 A layout
 //    per warp), B from shared memory N-major (imm-trans-b = 1).
 // `accumulate` 0 overwrites D. The caller brackets a batch with wgmma_fence() / wgmma_commit() /
@@ -83,6 +85,10 @@ __device__ __forceinline__ void ss_first(float (&d)[kN / 2], uint64_t a, uint64_
   Mma<T, kN>::ss_first(d, a, b);
 }
 template <typename T, int kN>
+__device__ __forceinline__ void ss_nb(float (&d)[kN / 2], uint64_t a, uint64_t b, int accumulate) {
+  Mma<T, kN>::ss_nb(d, a, b, accumulate);
+}
+template <typename T, int kN>
 __device__ __forceinline__ void rs(float (&d)[kN / 2], const uint32_t (&a)[4], uint64_t b, int accumulate) {
   Mma<T, kN>::rs(d, a, b, accumulate);
 }
@@ -130,6 +136,19 @@ struct Mma<{ctype}, {n}> {{
         "{{{regs(m)}}}, %{m}, %{m + 1}, p, 1, 1, 0, 0;\\n}}\\n"
         : {outs(m, "=f").lstrip()}
         : "l"(a), "l"(b), "r"(0));
+#else
+    __trap();
+#endif
+  }}
+  // B N-major (a [K, N] row-major tile): imm-trans-b = 1.
+  __device__ __forceinline__ static void ss_nb(float (&d)[{m}], uint64_t a, uint64_t b, int accumulate) {{
+#ifdef STREAMRT_WGMMA_ASM
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{m + 2}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.{shape} "
+        "{{{regs(m)}}}, %{m}, %{m + 1}, p, 1, 1, 0, 1;\\n}}\\n"
+        : {outs(m).lstrip()}
+        : "l"(a), "l"(b), "r"(accumulate));
 #else
     __trap();
 #endif

@@ -28,6 +28,16 @@ enum class AttentionKernel : uint8_t {
 const char* attention_kernel_name(AttentionKernel k);               // "auto" | "simple" | "mma" | "wgmma"
 Result<AttentionKernel> parse_attention_kernel(const std::string& s);  // kInvalidArgument otherwise
 
+// What runs a MatMulGroup step's products of more rows than the GEMV takes
+// (src/backends/cuda/kernels/matmul_group.cu).
+enum class GroupGemmKernel : uint8_t {
+  kAuto = 0,      // the one-launch group GEMM where the build timed it faster than cuBLASLt ("__group_gemm")
+  kCublasLt = 1,  // cuBLASLt, a GEMM a weight (and the gate kernel), whatever the build chose
+  kGroup = 2,     // the group GEMM wherever it takes the operands (sm_90), whatever the build chose
+};
+const char* group_gemm_kernel_name(GroupGemmKernel k);                // "auto" | "cublaslt" | "group"
+Result<GroupGemmKernel> parse_group_gemm_kernel(const std::string& s);  // kInvalidArgument otherwise
+
 struct RuntimeOptions {
   // Device to run on; unset = CUDA when a GPU is present, else the CPU.
   std::optional<DeviceType> device;
@@ -63,6 +73,9 @@ struct RuntimeOptions {
   // tensor-core kernel of kernels/few_row_gemm.cu; false sends them to cuBLASLt: a switch for telling
   // the two apart on a GPU (`streamrt run --no-few-row-kernel`).
   bool few_row_kernel = true;
+  // Telling the group GEMM and cuBLASLt apart on a GPU without a rebuild (`streamrt run
+  // --group-gemm-kernel`).
+  GroupGemmKernel group_gemm_kernel = GroupGemmKernel::kAuto;
 };
 
 struct TensorDesc {

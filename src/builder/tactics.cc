@@ -62,6 +62,27 @@ Result<LtAlgoRecord> decode_lt_algo(const ir::Attribute& a) {
   return r;
 }
 
+ir::Attribute encode_group_gemm(const GroupGemmRecord& r) {
+  return ir::Attribute::make_ints({r.chosen ? 1 : 0, r.group_ns, r.lt_ns});
+}
+
+Result<GroupGemmRecord> decode_group_gemm(const ir::Attribute& a) {
+  auto bad = [](const std::string& msg) { return invalid_plan(std::string("attribute '") + kGroupGemmAttr + "'" + msg); };
+  if (a.kind != ir::Attribute::Kind::kInts || a.ints.size() != 3)
+    return bad(": expected 3 integers {chosen, group_ns, lt_ns}");
+  const std::vector<int64_t>& v = a.ints;
+  if (v[0] != 0 && v[0] != 1) return bad(": chosen is " + std::to_string(v[0]) + ", not 0 or 1");
+  if (v[1] < 0 || v[2] < 0) return bad(": negative time (" + std::to_string(v[1]) + " / " + std::to_string(v[2]) + " ns)");
+  return GroupGemmRecord{v[0] == 1, v[1], v[2]};
+}
+
+bool step_chose_group_gemm(const ir::Node& step) {
+  auto it = step.attrs.find(kGroupGemmAttr);
+  if (it == step.attrs.end()) return false;
+  auto r = decode_group_gemm(it->second);
+  return r.ok() && r->chosen;
+}
+
 bool lt_algo_applies(const LtAlgoRecord& r, uint64_t library_version, uint32_t flags) {
   return r.library_version == library_version && r.flags == flags;
 }
@@ -209,6 +230,17 @@ std::string describe_tactics(const ir::Node& step) {
       if (r->flags & kLtAlgoBias) out += " with bias";
       out += ", cuBLASLt " + std::to_string(r->library_version);
     }
+  }
+  if (auto it = step.attrs.find(kGroupGemmAttr); it != step.attrs.end()) {
+    if (!out.empty()) out += "; ";
+    auto r = decode_group_gemm(it->second);
+    char buf[160];
+    if (!r.ok())
+      std::snprintf(buf, sizeof buf, "group GEMM: unreadable record, cuBLASLt runs");
+    else
+      std::snprintf(buf, sizeof buf, "group GEMM %s: %.1f us (cuBLASLt, a GEMM a weight: %.1f us)",
+                    r->chosen ? "chosen" : "not chosen", r->group_ns / 1e3, r->lt_ns / 1e3);
+    out += buf;
   }
   if (step_allows_tf32(step)) out += out.empty() ? "tf32" : "; tf32";
   return out;

@@ -21,6 +21,12 @@
 //   At run time the kernel uses the algorithm only when the version and the flags match its call
 //   and cublasLtMatmulAlgoCheck accepts it for the actual shapes (alignment included); anything
 //   else (a malformed record, another cuBLASLt, other shapes) falls back to the heuristic.
+//   "__group_gemm" kInts {chosen, group_ns, lt_ns}: a MatMulGroup step's products timed as one
+//               launch of the group GEMM (kernels/group_gemm.h: every weight, the gate in its
+//               epilogue) against cuBLASLt's recorded GEMMs (and the gate kernel): chosen 1 when
+//               the group GEMM was faster; its time and the GEMMs' in ns per call at the opt shapes.
+//               At run time the kernel takes the group GEMM only when chosen and it applies
+//               (RuntimeOptions::group_gemm turns it off).
 //   "__conv_algo" kInts: the cuDNN forward algorithm chosen for a Conv step (timed without its
 //               epilogue: bias, residual and activation run in streamrt's own kernel), 32 int64s:
 //     [0]      kConvAlgoMagic ("CVALGO1")
@@ -64,6 +70,17 @@ inline constexpr size_t kLtAlgoWords = 8;                       // sizeof(cublas
 inline constexpr size_t kLtAlgoRecordSize = 11 + kLtAlgoWords;
 inline constexpr uint32_t kLtAlgoTf32 = 1u << 0;
 inline constexpr uint32_t kLtAlgoBias = 1u << 1;
+
+inline constexpr const char* kGroupGemmAttr = "__group_gemm";
+struct GroupGemmRecord {
+  bool chosen = false;
+  int64_t group_ns = 0, lt_ns = 0;
+};
+ir::Attribute encode_group_gemm(const GroupGemmRecord& r);
+// kInvalidPlan naming what is wrong: kind, size, a flag other than 0 / 1, negative times.
+Result<GroupGemmRecord> decode_group_gemm(const ir::Attribute& a);
+// Whether the step carries a readable record that chose the group GEMM.
+bool step_chose_group_gemm(const ir::Node& step);
 
 inline constexpr const char* kConvAlgoAttr = "__conv_algo";
 inline constexpr int64_t kConvAlgoMagic = 0x00314F474C415643LL;  // "CVALGO1", little-endian bytes

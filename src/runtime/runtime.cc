@@ -26,6 +26,21 @@ Result<AttentionKernel> parse_attention_kernel(const std::string& s) {
   return invalid_argument("unknown attention kernel '" + s + "' (expected auto, simple, mma or wgmma)");
 }
 
+const char* group_gemm_kernel_name(GroupGemmKernel k) {
+  switch (k) {
+    case GroupGemmKernel::kCublasLt: return "cublaslt";
+    case GroupGemmKernel::kGroup: return "group";
+    default: return "auto";
+  }
+}
+
+Result<GroupGemmKernel> parse_group_gemm_kernel(const std::string& s) {
+  if (s == "auto") return GroupGemmKernel::kAuto;
+  if (s == "cublaslt") return GroupGemmKernel::kCublasLt;
+  if (s == "group") return GroupGemmKernel::kGroup;
+  return invalid_argument("unknown group GEMM kernel '" + s + "' (expected auto, cublaslt or group)");
+}
+
 Result<std::unique_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
   return guard("Runtime::create", [&]() -> Result<std::unique_ptr<Runtime>> {
     DeviceBackend* cuda = find_device_backend(DeviceType::kCuda);

@@ -16,6 +16,7 @@
 
 #include "backends/cuda/kernels/half_gemv.h"
 #include "gpu_test_util.h"
+#include "kernel_test_util.h"
 
 namespace streamrt::cuda {
 namespace {
@@ -28,20 +29,8 @@ struct Case {
   int cols = 0, split = 0, slots = 0;  // few-row launch shape (0: the kernel's choice)
 };
 
-uint16_t to_bits(float f, DataType t) {
-  if (t == DataType::kFloat16) return static_cast<__half_raw>(__float2half_rn(f)).x;
-  return static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(f)).x;
-}
-float from_bits(uint16_t b, DataType t) {
-  if (t == DataType::kFloat16) {
-    __half_raw r;
-    r.x = b;
-    return __half2float(__half(r));
-  }
-  __nv_bfloat16_raw r;
-  r.x = b;
-  return __bfloat162float(__nv_bfloat16(r));
-}
+using testing::from_bits;
+using testing::to_bits;
 
 // Random values in [-scale, scale], rounded to the type (bits) and back (floats).
 std::vector<uint16_t> random_half(size_t count, float scale, DataType t, uint32_t seed, std::vector<double>* values) {
@@ -73,15 +62,7 @@ HalfGemv one_weight(DataType t, int64_t rows, int64_t k, int64_t n, const void* 
   return g;
 }
 
-// The current device's SM count and compute capability (what the kernels choose their split by).
-CudaResources device_resources() {
-  CudaResources res;
-  int device = 0;
-  EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
-  EXPECT_EQ(cudaDeviceGetAttribute(&res.sm_count, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
-  EXPECT_EQ(cudaDeviceGetAttribute(&res.cc_major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
-  return res;
-}
+using testing::device_resources;
 
 void run_case(const Case& c) {
   SCOPED_TRACE(std::string(c.dtype == DataType::kFloat16 ? "float16" : "bfloat16") + " rows " +

@@ -29,6 +29,18 @@ TEST(RuntimeOptions, AttentionKernelNamesRoundTripAndOthersAreRefused) {
   EXPECT_NE(bad.status().message().find("auto, simple, mma or wgmma"), std::string::npos) << bad.status().message();
 }
 
+TEST(RuntimeOptions, GroupGemmKernelNamesRoundTripAndOthersAreRefused) {
+  for (GroupGemmKernel k : {GroupGemmKernel::kAuto, GroupGemmKernel::kCublasLt, GroupGemmKernel::kGroup})
+    EXPECT_EQ(parse_group_gemm_kernel(group_gemm_kernel_name(k)).value(), k);
+  EXPECT_STREQ(group_gemm_kernel_name(GroupGemmKernel::kCublasLt), "cublaslt");
+  EXPECT_STREQ(group_gemm_kernel_name(GroupGemmKernel::kGroup), "group");
+  auto bad = parse_group_gemm_kernel("cutlass");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'cutlass'"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("auto, cublaslt or group"), std::string::npos) << bad.status().message();
+}
+
 // Every engine of the runtime carries its options (the CUDA contexts read them from there); the
 // CPU runs with them, ignoring the CUDA-only diagnostics.
 TEST(RuntimeOptions, EnginesCarryTheirRuntimesOptions) {

@@ -139,6 +139,33 @@ TEST(TacticRecord, DescribeForInspect) {
   EXPECT_NE(both.find("; GEMM 2: cuBLASLt algo: heuristic #2"), std::string::npos) << both;
 }
 
+TEST(TacticRecord, GroupGemmRecordRoundTripsAndBadOnesAreRefused) {
+  ir::Node n;
+  EXPECT_FALSE(builder::step_chose_group_gemm(n));
+  n.attrs[builder::kGroupGemmAttr] = builder::encode_group_gemm({true, 12300, 20100});
+  auto r = builder::decode_group_gemm(n.attrs[builder::kGroupGemmAttr]);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->chosen);
+  EXPECT_EQ(r->group_ns, 12300);
+  EXPECT_EQ(r->lt_ns, 20100);
+  EXPECT_TRUE(builder::step_chose_group_gemm(n));
+  EXPECT_EQ(builder::describe_tactics(n), "group GEMM chosen: 12.3 us (cuBLASLt, a GEMM a weight: 20.1 us)");
+  n.attrs[builder::kGroupGemmAttr] = builder::encode_group_gemm({false, 30000, 20000});
+  EXPECT_FALSE(builder::step_chose_group_gemm(n));
+  EXPECT_EQ(builder::describe_tactics(n).find("group GEMM not chosen: 30.0 us"), 0u) << builder::describe_tactics(n);
+  // Malformed records never choose it (the kernel keeps cuBLASLt) and say why.
+  for (const ir::Attribute& bad : {ir::Attribute::make_ints({1, 2}), ir::Attribute::make_ints({2, 1, 1}),
+                                   ir::Attribute::make_ints({1, -5, 1}), ir::Attribute::make_int(1)}) {
+    n.attrs[builder::kGroupGemmAttr] = bad;
+    EXPECT_FALSE(builder::step_chose_group_gemm(n));
+    auto d = builder::decode_group_gemm(bad);
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidPlan);
+    EXPECT_NE(d.status().message().find("__group_gemm"), std::string::npos) << d.status().message();
+    EXPECT_NE(builder::describe_tactics(n).find("unreadable"), std::string::npos);
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Plans carrying tactics
 

@@ -56,7 +56,7 @@ Result<BuilderPasses> make_builder_passes(const PassOptions& o);
 // flag given wins over its variable).
 struct DiagnosticOptions {
   bool profile = false;
-  std::string step_times, stream_trace, attention_kernel;
+  std::string step_times, stream_trace, attention_kernel, group_gemm_kernel;
   bool no_few_row_kernel = false;
 };
 void add_diagnostic_options(CLI::App& app, DiagnosticOptions& o);

@@ -2,7 +2,10 @@
 // cuBLASLt call its kernel would make at the profile's opt shapes (blas/gemm_problem.h) runs
 // with each of the heuristic's first candidates on random data in scratch buffers: warm-up
 // runs, then about 2 ms of timed runs between CUDA events. The fastest is recorded in the
-// step's "__lt_algo" with the cuBLASLt version; lt_matmul.cc uses it at run time.
+// step's "__lt_algo" with the cuBLASLt version; lt_matmul.cc uses it at run time. A MatMulGroup's
+// products are then timed as one group GEMM launch against the recorded GEMMs (and the gate
+// kernel): "__group_gemm" says which was faster (kernels/matmul_group.cu takes it).
+#include <functional>
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -10,6 +13,8 @@
 #include <random>
 
 #include "backends/cuda/blas/gemm_problem.h"
+#include "backends/cuda/kernels/gate.h"
+#include "backends/cuda/kernels/group_gemm.h"
 #include "backends/cuda/kernels/half_gemv.h"
 #include "ops/matmul_group.h"
 #include "core/float16.h"
@@ -148,12 +153,16 @@ class LtSession final : public builder::TacticSession {
   Result<bool> tune(ir::Node& step, std::span<const ops::TensorInfo> in) override;
   // Times one GEMM of the step and records the fastest in its attribute `attr`.
   Result<bool> tune_problem(ir::Node& step, const Problem& p, const std::string& attr);
+  // After the group's GEMMs are tuned: the group GEMM against their recorded times.
+  Result<bool> tune_group(ir::Node& step, std::span<const ops::TensorInfo> in);
 
  private:
   Status ensure_ready();
   Status bind_scratch(LtGemm& g, bool bias);
   Result<double> time_ms(const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo);
   Result<double> run_ms(const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo, int iters);
+  // Milliseconds per call of `launch` (enqueues one call on stream_): warm-ups, then ~kTimedMs.
+  Result<double> launches_ms(const std::function<Status()>& launch);
 
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
@@ -227,6 +236,75 @@ Result<double> LtSession::time_ms(const LtOperation& op, const LtGemm& g, const 
   return run_ms(op, g, algo, iters);
 }
 
+Result<double> LtSession::launches_ms(const std::function<Status()>& launch) {
+  double ms = 0;
+  int iters = kWarmups;
+  for (int round = 0; round < 2; ++round) {
+    SRT_CUDA(cudaEventRecord(start_, stream_));
+    for (int i = 0; i < iters; ++i) SRT_RETURN_IF_ERROR(launch());
+    SRT_CUDA(cudaEventRecord(stop_, stream_));
+    SRT_CUDA(cudaEventSynchronize(stop_));
+    float elapsed = 0.f;
+    SRT_CUDA(cudaEventElapsedTime(&elapsed, start_, stop_));
+    ms = static_cast<double>(elapsed) / iters;
+    iters = static_cast<int>(std::clamp(kTimedMs / std::max(ms, 1e-3), 3.0, 50.0));
+  }
+  return ms;
+}
+
+Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorInfo> in) {
+  SRT_ASSIGN_OR_RETURN(ops::MatMulGroupLayout l, ops::matmul_group_layout(step, in));
+  int64_t lt_ns = 0;
+  for (int i = 0; i < l.count; ++i) {
+    auto it = step.attrs.find(builder::lt_algo_attr(i));
+    if (it == step.attrs.end()) return false;  // a GEMM without a time: nothing to compare with
+    SRT_ASSIGN_OR_RETURN(builder::LtAlgoRecord r, builder::decode_lt_algo(it->second));
+    lt_ns += r.best_ns;
+  }
+  CudaResources res;
+  int device = 0;
+  SRT_CUDA(cudaGetDevice(&device));
+  SRT_CUDA(cudaDeviceGetAttribute(&res.cc_major, cudaDevAttrComputeCapabilityMajor, device));
+  SRT_CUDA(cudaDeviceGetAttribute(&res.cc_minor, cudaDevAttrComputeCapabilityMinor, device));
+  const DataType dt = in[0].dtype;
+  const size_t es = dtype_size(dt);
+  int64_t cols = 0;
+  for (int i = 0; i < l.count; ++i) cols += l.n[static_cast<size_t>(i)];
+  const uint64_t bytes = static_cast<uint64_t>(l.rows * l.k + l.k * cols + 2 * l.rows * cols + cols) * es;
+  if (bytes > kMaxScratchBytes) return false;
+  SRT_RETURN_IF_ERROR(a_.reserve(static_cast<size_t>(l.rows * l.k) * es, dt, stream_));
+  SRT_RETURN_IF_ERROR(b_.reserve(static_cast<size_t>(l.k * cols) * es, dt, stream_));
+  const int64_t gated = l.gate ? l.rows * l.n[0] : 0;  // the gate kernel's output, after the products
+  SRT_RETURN_IF_ERROR(d_.reserve(static_cast<size_t>(l.rows * cols + gated) * es, dt, stream_));
+  SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(cols) * es, dt, stream_));
+  GroupGemm g;
+  g.dtype = dt, g.rows = l.rows, g.k = l.k, g.x = a_.p, g.parts = l.count, g.gate = l.gate;
+  int64_t col = 0;
+  for (int i = 0; i < l.count; ++i) {
+    const size_t ui = static_cast<size_t>(i);
+    auto at = [&](const Scratch& s, int64_t elems) { return static_cast<uint8_t*>(s.p) + elems * static_cast<int64_t>(es); };
+    g.part[ui] = {at(b_, l.k * col), l.bias[ui] ? at(bias_, col) : nullptr, at(d_, l.rows * col), l.n[ui]};
+    col += l.n[ui];
+  }
+  if (l.gate) g.part[1].y = nullptr;
+  if (!group_gemm_applies(g, res)) return false;
+  SRT_ASSIGN_OR_RETURN(double group_ms, launches_ms([&] { return group_gemm(g, res, stream_); }));
+  if (l.gate) {
+    const int64_t n = l.rows * l.n[0];
+    uint8_t* d = static_cast<uint8_t*>(d_.p);
+    SRT_ASSIGN_OR_RETURN(double gate_ms, launches_ms([&] {
+      return swiglu_gate(stream_, dt, d + 2 * n * static_cast<int64_t>(es), d, d + n * static_cast<int64_t>(es), n);
+    }));
+    lt_ns += static_cast<int64_t>(gate_ms * 1e6);
+  }
+  builder::GroupGemmRecord r;
+  r.group_ns = static_cast<int64_t>(group_ms * 1e6);
+  r.lt_ns = lt_ns;
+  r.chosen = r.group_ns < r.lt_ns;
+  step.attrs[builder::kGroupGemmAttr] = builder::encode_group_gemm(r);
+  return true;
+}
+
 Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in) {
   std::vector<Problem> problems;
   if (step.op_type == ops::kMatMulGroup && step.domain.empty()) {
@@ -239,6 +317,10 @@ Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in
   for (size_t i = 0; i < problems.size(); ++i) {
     SRT_ASSIGN_OR_RETURN(bool one, tune_problem(step, problems[i], builder::lt_algo_attr(static_cast<int>(i))));
     tuned = tuned || one;
+  }
+  if (tuned && step.op_type == ops::kMatMulGroup && step.domain.empty()) {
+    SRT_ASSIGN_OR_RETURN(bool group, tune_group(step, in));
+    (void)group;
   }
   return tuned;
 }

@@ -3,11 +3,15 @@
 // its epilogue. More rows, or float32: what the unfused steps ran, one after the other — the
 // RMSNormalization kernel into the scratch output, a cuBLASLt GEMM a weight (each with its own
 // timed algorithm: builder::lt_algo_attr), and the gate kernel over the two products (in the
-// scratch after the normalized rows).
+// scratch after the normalized rows). Where the build timed it faster ("__group_gemm",
+// builder/tactics.h), the GEMMs and the gate are one launch of the group GEMM (group_gemm.h).
+#include "backends/cuda/cuda_run_options.h"
 #include "backends/cuda/kernels/gate.h"
 #include "backends/cuda/kernels/gemm.h"
+#include "backends/cuda/kernels/group_gemm.h"
 #include "backends/cuda/kernels/half_gemv.h"
 #include "backends/cuda/kernels/rms_norm.h"
+#include "builder/tactics.h"
 #include "ops/matmul_group.h"
 
 namespace streamrt::cuda {
@@ -21,6 +25,17 @@ const void* bias_of(const CudaKernelContext& ctx, const ops::MatMulGroupLayout& 
   return l.bias[static_cast<size_t>(i)] ? ctx.input(kMatMulGroupBias + static_cast<size_t>(i)).data : nullptr;
 }
 
+// Each weight's operands, in the Part ({w, bias, y, n}) of the GEMV or the group GEMM: with the
+// gate, part 0 writes the step's one output and part 1 writes nothing.
+template <class Part>
+void set_parts(const CudaKernelContext& ctx, const ops::MatMulGroupLayout& l, std::array<Part, 3>& part) {
+  for (int i = 0; i < l.count; ++i) {
+    const size_t ui = static_cast<size_t>(i);
+    void* y = l.gate ? (i == 0 ? ctx.output(0).data : nullptr) : ctx.output(ui).data;
+    part[ui] = {ctx.input(kMatMulGroupWeight + ui).data, bias_of(ctx, l, i), y, l.n[ui]};
+  }
+}
+
 // The one-row GEMV; kUnsupported when it does not take these operands.
 Status run_gemv(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
   HalfGemv g;
@@ -31,16 +46,26 @@ Status run_gemv(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
   if (l.norm) g.norm_scale = ctx.input(kMatMulGroupScale).data, g.eps = l.epsilon;
   g.parts = l.count;
   g.gate = l.gate;
-  for (int i = 0; i < l.count; ++i) {
-    const size_t ui = static_cast<size_t>(i);
-    void* y = l.gate ? (i == 0 ? ctx.output(0).data : nullptr) : ctx.output(ui).data;
-    g.part[ui] = {ctx.input(kMatMulGroupWeight + ui).data, bias_of(ctx, l, i), y, l.n[ui]};
-  }
+  set_parts(ctx, l, g.part);
   if (!half_gemv_applies(g, ctx.resources().cc_major)) return unsupported("the GEMV does not take these operands");
   return half_gemv(ctx.resources(), g);
 }
 
-// Normalization, GEMMs, gate, as separate launches.
+// Every product (or the gate) of `x` in one group GEMM launch; kUnsupported when it does not take them.
+Status run_group_gemm(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l, const void* x) {
+  GroupGemm g;
+  g.dtype = ctx.input(0).dtype;
+  g.rows = l.rows;
+  g.k = l.k;
+  g.x = x;
+  g.parts = l.count;
+  g.gate = l.gate;
+  set_parts(ctx, l, g.part);
+  if (!group_gemm_applies(g, ctx.resources())) return unsupported("the group GEMM does not take these operands");
+  return group_gemm(g, ctx.resources(), ctx.stream());
+}
+
+// Normalization, GEMMs, gate, as separate launches (or the group GEMM after the normalization).
 Status run_steps(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
   const DataType t = ctx.input(0).dtype;
   const size_t es = dtype_size(t);
@@ -57,6 +82,12 @@ Status run_steps(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
     SRT_RETURN_IF_ERROR(rms_norm_rows(ctx.stream(), t, x, ctx.input(kMatMulGroupScale).data, l.k, scratch, l.rows, l.k,
                                       l.epsilon));
     x = scratch;
+  }
+  const GroupGemmKernel kernel = current_run_options().group_gemm_kernel;
+  if (kernel == GroupGemmKernel::kGroup ||
+      (kernel == GroupGemmKernel::kAuto && builder::step_chose_group_gemm(ctx.node()))) {
+    Status st = run_group_gemm(ctx, l, x);
+    if (st.code() != StatusCode::kUnsupported) return st;
   }
   uint8_t* products = scratch + (l.norm ? l.rows * l.k * static_cast<int64_t>(es) : 0);
   for (int i = 0; i < l.count; ++i) {

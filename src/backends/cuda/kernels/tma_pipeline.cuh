@@ -1,4 +1,4 @@
-// Device side of a TMA pipeline on sm_90a (used by attention_wgmma.cu): mbarriers whose phases
+// Device side of a TMA pipeline on sm_90a (used by attention_wgmma.cu and group_gemm.cu): mbarriers whose phases
 // say a shared-memory slot is full (the copy engine's bytes landed) or empty (its readers are done),
 // tensor copies that complete on such a barrier, named barriers for two warpgroups' turns, and
 // warpgroup register reallocation. Compiled for sm_90a only (__CUDA_ARCH_FEAT_SM90_ALL); the
@@ -62,6 +62,17 @@ __device__ __forceinline__ void load_3d(uint32_t dst, const void* map, int c0, i
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
       "[%5];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+#endif
+}
+
+// A 2-D box of `map` at coordinates (c0, c1), innermost first: as load_3d.
+__device__ __forceinline__ void load_2d(uint32_t dst, const void* map, int c0, int c1, uint32_t bar) {
+#ifdef STREAMRT_TMA_ASM
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 #endif
 }

@@ -1,0 +1,252 @@
+// A MatMulGroup's products in one launch on sm_90a (group_gemm.h): warpgroup MMAs (wgmma) fed by
+// TMA copies, the pipeline of attention_wgmma.cu without the softmax.
+//  - A block is a producer warpgroup and two consumer warpgroups. One producer thread copies, per
+//    64-wide step along K, the block's 128 rows of X and the 64 x 128 tile of each weight it reads
+//    (one, or gate and up) into a ring slot with a "full" mbarrier; the consumers (64 rows each,
+//    240 registers) issue m64n128k16 MMAs with X K-major and the weight tile N-major straight from
+//    shared memory, keep one step's MMAs in flight and hand the slot before back through its
+//    "empty" mbarrier.
+//  - Blocks run row tiles fastest: the blocks of one column tile read the same weight tile from L2
+//    while it is hot, and X (a few MiB at prefill lengths) stays there.
+//  - Tiles sit in shared memory in 128-byte-swizzled rows, as TMA's 128-byte swizzle writes them
+//    and the MMA descriptors name (wgmma_layout.h). Rows past `rows`, columns past N and K past its
+//    end arrive as zeros (the maps' bounds); the epilogue writes rows and columns inside only.
+// Keep every wgmma out of conditionals (attention_wgmma.cu says why; ctest
+// cuda_wgmma_not_serialized checks this file too).
+#include "backends/cuda/kernels/cuda_types.cuh"
+#include "backends/cuda/kernels/group_gemm.h"
+#include "backends/cuda/kernels/mma_util.cuh"
+#include "backends/cuda/kernels/tma_pipeline.cuh"
+#include "backends/cuda/kernels/wgmma.cuh"
+#include "backends/cuda/kernels/wgmma_layout.h"
+#include "backends/cuda/tma/tma_map.h"
+#include "ops/fused_elementwise.h"
+
+namespace streamrt::cuda {
+namespace {
+
+using wgmma::descriptor;
+
+// kB weight tiles a step: 1 (one weight's 128 columns) or 2 (gate's and up's).
+template <int kB_>
+struct Cfg {
+  static constexpr int kB = kB_;
+  static constexpr int kBm = 128, kBn = 128, kBk = 64;
+  static constexpr int kThreads = 384;
+  static constexpr uint32_t kXBytes = kBm * kBk * 2;
+  static constexpr uint32_t kWBytes = kBk * kBn * 2;
+  static constexpr uint32_t kStageBytes = kXBytes + kB * kWBytes;
+  static constexpr int kStages = kB == 2 ? 4 : 6;  // 192 KiB of ring either way
+  static constexpr size_t kBytes = size_t{kStages} * kStageBytes + 1024 + 16 * kStages;
+  // As attention_wgmma.cu's Cfg: the pool ptxas gives 384 threads (168 a thread), 24 for the producer.
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * 168);
+};
+
+struct Maps {
+  CUtensorMap x;
+  CUtensorMap w[3];
+};
+
+struct Params {
+  int rows = 0, k_steps = 0, row_tiles = 0;
+  int tile_parts = 1;                // weights the column tiles run over (1 with gate)
+  std::array<int, 3> tile_end{};     // column tiles of parts 0..i
+  std::array<int, 3> n{};
+  std::array<const void*, 3> bias{};
+  std::array<void*, 3> y{};
+};
+
+// The producer's thread: for each step along K, once the slot's readers are done, X's rows and the
+// weight tiles into slot `step % kStages`.
+template <class C>
+__device__ __forceinline__ void produce(const Maps& maps, int wmap, int row0, int col0, int k_steps, uint32_t ring,
+                                       uint32_t full, uint32_t empty) {
+  int slot = 0;
+  uint32_t phase = 0;
+  for (int s = 0; s < k_steps; ++s) {
+    tma::mbar_wait(empty + 8 * slot, phase ^ 1u);
+    const uint32_t bar = full + 8 * slot, at = ring + slot * C::kStageBytes;
+    tma::mbar_arrive_expect_tx(bar, C::kStageBytes);
+    tma::load_2d(at, &maps.x, s * C::kBk, row0, bar);
+#pragma unroll
+    for (int b = 0; b < C::kB; ++b)
+#pragma unroll
+      for (int cb = 0; cb < C::kBn / 64; ++cb)
+        tma::load_2d(at + C::kXBytes + b * C::kWBytes + cb * C::kBk * 128, &maps.w[wmap + b], col0 + cb * 64,
+                     s * C::kBk, bar);
+    if (++slot == C::kStages) slot = 0, phase ^= 1u;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ float rounded(float v) {
+  return to_acc(from_acc<T>(v));
+}
+
+// A consumer's 64 rows x 128 columns to memory: the fragment layout of m64nNk16 (row warp * 16 +
+// lane / 4 and 8 below it; columns 8 j + 2 (lane % 4) and the next), two elements a store.
+template <typename T, int kB>
+__device__ __forceinline__ void store_tile(const Params& p, int part, int r0, int col0, const float (&acc)[kB][64]) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int n = p.n[part];
+  T* y = static_cast<T*>(p.y[part]);
+  const T* bias0 = static_cast<const T*>(p.bias[part]);
+  const T* bias1 = kB == 2 ? static_cast<const T*>(p.bias[1]) : nullptr;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int c = col0 + 8 * j + 2 * (lane % 4);
+    if (c >= n) continue;  // n is a multiple of 8: c + 1 < n too
+    float b0[2] = {0.f, 0.f}, b1[2] = {0.f, 0.f};
+    if (bias0) b0[0] = to_acc(bias0[c]), b0[1] = to_acc(bias0[c + 1]);
+    if (kB == 2 && bias1) b1[0] = to_acc(bias1[c]), b1[1] = to_acc(bias1[c + 1]);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      if (r >= p.rows) continue;
+      float v[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        v[e] = rounded<T>(acc[0][4 * j + 2 * h + e] + b0[e]);
+        if constexpr (kB == 2) v[e] = ops::fused::gate_value(v[e], rounded<T>(acc[1][4 * j + 2 * h + e] + b1[e]));
+      }
+      T pair[2] = {from_acc<T>(v[0]), from_acc<T>(v[1])};
+      *reinterpret_cast<uint32_t*>(y + static_cast<int64_t>(r) * n + c) = *reinterpret_cast<const uint32_t*>(pair);
+    }
+  }
+}
+
+template <typename T, class C>
+__global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t full = ring + C::kStages * C::kStageBytes, empty = full + 8 * C::kStages;
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  const int rt = static_cast<int>(blockIdx.x) % p.row_tiles, ct = static_cast<int>(blockIdx.x) / p.row_tiles;
+  int part = 0;
+  while (part + 1 < p.tile_parts && ct >= p.tile_end[part]) ++part;
+  const int col0 = (ct - (part > 0 ? p.tile_end[part - 1] : 0)) * C::kBn;
+  const int row0 = rt * C::kBm;
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < C::kStages; ++i) {
+      tma::mbar_init(full + 8 * i, 1);
+      tma::mbar_init(empty + 8 * i, 8);  // a lane of each consumer warp
+    }
+    tma::mbar_init_fence();
+  }
+  __syncthreads();
+  if (wg == 0) {
+    tma::regs_decrease<C::kProducerRegs>();
+    if (threadIdx.x == 0) produce<C>(maps, part, row0, col0, p.k_steps, ring, full, empty);
+    return;
+  }
+  tma::regs_increase<C::kConsumerRegs>();
+  const int cw = wg - 1, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  float acc[C::kB][64];
+#pragma unroll
+  for (int b = 0; b < C::kB; ++b)
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[b][i] = 0.f;
+  const uint64_t xd = descriptor(ring + cw * 64 * 128, 16, 1024);
+  const uint64_t wd = descriptor(ring + C::kXBytes, C::kBk * 128, 1024);
+  int slot = 0, prev = 0;
+  uint32_t phase = 0;
+  for (int s = 0; s < p.k_steps; ++s) {
+    tma::mbar_wait(full + 8 * slot, phase);
+    const uint32_t at = slot * C::kStageBytes;
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < C::kBk / 16; ++kk) {
+      const uint64_t a = xd + ((at + kk * 32) >> 4);
+#pragma unroll
+      for (int b = 0; b < C::kB; ++b)
+        wgmma::ss_nb<T, 128>(acc[b], a, wd + ((at + b * C::kWBytes + kk * 16 * 128) >> 4), s > 0 || kk > 0);
+    }
+    wgmma::commit();
+    wgmma::wait<1>();  // the step before is done: its slot goes back
+#pragma unroll
+    for (int b = 0; b < C::kB; ++b) wgmma::fence_regs(acc[b]);
+    if (s > 0) {
+      __syncwarp();
+      if (lane == 0) tma::mbar_arrive(empty + 8 * prev);
+    }
+    prev = slot;
+    if (++slot == C::kStages) slot = 0, phase ^= 1u;
+  }
+  wgmma::wait<0>();
+#pragma unroll
+  for (int b = 0; b < C::kB; ++b) wgmma::fence_regs(acc[b]);
+  store_tile<T, C::kB>(p, part, row0 + cw * 64 + warp * 16 + lane / 4, col0, acc);
+#else
+  __trap();
+#endif
+}
+
+// X [rows, k] or a weight [k, n] as a TMA map of 64-element (128-byte) box rows.
+Result<CUtensorMap> map_2d(const void* base, int64_t inner, int64_t outer, uint32_t box_outer) {
+  tma::TiledMap16 m;
+  m.base = base;
+  m.rank = 2;
+  m.dims[0] = static_cast<uint64_t>(inner), m.dims[1] = static_cast<uint64_t>(outer);
+  m.strides[1] = static_cast<uint64_t>(inner);
+  m.box[0] = 64, m.box[1] = box_outer;
+  return tma::encode_swizzled_128(m);
+}
+
+template <typename T, class C>
+Status launch(const GroupGemm& g, cudaStream_t stream) {
+  SRT_ASSIGN_OR_RETURN(const SmemLimits limits, smem_limits());
+  if (C::kBytes > static_cast<size_t>(limits.block_optin)) return unsupported("group GEMM: shared memory too small");
+  Maps maps{};
+  SRT_ASSIGN_OR_RETURN(maps.x, map_2d(g.x, g.k, g.rows, C::kBm));
+  Params p;
+  p.rows = static_cast<int>(g.rows);
+  p.k_steps = static_cast<int>((g.k + C::kBk - 1) / C::kBk);
+  p.row_tiles = static_cast<int>((g.rows + C::kBm - 1) / C::kBm);
+  p.tile_parts = g.gate ? 1 : g.parts;
+  int tiles = 0;
+  for (int i = 0; i < g.parts; ++i) {
+    const auto& part = g.part[static_cast<size_t>(i)];
+    SRT_ASSIGN_OR_RETURN(maps.w[i], map_2d(part.w, part.n, g.k, C::kBk));
+    p.n[static_cast<size_t>(i)] = static_cast<int>(part.n);
+    p.bias[static_cast<size_t>(i)] = part.bias;
+    p.y[static_cast<size_t>(i)] = part.y;
+    if (i < p.tile_parts) tiles += static_cast<int>((part.n + C::kBn - 1) / C::kBn);
+    p.tile_end[static_cast<size_t>(i)] = tiles;
+  }
+  const int64_t blocks = int64_t{p.row_tiles} * tiles;
+  if (blocks > INT32_MAX) return unsupported("group GEMM: too many tiles");
+  SRT_RETURN_IF_ERROR((allow_dynamic_smem<group_gemm_kernel<T, C>>(static_cast<int>(C::kBytes))));
+  group_gemm_kernel<T, C><<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, stream>>>(maps, p);
+  SRT_CUDA_LAUNCH("group_gemm_kernel");
+  return ok_status();
+}
+
+}  // namespace
+
+bool group_gemm_applies(const GroupGemm& g, const CudaResources& res) {
+  if (res.cc_major != 9 || res.cc_minor != 0) return false;  // sm_90a code runs there only
+  if (g.dtype != DataType::kFloat16 && g.dtype != DataType::kBFloat16) return false;
+  if (g.parts < 1 || g.parts > 3 || (g.gate && g.parts != 2)) return false;
+  // TMA: 16-byte aligned bases and row strides; int indexing of elements and tiles.
+  if (g.rows < 1 || g.rows > (int64_t{1} << 24) || g.k < 8 || g.k % 8 != 0 || g.k > (int64_t{1} << 20)) return false;
+  if (!aligned16(g.x)) return false;
+  for (int i = 0; i < g.parts; ++i) {
+    const auto& p = g.part[static_cast<size_t>(i)];
+    if (!p.w || !aligned16(p.w) || p.n < 8 || p.n % 8 != 0 || p.n > (int64_t{1} << 20)) return false;
+    if (g.rows * p.n > INT32_MAX) return false;
+    if ((i == 0 || !g.gate) && (!p.y || reinterpret_cast<uintptr_t>(p.y) % 4 != 0)) return false;
+    if (p.bias && reinterpret_cast<uintptr_t>(p.bias) % 4 != 0) return false;
+  }
+  return !g.gate || g.part[0].n == g.part[1].n;
+}
+
+Status group_gemm(const GroupGemm& g, const CudaResources& res, cudaStream_t stream) {
+  if (!group_gemm_applies(g, res)) return unsupported("the group GEMM does not take these operands");
+  if (g.dtype == DataType::kFloat16) return g.gate ? launch<__half, Cfg<2>>(g, stream) : launch<__half, Cfg<1>>(g, stream);
+  return g.gate ? launch<__nv_bfloat16, Cfg<2>>(g, stream) : launch<__nv_bfloat16, Cfg<1>>(g, stream);
+}
+
+}  // namespace streamrt::cuda

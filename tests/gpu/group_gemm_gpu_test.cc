@@ -1,0 +1,174 @@
+// GPU tests of the group GEMM (kernels/group_gemm.h; skip without a CUDA device, and where the
+// device is not sm_90, after checking that the kernel refuses it): float16 and bfloat16, one to
+// three weights of different widths in one launch, SwiGLU's gate in the epilogue, biases, rows and
+// columns that end inside a tile and K that ends inside a step, against a double-precision product
+// of the same rounded operands (each product rounded to the type, the gate from the rounded ones).
+// Through a plan: a MatMulGroup step run with RuntimeOptions::group_gemm_kernel = kGroup against
+// the CPU.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "../unit/conv_test_util.h"
+#include "backends/cuda/kernels/group_gemm.h"
+#include "gpu_test_util.h"
+#include "kernel_test_util.h"
+#include "matmul_group_graph.h"
+#include "ops/fused_elementwise.h"
+#include "ops/matmul_group.h"
+
+namespace streamrt::cuda {
+namespace {
+
+using testing::from_bits;
+using testing::to_bits;
+double rounded(double v, DataType t) { return from_bits(to_bits(static_cast<float>(v), t), t); }
+
+struct Operand {
+  std::vector<uint16_t> bits;
+  std::vector<double> values;
+  void* device = nullptr;
+  Operand(size_t count, float scale, DataType t, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-scale, scale);
+    bits.resize(count);
+    values.resize(count);
+    for (size_t i = 0; i < count; ++i) bits[i] = to_bits(dist(rng), t), values[i] = from_bits(bits[i], t);
+    EXPECT_EQ(cudaMalloc(&device, count * 2 + 16), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(device, bits.data(), count * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  Operand(const Operand&) = delete;
+  ~Operand() { cudaFree(device); }
+};
+
+using testing::device_resources;
+
+struct Case {
+  DataType dtype;
+  int64_t rows, k;
+  std::vector<int64_t> n;
+  bool gate = false, bias = false;
+};
+
+void run_case(const Case& c) {
+  SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " rows " + std::to_string(c.rows) + " k " + std::to_string(c.k) +
+               " parts " + std::to_string(c.n.size()) + (c.gate ? " gate" : "") + (c.bias ? " bias" : ""));
+  const size_t parts = c.n.size();
+  Operand x(static_cast<size_t>(c.rows * c.k), 1.f, c.dtype, 1);
+  std::vector<std::unique_ptr<Operand>> w, b;
+  std::vector<void*> y(parts, nullptr);
+  GroupGemm g;
+  g.dtype = c.dtype, g.rows = c.rows, g.k = c.k, g.x = x.device, g.parts = static_cast<int>(parts), g.gate = c.gate;
+  for (size_t i = 0; i < parts; ++i) {
+    w.push_back(std::make_unique<Operand>(static_cast<size_t>(c.k * c.n[i]), 1.f / std::sqrt(float(c.k)), c.dtype,
+                                          10 + static_cast<uint32_t>(i)));
+    b.push_back(std::make_unique<Operand>(static_cast<size_t>(c.n[i]), 0.5f, c.dtype, 20 + static_cast<uint32_t>(i)));
+    const size_t bytes = static_cast<size_t>(c.rows * c.n[i]) * 2;
+    ASSERT_EQ(cudaMalloc(&y[i], bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemset(y[i], 0xFF, bytes), cudaSuccess);  // NaNs where nothing is written
+    g.part[i] = {w[i]->device, c.bias ? b[i]->device : nullptr, c.gate && i == 1 ? nullptr : y[i], c.n[i]};
+  }
+  const CudaResources res = device_resources();
+  const bool sm90 = res.cc_major == 9 && res.cc_minor == 0;
+  ASSERT_EQ(group_gemm_applies(g, res), sm90);
+  const Status st = group_gemm(g, res, nullptr);
+  if (!sm90) {
+    EXPECT_EQ(st.code(), StatusCode::kUnsupported);
+  } else {
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    // Each output rounded once from a float accumulation: half an ulp of the type plus float error.
+    const double rtol = c.dtype == DataType::kFloat16 ? 2e-3 : 1.6e-2;
+    auto product = [&](size_t i, int64_t r, int64_t j) {
+      double v = c.bias ? b[i]->values[static_cast<size_t>(j)] : 0.0;
+      for (int64_t q = 0; q < c.k; ++q)
+        v += x.values[static_cast<size_t>(r * c.k + q)] * w[i]->values[static_cast<size_t>(q * c.n[i] + j)];
+      return rounded(v, c.dtype);
+    };
+    for (size_t i = 0; i < (c.gate ? 1 : parts); ++i) {
+      std::vector<uint16_t> got(static_cast<size_t>(c.rows * c.n[i]));
+      ASSERT_EQ(cudaMemcpy(got.data(), y[i], got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (int64_t r = 0; r < c.rows; ++r)
+        for (int64_t j = 0; j < c.n[i]; ++j) {
+          double want = product(i, r, j);
+          if (c.gate) want = ops::fused::gate_value(static_cast<float>(want), static_cast<float>(product(1, r, j)));
+          const double v = from_bits(got[static_cast<size_t>(r * c.n[i] + j)], c.dtype);
+          ASSERT_NEAR(v, want, rtol * (1.0 + std::fabs(want))) << "part " << i << " row " << r << " column " << j;
+        }
+    }
+  }
+  for (void* p : y) cudaFree(p);
+}
+
+TEST(GpuGroupGemm, MatchesDoubleProducts) {
+  SRT_REQUIRE_GPU();
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16}) {
+    run_case({t, 256, 512, {512, 128, 128}});              // Q / K / V of a GQA layer: three widths, one launch
+    run_case({t, 200, 520, {256, 136, 64}, false, true});  // rows, a column tile and K ending inside their tiles
+    run_case({t, 1, 64, {128}});                           // one row: zeros fill the rest of the tile
+    run_case({t, 130, 256, {384, 384}, true});             // gate / up with the gate in the epilogue
+    run_case({t, 64, 1000, {200, 200}, true, true});       // the gate with biases, a partial column tile
+  }
+}
+
+TEST(GpuGroupGemm, RefusesWhatItCannotRead) {
+  SRT_REQUIRE_GPU();
+  CudaResources res = device_resources();
+  res.cc_major = 9, res.cc_minor = 0;  // the operands decide below, whatever the device
+  Operand x(64 * 64, 1.f, DataType::kFloat16, 1), w(64 * 64, 1.f, DataType::kFloat16, 2);
+  GroupGemm g;
+  g.dtype = DataType::kFloat16, g.rows = 64, g.k = 64, g.x = x.device, g.parts = 1;
+  g.part[0] = {w.device, nullptr, w.device, 64};
+  EXPECT_TRUE(group_gemm_applies(g, res));
+  GroupGemm bad = g;
+  bad.dtype = DataType::kFloat32;
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = g, bad.k = 60;  // rows of X not 16-byte multiples: TMA cannot address them
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = g, bad.part[0].n = 12;
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = g, bad.x = static_cast<const char*>(x.device) + 2;
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = g, bad.gate = true;  // the gate takes two weights of one width
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = g, bad.parts = 2, bad.gate = true, bad.part[1] = {w.device, nullptr, nullptr, 56};
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  res.cc_major = 8;
+  EXPECT_FALSE(group_gemm_applies(g, res));
+  EXPECT_EQ(group_gemm(g, res, nullptr).code(), StatusCode::kUnsupported);
+}
+
+// A MatMulGroup step (RMS normalization, then Q / K / V or gate / up) with the group GEMM forced,
+// against the CPU plan.
+TEST(GpuGroupGemm, MatMulGroupStepMatchesTheCpu) {
+  SRT_REQUIRE_GPU();
+  const testing::GroupSpec specs[] = {
+      {.x = {2, 96, 512}, .n = {256, 128, 128}},
+      {.x = {2, 96, 512}, .n = {256, 128, 128}, .bias = true},
+      {.x = {150, 256}, .n = {384, 384}, .gate = true},
+  };
+  RuntimeOptions ro;
+  ro.group_gemm_kernel = GroupGemmKernel::kGroup;
+  for (DataType precision : {DataType::kFloat16, DataType::kBFloat16})
+    for (const testing::GroupSpec& spec : specs) {
+      const std::string what = std::string(dtype_name(precision)) + (spec.gate ? " gate up" : " qkv");
+      const ir::Graph graph = testing::group_graph(spec);
+      auto cuda = testing::build_graph_plan(graph, DeviceType::kCuda, true, precision, false);
+      auto cpu = testing::build_graph_plan(graph, DeviceType::kCpu, true, precision, false);
+      ASSERT_TRUE(cuda.ok() && cpu.ok()) << what;
+      const auto in = testing::block_inputs(graph, 5);
+      auto got = testing::run_graph_plan(DeviceType::kCuda, *cuda, in, ro);
+      auto want = testing::run_graph_plan(DeviceType::kCpu, *cpu, in);
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status().to_string();
+      ASSERT_TRUE(want.ok()) << what << ": " << want.status().to_string();
+      testing::expect_close(*got, *want, testing::tolerance(precision), what);
+    }
+}
+
+}  // namespace
+}  // namespace streamrt::cuda
