@@ -63,24 +63,24 @@ Result<LtAlgoRecord> decode_lt_algo(const ir::Attribute& a) {
 }
 
 ir::Attribute encode_group_gemm(const GroupGemmRecord& r) {
-  return ir::Attribute::make_ints({r.chosen ? 1 : 0, r.group_ns, r.lt_ns});
+  return ir::Attribute::make_ints({r.cols, r.group_ns, r.lt_ns});
 }
 
 Result<GroupGemmRecord> decode_group_gemm(const ir::Attribute& a) {
   auto bad = [](const std::string& msg) { return invalid_plan(std::string("attribute '") + kGroupGemmAttr + "'" + msg); };
   if (a.kind != ir::Attribute::Kind::kInts || a.ints.size() != 3)
-    return bad(": expected 3 integers {chosen, group_ns, lt_ns}");
+    return bad(": expected 3 integers {cols, group_ns, lt_ns}");
   const std::vector<int64_t>& v = a.ints;
-  if (v[0] != 0 && v[0] != 1) return bad(": chosen is " + std::to_string(v[0]) + ", not 0 or 1");
+  if (v[0] != 0 && v[0] != 128 && v[0] != 256) return bad(": cols is " + std::to_string(v[0]) + ", not 0, 128 or 256");
   if (v[1] < 0 || v[2] < 0) return bad(": negative time (" + std::to_string(v[1]) + " / " + std::to_string(v[2]) + " ns)");
-  return GroupGemmRecord{v[0] == 1, v[1], v[2]};
+  return GroupGemmRecord{static_cast<int>(v[0]), v[1], v[2]};
 }
 
-bool step_chose_group_gemm(const ir::Node& step) {
+int step_group_gemm_cols(const ir::Node& step) {
   auto it = step.attrs.find(kGroupGemmAttr);
-  if (it == step.attrs.end()) return false;
+  if (it == step.attrs.end()) return 0;
   auto r = decode_group_gemm(it->second);
-  return r.ok() && r->chosen;
+  return r.ok() ? r->cols : 0;
 }
 
 bool lt_algo_applies(const LtAlgoRecord& r, uint64_t library_version, uint32_t flags) {
@@ -237,9 +237,12 @@ std::string describe_tactics(const ir::Node& step) {
     char buf[160];
     if (!r.ok())
       std::snprintf(buf, sizeof buf, "group GEMM: unreadable record, cuBLASLt runs");
+    else if (r->cols > 0)
+      std::snprintf(buf, sizeof buf, "group GEMM of %d columns: %.1f us (cuBLASLt, a GEMM a weight: %.1f us)",
+                    r->cols, r->group_ns / 1e3, r->lt_ns / 1e3);
     else
-      std::snprintf(buf, sizeof buf, "group GEMM %s: %.1f us (cuBLASLt, a GEMM a weight: %.1f us)",
-                    r->chosen ? "chosen" : "not chosen", r->group_ns / 1e3, r->lt_ns / 1e3);
+      std::snprintf(buf, sizeof buf, "cuBLASLt, a GEMM a weight: %.1f us (group GEMM: %.1f us)", r->lt_ns / 1e3,
+                    r->group_ns / 1e3);
     out += buf;
   }
   if (step_allows_tf32(step)) out += out.empty() ? "tf32" : "; tf32";

@@ -53,17 +53,20 @@ struct Case {
   int64_t rows, k;
   std::vector<int64_t> n;
   bool gate = false, bias = false;
+  int cols = 0;  // accumulator columns (0: the kernel's default)
 };
 
 void run_case(const Case& c) {
   SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " rows " + std::to_string(c.rows) + " k " + std::to_string(c.k) +
-               " parts " + std::to_string(c.n.size()) + (c.gate ? " gate" : "") + (c.bias ? " bias" : ""));
+               " parts " + std::to_string(c.n.size()) + (c.gate ? " gate" : "") + (c.bias ? " bias" : "") + " cols " +
+               std::to_string(c.cols));
   const size_t parts = c.n.size();
   Operand x(static_cast<size_t>(c.rows * c.k), 1.f, c.dtype, 1);
   std::vector<std::unique_ptr<Operand>> w, b;
   std::vector<void*> y(parts, nullptr);
   GroupGemm g;
   g.dtype = c.dtype, g.rows = c.rows, g.k = c.k, g.x = x.device, g.parts = static_cast<int>(parts), g.gate = c.gate;
+  g.cols = c.cols;
   for (size_t i = 0; i < parts; ++i) {
     w.push_back(std::make_unique<Operand>(static_cast<size_t>(c.k * c.n[i]), 1.f / std::sqrt(float(c.k)), c.dtype,
                                           10 + static_cast<uint32_t>(i)));
@@ -107,13 +110,15 @@ void run_case(const Case& c) {
 
 TEST(GpuGroupGemm, MatchesDoubleProducts) {
   SRT_REQUIRE_GPU();
-  for (DataType t : {DataType::kFloat16, DataType::kBFloat16}) {
-    run_case({t, 256, 512, {512, 128, 128}});              // Q / K / V of a GQA layer: three widths, one launch
-    run_case({t, 200, 520, {256, 136, 64}, false, true});  // rows, a column tile and K ending inside their tiles
-    run_case({t, 1, 64, {128}});                           // one row: zeros fill the rest of the tile
-    run_case({t, 130, 256, {384, 384}, true});             // gate / up with the gate in the epilogue
-    run_case({t, 64, 1000, {200, 200}, true, true});       // the gate with biases, a partial column tile
-  }
+  for (DataType t : {DataType::kFloat16, DataType::kBFloat16})
+    for (int cols : {128, 256}) {
+      run_case({t, 256, 512, {512, 256, 256}, false, false, cols});  // Q / K / V of a GQA layer: one launch
+      run_case({t, 200, 520, {256, 136, 64}, false, true, cols});    // rows, column tiles and K ending inside
+      run_case({t, 1, 64, {128}, false, false, cols});               // one row: zeros fill the rest of the tile
+      run_case({t, 130, 256, {384, 384}, true, false, cols});        // gate / up, the gate in the epilogue
+      run_case({t, 64, 1000, {200, 200}, true, true, cols});         // the gate with biases, a partial tile
+    }
+  run_case({DataType::kFloat16, 300, 128, {1024, 512}});  // the default's choice
 }
 
 TEST(GpuGroupGemm, RefusesWhatItCannotRead) {
@@ -137,6 +142,8 @@ TEST(GpuGroupGemm, RefusesWhatItCannotRead) {
   bad = g, bad.gate = true;  // the gate takes two weights of one width
   EXPECT_FALSE(group_gemm_applies(bad, res));
   bad = g, bad.parts = 2, bad.gate = true, bad.part[1] = {w.device, nullptr, nullptr, 56};
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = g, bad.cols = 192;  // accumulators of 128 or 256 columns only
   EXPECT_FALSE(group_gemm_applies(bad, res));
   res.cc_major = 8;
   EXPECT_FALSE(group_gemm_applies(g, res));

@@ -288,7 +288,14 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   }
   if (l.gate) g.part[1].y = nullptr;
   if (!group_gemm_applies(g, res)) return false;
-  SRT_ASSIGN_OR_RETURN(double group_ms, launches_ms([&] { return group_gemm(g, res, stream_); }));
+  builder::GroupGemmRecord r;
+  double best_ms = 0;
+  int best_cols = 0;
+  for (int cols : {128, 256}) {
+    g.cols = cols;
+    SRT_ASSIGN_OR_RETURN(double ms, launches_ms([&] { return group_gemm(g, res, stream_); }));
+    if (best_cols == 0 || ms < best_ms) best_ms = ms, best_cols = cols;
+  }
   if (l.gate) {
     const int64_t n = l.rows * l.n[0];
     uint8_t* d = static_cast<uint8_t*>(d_.p);
@@ -297,10 +304,9 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
     }));
     lt_ns += static_cast<int64_t>(gate_ms * 1e6);
   }
-  builder::GroupGemmRecord r;
-  r.group_ns = static_cast<int64_t>(group_ms * 1e6);
+  r.group_ns = static_cast<int64_t>(best_ms * 1e6);
   r.lt_ns = lt_ns;
-  r.chosen = r.group_ns < r.lt_ns;
+  r.cols = r.group_ns < r.lt_ns ? best_cols : 0;
   step.attrs[builder::kGroupGemmAttr] = builder::encode_group_gemm(r);
   return true;
 }

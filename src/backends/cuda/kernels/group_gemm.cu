@@ -1,11 +1,12 @@
 // A MatMulGroup's products in one launch on sm_90a (group_gemm.h): warpgroup MMAs (wgmma) fed by
 // TMA copies, the pipeline of attention_wgmma.cu without the softmax.
 //  - A block is a producer warpgroup and two consumer warpgroups. One producer thread copies, per
-//    64-wide step along K, the block's 128 rows of X and the 64 x 128 tile of each weight it reads
-//    (one, or gate and up) into a ring slot with a "full" mbarrier; the consumers (64 rows each,
-//    240 registers) issue m64n128k16 MMAs with X K-major and the weight tile N-major straight from
-//    shared memory, keep one step's MMAs in flight and hand the slot before back through its
-//    "empty" mbarrier.
+//    64-wide step along K, the block's 128 rows of X and a 64 x 128 or 64 x 256 weight tile (one
+//    weight's columns, or gate's and up's side by side) into a ring slot with a "full" mbarrier;
+//    the consumers (64 rows each, 240 registers) issue one m64n128k16 / m64n256k16 MMA a 16-wide
+//    K step with X K-major and the weight tile N-major straight from shared memory (one MMA
+//    covers gate and up: X is read once for both), keep one step's MMAs in flight and hand the
+//    slot before back through its "empty" mbarrier.
 //  - Blocks run row tiles fastest: the blocks of one column tile read the same weight tile from L2
 //    while it is hot, and X (a few MiB at prefill lengths) stays there.
 //  - Tiles sit in shared memory in 128-byte-swizzled rows, as TMA's 128-byte swizzle writes them
@@ -27,16 +28,22 @@ namespace {
 
 using wgmma::descriptor;
 
-// kB weight tiles a step: 1 (one weight's 128 columns) or 2 (gate's and up's).
-template <int kB_>
+// A consumer's accumulator is 64 rows x kCols columns, one m64n<kCols>k16 MMA a 16-wide K step:
+// kCols columns of one weight, or with kGate kCols / 2 of gate's and the same kCols / 2 of up's,
+// side by side in shared memory so that one MMA reads both (the tile's output is then kCols / 2
+// columns wide).
+template <int kCols_, bool kGate_>
 struct Cfg {
-  static constexpr int kB = kB_;
-  static constexpr int kBm = 128, kBn = 128, kBk = 64;
+  static constexpr int kCols = kCols_;
+  static constexpr bool kGate = kGate_;
+  static constexpr int kBm = 128, kBk = 64;
+  static constexpr int kTileCols = kGate ? kCols / 2 : kCols;  // output columns a block
+  static constexpr int kBlocks = kCols / 64;                     // 64-column blocks of a weight tile
   static constexpr int kThreads = 384;
   static constexpr uint32_t kXBytes = kBm * kBk * 2;
-  static constexpr uint32_t kWBytes = kBk * kBn * 2;
-  static constexpr uint32_t kStageBytes = kXBytes + kB * kWBytes;
-  static constexpr int kStages = kB == 2 ? 4 : 6;  // 192 KiB of ring either way
+  static constexpr uint32_t kWBytes = kBk * kCols * 2;
+  static constexpr uint32_t kStageBytes = kXBytes + kWBytes;
+  static constexpr int kStages = (192 * 1024) / kStageBytes;  // 6 at 128 columns, 4 at 256
   static constexpr size_t kBytes = size_t{kStages} * kStageBytes + 1024 + 16 * kStages;
   // As attention_wgmma.cu's Cfg: the pool ptxas gives 384 threads (168 a thread), 24 for the producer.
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
@@ -50,18 +57,23 @@ struct Maps {
 
 struct Params {
   int rows = 0, k_steps = 0, row_tiles = 0;
-  int tile_parts = 1;                // weights the column tiles run over (1 with gate)
-  std::array<int, 3> tile_end{};     // column tiles of parts 0..i
+  int tile_parts = 1;             // weights the column tiles run over (1 with the gate)
+  std::array<int, 3> tile_end{};  // column tiles of parts 0..i
   std::array<int, 3> n{};
   std::array<const void*, 3> bias{};
   std::array<void*, 3> y{};
 };
 
 // The producer's thread: for each step along K, once the slot's readers are done, X's rows and the
-// weight tiles into slot `step % kStages`.
+// weight tile (64-column blocks side by side; with the gate, gate's then up's) into slot
+// `step % kStages`.
+// The producer's thread: for each step along K, once the slot's readers are done, X's rows and the
+// weight tile (64-column blocks side by side; with the gate, gate's then up's) into slot
+// `step % kStages`.
 template <class C>
-__device__ __forceinline__ void produce(const Maps& maps, int wmap, int row0, int col0, int k_steps, uint32_t ring,
-                                       uint32_t full, uint32_t empty) {
+__device__ __forceinline__ void produce(const Maps& maps, int part, int row0, int col0, int k_steps, uint32_t ring,
+                                        uint32_t full, uint32_t empty) {
+  constexpr int kPerWeight = C::kGate ? C::kBlocks / 2 : C::kBlocks;
   int slot = 0;
   uint32_t phase = 0;
   for (int s = 0; s < k_steps; ++s) {
@@ -70,11 +82,9 @@ __device__ __forceinline__ void produce(const Maps& maps, int wmap, int row0, in
     tma::mbar_arrive_expect_tx(bar, C::kStageBytes);
     tma::load_2d(at, &maps.x, s * C::kBk, row0, bar);
 #pragma unroll
-    for (int b = 0; b < C::kB; ++b)
-#pragma unroll
-      for (int cb = 0; cb < C::kBn / 64; ++cb)
-        tma::load_2d(at + C::kXBytes + b * C::kWBytes + cb * C::kBk * 128, &maps.w[wmap + b], col0 + cb * 64,
-                     s * C::kBk, bar);
+    for (int cb = 0; cb < C::kBlocks; ++cb)
+      tma::load_2d(at + C::kXBytes + cb * C::kBk * 128, &maps.w[part + cb / kPerWeight], col0 + (cb % kPerWeight) * 64,
+                   s * C::kBk, bar);
     if (++slot == C::kStages) slot = 0, phase ^= 1u;
   }
 }
@@ -84,22 +94,24 @@ __device__ __forceinline__ float rounded(float v) {
   return to_acc(from_acc<T>(v));
 }
 
-// A consumer's 64 rows x 128 columns to memory: the fragment layout of m64nNk16 (row warp * 16 +
-// lane / 4 and 8 below it; columns 8 j + 2 (lane % 4) and the next), two elements a store.
-template <typename T, int kB>
-__device__ __forceinline__ void store_tile(const Params& p, int part, int r0, int col0, const float (&acc)[kB][64]) {
+// A consumer's 64 rows to memory: the fragment layout of m64nNk16 (row warp * 16 + lane / 4 and 8
+// below it; columns 8 j + 2 (lane % 4) and the next), two elements a store. With the gate, column
+// block j of gate pairs with j + kTileCols / 8 of up.
+template <typename T, class C>
+__device__ __forceinline__ void store_tile(const Params& p, int part, int r0, int col0, const float (&acc)[C::kCols / 2]) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int n = p.n[part];
   T* y = static_cast<T*>(p.y[part]);
   const T* bias0 = static_cast<const T*>(p.bias[part]);
-  const T* bias1 = kB == 2 ? static_cast<const T*>(p.bias[1]) : nullptr;
+  const T* bias1 = C::kGate ? static_cast<const T*>(p.bias[1]) : nullptr;
+  constexpr int kUp = C::kTileCols / 2;  // acc index of up's column block 0 (4 floats a block of 8)
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < C::kTileCols / 8; ++j) {
     const int c = col0 + 8 * j + 2 * (lane % 4);
     if (c >= n) continue;  // n is a multiple of 8: c + 1 < n too
     float b0[2] = {0.f, 0.f}, b1[2] = {0.f, 0.f};
     if (bias0) b0[0] = to_acc(bias0[c]), b0[1] = to_acc(bias0[c + 1]);
-    if (kB == 2 && bias1) b1[0] = to_acc(bias1[c]), b1[1] = to_acc(bias1[c + 1]);
+    if (C::kGate && bias1) b1[0] = to_acc(bias1[c]), b1[1] = to_acc(bias1[c + 1]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = r0 + 8 * h;
@@ -107,8 +119,8 @@ __device__ __forceinline__ void store_tile(const Params& p, int part, int r0, in
       float v[2];
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        v[e] = rounded<T>(acc[0][4 * j + 2 * h + e] + b0[e]);
-        if constexpr (kB == 2) v[e] = ops::fused::gate_value(v[e], rounded<T>(acc[1][4 * j + 2 * h + e] + b1[e]));
+        v[e] = rounded<T>(acc[4 * j + 2 * h + e] + b0[e]);
+        if constexpr (C::kGate) v[e] = ops::fused::gate_value(v[e], rounded<T>(acc[kUp + 4 * j + 2 * h + e] + b1[e]));
       }
       T pair[2] = {from_acc<T>(v[0]), from_acc<T>(v[1])};
       *reinterpret_cast<uint32_t*>(y + static_cast<int64_t>(r) * n + c) = *reinterpret_cast<const uint32_t*>(pair);
@@ -126,7 +138,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid
   const int rt = static_cast<int>(blockIdx.x) % p.row_tiles, ct = static_cast<int>(blockIdx.x) / p.row_tiles;
   int part = 0;
   while (part + 1 < p.tile_parts && ct >= p.tile_end[part]) ++part;
-  const int col0 = (ct - (part > 0 ? p.tile_end[part - 1] : 0)) * C::kBn;
+  const int col0 = (ct - (part > 0 ? p.tile_end[part - 1] : 0)) * C::kTileCols;
   const int row0 = rt * C::kBm;
 
   if (threadIdx.x == 0) {
@@ -144,11 +156,9 @@ __global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid
   }
   tma::regs_increase<C::kConsumerRegs>();
   const int cw = wg - 1, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
-  float acc[C::kB][64];
+  float acc[C::kCols / 2];
 #pragma unroll
-  for (int b = 0; b < C::kB; ++b)
-#pragma unroll
-    for (int i = 0; i < 64; ++i) acc[b][i] = 0.f;
+  for (int i = 0; i < C::kCols / 2; ++i) acc[i] = 0.f;
   const uint64_t xd = descriptor(ring + cw * 64 * 128, 16, 1024);
   const uint64_t wd = descriptor(ring + C::kXBytes, C::kBk * 128, 1024);
   int slot = 0, prev = 0;
@@ -158,16 +168,11 @@ __global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid
     const uint32_t at = slot * C::kStageBytes;
     wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < C::kBk / 16; ++kk) {
-      const uint64_t a = xd + ((at + kk * 32) >> 4);
-#pragma unroll
-      for (int b = 0; b < C::kB; ++b)
-        wgmma::ss_nb<T, 128>(acc[b], a, wd + ((at + b * C::kWBytes + kk * 16 * 128) >> 4), s > 0 || kk > 0);
-    }
+    for (int kk = 0; kk < C::kBk / 16; ++kk)
+      wgmma::ss_nb<T, C::kCols>(acc, xd + ((at + kk * 32) >> 4), wd + ((at + kk * 16 * 128) >> 4), s > 0 || kk > 0);
     wgmma::commit();
     wgmma::wait<1>();  // the step before is done: its slot goes back
-#pragma unroll
-    for (int b = 0; b < C::kB; ++b) wgmma::fence_regs(acc[b]);
+    wgmma::fence_regs(acc);
     if (s > 0) {
       __syncwarp();
       if (lane == 0) tma::mbar_arrive(empty + 8 * prev);
@@ -176,9 +181,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid
     if (++slot == C::kStages) slot = 0, phase ^= 1u;
   }
   wgmma::wait<0>();
-#pragma unroll
-  for (int b = 0; b < C::kB; ++b) wgmma::fence_regs(acc[b]);
-  store_tile<T, C::kB>(p, part, row0 + cw * 64 + warp * 16 + lane / 4, col0, acc);
+  wgmma::fence_regs(acc);
+  store_tile<T, C>(p, part, row0 + cw * 64 + warp * 16 + lane / 4, col0, acc);
 #else
   __trap();
 #endif
@@ -213,7 +217,7 @@ Status launch(const GroupGemm& g, cudaStream_t stream) {
     p.n[static_cast<size_t>(i)] = static_cast<int>(part.n);
     p.bias[static_cast<size_t>(i)] = part.bias;
     p.y[static_cast<size_t>(i)] = part.y;
-    if (i < p.tile_parts) tiles += static_cast<int>((part.n + C::kBn - 1) / C::kBn);
+    if (i < p.tile_parts) tiles += static_cast<int>((part.n + C::kTileCols - 1) / C::kTileCols);
     p.tile_end[static_cast<size_t>(i)] = tiles;
   }
   const int64_t blocks = int64_t{p.row_tiles} * tiles;
@@ -224,7 +228,24 @@ Status launch(const GroupGemm& g, cudaStream_t stream) {
   return ok_status();
 }
 
+template <typename T>
+Status launch_cols(const GroupGemm& g, int cols, cudaStream_t stream) {
+  if (g.gate) return cols == 128 ? launch<T, Cfg<128, true>>(g, stream) : launch<T, Cfg<256, true>>(g, stream);
+  return cols == 128 ? launch<T, Cfg<128, false>>(g, stream) : launch<T, Cfg<256, false>>(g, stream);
+}
+
 }  // namespace
+
+int group_gemm_default_cols(const GroupGemm& g, const CudaResources& res) {
+  if (g.gate) return 256;
+  // 256 columns where every weight fills such tiles and they still make a wave of blocks.
+  int64_t blocks = 0;
+  for (int i = 0; i < g.parts; ++i) {
+    if (g.part[static_cast<size_t>(i)].n % 256 != 0) return 128;
+    blocks += (g.rows + 127) / 128 * (g.part[static_cast<size_t>(i)].n / 256);
+  }
+  return blocks >= 2 * std::max(res.sm_count, 1) ? 256 : 128;
+}
 
 bool group_gemm_applies(const GroupGemm& g, const CudaResources& res) {
   if (res.cc_major != 9 || res.cc_minor != 0) return false;  // sm_90a code runs there only
@@ -240,13 +261,15 @@ bool group_gemm_applies(const GroupGemm& g, const CudaResources& res) {
     if ((i == 0 || !g.gate) && (!p.y || reinterpret_cast<uintptr_t>(p.y) % 4 != 0)) return false;
     if (p.bias && reinterpret_cast<uintptr_t>(p.bias) % 4 != 0) return false;
   }
+  if (g.cols != 0 && g.cols != 128 && g.cols != 256) return false;
   return !g.gate || g.part[0].n == g.part[1].n;
 }
 
 Status group_gemm(const GroupGemm& g, const CudaResources& res, cudaStream_t stream) {
   if (!group_gemm_applies(g, res)) return unsupported("the group GEMM does not take these operands");
-  if (g.dtype == DataType::kFloat16) return g.gate ? launch<__half, Cfg<2>>(g, stream) : launch<__half, Cfg<1>>(g, stream);
-  return g.gate ? launch<__nv_bfloat16, Cfg<2>>(g, stream) : launch<__nv_bfloat16, Cfg<1>>(g, stream);
+  const int cols = g.cols != 0 ? g.cols : group_gemm_default_cols(g, res);
+  if (g.dtype == DataType::kFloat16) return launch_cols<__half>(g, cols, stream);
+  return launch_cols<__nv_bfloat16>(g, cols, stream);
 }
 
 }  // namespace streamrt::cuda

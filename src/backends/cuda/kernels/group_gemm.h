@@ -1,9 +1,9 @@
 // The products of a MatMulGroup (ops/matmul_group.h) in one launch on sm_90a: Y_i = X W_i (+ b_i)
 // for every weight W_i [K, N_i] of the group, or, with `gate`, Y = silu(X W_0 + b_0) * (X W_1 + b_1)
 // from both products' tiles without writing either (SwiGLU's gate in the GEMM's epilogue). Each
-// block computes a 128-row tile of one weight's 128 columns (both weights' with `gate`), so a
-// layer's Q / K / V take one launch instead of three small GEMMs and gate / up skip the two
-// products' round trip through memory. Rounding as the unfused steps: each product rounded to
+// block computes a 128-row tile of one weight's 128 or 256 columns (gate's and up's 64 or 128 side
+// by side with `gate`), so a layer's Q / K / V take one launch instead of three small GEMMs and
+// gate / up skip the two products' round trip through memory. Rounding as the unfused steps: each product rounded to
 // X's type (after its bias), the gate computed from the rounded products in float and rounded once.
 // Compiled into the sm_90a object (group_gemm.cu); kernels/matmul_group.cu takes it where the
 // build's tactics timed it faster than cuBLASLt's GEMMs (lt_tactics.cc, "__group_gemm").
@@ -29,8 +29,14 @@ struct GroupGemm {
     int64_t n = 0;
   };
   std::array<Part, 3> part{};
+  // Accumulator columns a block: 128 or 256 (with the gate, half of them gate's, half up's); 0 =
+  // group_gemm_default_cols. The build's tactics time both (lt_tactics.cc).
+  int cols = 0;
 };
 
+// 256 for the gate, and where every weight's N is a multiple of 256 and such tiles make two waves
+// of blocks on res.sm_count SMs; else 128.
+int group_gemm_default_cols(const GroupGemm& g, const CudaResources& res);
 // Whether the kernel takes these operands on this device (compute capability 9.0, 16-bit floats,
 // 16-byte aligned operands and rows, sizes within its int indexing); no launch.
 bool group_gemm_applies(const GroupGemm& g, const CudaResources& res);

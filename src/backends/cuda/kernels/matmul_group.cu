@@ -51,8 +51,9 @@ Status run_gemv(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
   return half_gemv(ctx.resources(), g);
 }
 
-// Every product (or the gate) of `x` in one group GEMM launch; kUnsupported when it does not take them.
-Status run_group_gemm(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l, const void* x) {
+// Every product (or the gate) of `x` in one group GEMM launch of `cols` accumulator columns (0: its
+// default); kUnsupported when it does not take them.
+Status run_group_gemm(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l, const void* x, int cols) {
   GroupGemm g;
   g.dtype = ctx.input(0).dtype;
   g.rows = l.rows;
@@ -60,6 +61,7 @@ Status run_group_gemm(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l, c
   g.x = x;
   g.parts = l.count;
   g.gate = l.gate;
+  g.cols = cols;
   set_parts(ctx, l, g.part);
   if (!group_gemm_applies(g, ctx.resources())) return unsupported("the group GEMM does not take these operands");
   return group_gemm(g, ctx.resources(), ctx.stream());
@@ -84,9 +86,9 @@ Status run_steps(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
     x = scratch;
   }
   const GroupGemmKernel kernel = current_run_options().group_gemm_kernel;
-  if (kernel == GroupGemmKernel::kGroup ||
-      (kernel == GroupGemmKernel::kAuto && builder::step_chose_group_gemm(ctx.node()))) {
-    Status st = run_group_gemm(ctx, l, x);
+  const int cols = kernel == GroupGemmKernel::kAuto ? builder::step_group_gemm_cols(ctx.node()) : 0;
+  if (kernel == GroupGemmKernel::kGroup || cols > 0) {
+    Status st = run_group_gemm(ctx, l, x, cols);
     if (st.code() != StatusCode::kUnsupported) return st;
   }
   uint8_t* products = scratch + (l.norm ? l.rows * l.k * static_cast<int64_t>(es) : 0);
