@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes src/backends/cuda/kernels/wgmma.cuh: the sm_90a warpgroup MMA wrappers the Hopper
-attention kernel uses. Each wrapper is one `wgmma.mma_async` whose accumulator list (N / 2 floats a
-thread) has to be spelled out operand by operand, so the file is generated rather than typed.
+attention kernel and the group GEMM use. Each wrapper is one `wgmma.mma_async` whose accumulator
+list (N / 2 floats a thread) has to be spelled out operand by operand, so the file is generated
+rather than typed.
 
   python3 scripts/gen_wgmma.py > src/backends/cuda/kernels/wgmma.cuh
 """

@@ -1,5 +1,5 @@
-// Device side of a TMA pipeline on sm_90a (used by attention_wgmma.cu and group_gemm.cu): mbarriers whose phases
-// say a shared-memory slot is full (the copy engine's bytes landed) or empty (its readers are done),
+// Device side of a TMA pipeline on sm_90a (attention_wgmma.cu, group_gemm.cu): mbarriers whose
+// phases say a shared-memory slot is full (the copy engine's bytes landed) or empty (its readers are done),
 // tensor copies that complete on such a barrier, named barriers for two warpgroups' turns, and
 // warpgroup register reallocation. Compiled for sm_90a only (__CUDA_ARCH_FEAT_SM90_ALL); the
 // bodies are empty elsewhere, where the kernels that call them trap first.
