@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_bench_util.h"
 #include "backends/cuda/kernels/half_gemv.h"
 
 using streamrt::DataType;
@@ -43,14 +44,6 @@ const std::vector<ShapeSpec> kShapes = {
     {"lmhead", 2048, {128256}, true, false, false},
 };
 
-#define CHECK_CUDA(x)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (x);                                                                    \
-    if (e_ != cudaSuccess) {                                                                 \
-      std::fprintf(stderr, "error: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
 
 void* device_random(size_t bytes, uint32_t seed) {
   std::vector<uint16_t> h(bytes / 2);
@@ -83,17 +76,6 @@ double copy_gbps(cudaStream_t s) {
   return 5.0 * bytes / (ms * 1e-3) / 1e9;  // bytes read per second (as many are written)
 }
 
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> v;
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    v.push_back(std::stoi(s.substr(i, j - i)));
-    i = j + 1;
-  }
-  return v;
-}
 
 }  // namespace
 
@@ -113,20 +95,17 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::vector<int> col_list, split_list, slot_list;
   try {
-    col_list = parse_list(cols);
-    split_list = parse_list(splits);
-    slot_list = parse_list(slots);
+    col_list = streamrt::bench::parse_list(cols);
+    split_list = streamrt::bench::parse_list(splits);
+    slot_list = streamrt::bench::parse_list(slots);
   } catch (const std::exception&) {
     std::fprintf(stderr, "error: --splits / --slots take comma-separated integers\n");
     return 2;
   }
 
-  CudaResources res;
+  CudaResources res = streamrt::bench::device_resources();
   int device = 0;
   CHECK_CUDA(cudaGetDevice(&device));
-  CHECK_CUDA(cudaDeviceGetAttribute(&res.sm_count, cudaDevAttrMultiProcessorCount, device));
-  CHECK_CUDA(cudaDeviceGetAttribute(&res.cc_major, cudaDevAttrComputeCapabilityMajor, device));
-  CHECK_CUDA(cudaStreamCreate(&res.stream));
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
   const DataType t = dtype == "bf16" ? DataType::kBFloat16 : DataType::kFloat16;
