@@ -493,7 +493,7 @@ streamrt_cli_test(onnx_test_no_fusion pass "[1-9][0-9]* passed, 0 failed"
 streamrt_cli_test(run_diagnostics_on_cpu pass "latency over 1 runs"
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --iterations 1 --warmup 0
        --profile-ops --step-times ${STREAMRT_CLI_TMP}/steps.jsonl --stream-trace ${STREAMRT_CLI_TMP}/trace.jsonl
-       --attention-kernel simple)
+       --attention-kernel simple --group-gemm-kernel cublaslt)
 streamrt_cli_test(log_level_flag pass "streamrt verbose: engine '[^']*': loaded"
   ARGS --log-level verbose run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --iterations 1)
 streamrt_cli_test(log_level_variable pass "streamrt verbose: engine '[^']*': loaded"
@@ -506,6 +506,8 @@ streamrt_cli_test(onnx_test_no_fusion_unknown fail "InvalidArgument: --no-fusion
   ARGS onnx-test ${CMAKE_SOURCE_DIR}/tests/fixtures/attention/fp32 --device cpu --no-fusion softmax)
 streamrt_cli_test(attention_kernel_unknown fail "InvalidArgument: --attention-kernel: unknown attention kernel 'fast' \\(expected auto, simple, mma or wgmma\\)"
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --attention-kernel fast)
+streamrt_cli_test(group_gemm_kernel_unknown fail "InvalidArgument: --group-gemm-kernel: unknown group GEMM kernel 'cutlass' \\(expected auto, cublaslt or group\\)"
+  ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --group-gemm-kernel cutlass)
 streamrt_cli_test(attention_kernel_variable_unknown fail "InvalidArgument: STREAMRT_ATTENTION_KERNEL: unknown attention kernel 'fast'"
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu)
 set_tests_properties(cli_attention_kernel_variable_unknown PROPERTIES ENVIRONMENT STREAMRT_ATTENTION_KERNEL=fast)
