@@ -1,5 +1,5 @@
 // GPU tests of the group GEMM (kernels/group_gemm.h; skip without a CUDA device, and where the
-// device is not sm_90, after checking that the kernel refuses it): float16 and bfloat16, one to
+// device is not sm_90, after checking that the kernel refuses it; the operand checks run without one): float16 and bfloat16, one to
 // three weights of different widths in one launch, SwiGLU's gate in the epilogue, biases, rows and
 // columns that end inside a tile and K that ends inside a step, against a double-precision product
 // of the same rounded operands (each product rounded to the type, the gate from the rounded ones).
@@ -121,14 +121,14 @@ TEST(GpuGroupGemm, MatchesDoubleProducts) {
   run_case({DataType::kFloat16, 300, 128, {1024, 512}});  // the default's choice
 }
 
-TEST(GpuGroupGemm, RefusesWhatItCannotRead) {
-  SRT_REQUIRE_GPU();
-  CudaResources res = device_resources();
-  res.cc_major = 9, res.cc_minor = 0;  // the operands decide below, whatever the device
-  Operand x(64 * 64, 1.f, DataType::kFloat16, 1), w(64 * 64, 1.f, DataType::kFloat16, 2);
+// Operand checks only (the pointers are never read): runs without a GPU too.
+TEST(GroupGemmHost, RefusesWhatItCannotReadAndChoosesWidths) {
+  CudaResources res;
+  res.cc_major = 9, res.cc_minor = 0, res.sm_count = 132;
+  char* const base = reinterpret_cast<char*>(uintptr_t{1} << 20);  // 16-byte aligned, never dereferenced
   GroupGemm g;
-  g.dtype = DataType::kFloat16, g.rows = 64, g.k = 64, g.x = x.device, g.parts = 1;
-  g.part[0] = {w.device, nullptr, w.device, 64};
+  g.dtype = DataType::kFloat16, g.rows = 64, g.k = 64, g.x = base, g.parts = 1;
+  g.part[0] = {base + 4096, nullptr, base + 8192, 64};
   EXPECT_TRUE(group_gemm_applies(g, res));
   GroupGemm bad = g;
   bad.dtype = DataType::kFloat32;
@@ -137,17 +137,35 @@ TEST(GpuGroupGemm, RefusesWhatItCannotRead) {
   EXPECT_FALSE(group_gemm_applies(bad, res));
   bad = g, bad.part[0].n = 12;
   EXPECT_FALSE(group_gemm_applies(bad, res));
-  bad = g, bad.x = static_cast<const char*>(x.device) + 2;
+  bad = g, bad.x = base + 2;
   EXPECT_FALSE(group_gemm_applies(bad, res));
   bad = g, bad.gate = true;  // the gate takes two weights of one width
   EXPECT_FALSE(group_gemm_applies(bad, res));
-  bad = g, bad.parts = 2, bad.gate = true, bad.part[1] = {w.device, nullptr, nullptr, 56};
+  bad = g, bad.parts = 2, bad.gate = true, bad.part[1] = {base + 4096, nullptr, nullptr, 56};
   EXPECT_FALSE(group_gemm_applies(bad, res));
   bad = g, bad.cols = 192;  // accumulators of 128 or 256 columns only
   EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = g, bad.part[0].y = nullptr;
+  EXPECT_FALSE(group_gemm_applies(bad, res));
   res.cc_major = 8;
   EXPECT_FALSE(group_gemm_applies(g, res));
-  EXPECT_EQ(group_gemm(g, res, nullptr).code(), StatusCode::kUnsupported);
+  EXPECT_EQ(group_gemm(g, res, nullptr).code(), StatusCode::kUnsupported);  // refused before any CUDA call
+  res.cc_major = 9;
+
+  // Default widths: 256 for the gate; 256 where every weight fills 256-column tiles and they make two
+  // waves on the SMs, else 128.
+  GroupGemm qkv = g;
+  qkv.parts = 3, qkv.k = 2048;
+  qkv.part[0].n = 2048, qkv.part[1] = qkv.part[2] = {base + 4096, nullptr, base + 8192, 512};
+  qkv.rows = 512;  // 4 row tiles x 12 tiles of 256 columns = 48 blocks: under two waves of 132
+  EXPECT_EQ(group_gemm_default_cols(qkv, res), 128);
+  qkv.rows = 8192;  // 64 x 12 = 768 blocks
+  EXPECT_EQ(group_gemm_default_cols(qkv, res), 256);
+  qkv.part[1].n = qkv.part[2].n = 128;  // Qwen's K / V: not 256-column tiles
+  EXPECT_EQ(group_gemm_default_cols(qkv, res), 128);
+  GroupGemm gate = g;
+  gate.parts = 2, gate.gate = true, gate.part[1] = {base + 4096, nullptr, nullptr, 64};
+  EXPECT_EQ(group_gemm_default_cols(gate, res), 256);
 }
 
 // A MatMulGroup step (RMS normalization, then Q / K / V or gate / up) with the group GEMM forced,
