@@ -63,24 +63,27 @@ Result<LtAlgoRecord> decode_lt_algo(const ir::Attribute& a) {
 }
 
 ir::Attribute encode_group_gemm(const GroupGemmRecord& r) {
-  return ir::Attribute::make_ints({r.cols, r.group_ns, r.lt_ns});
+  return ir::Attribute::make_ints({r.cols, r.group_ns, r.lt_ns, r.rows});
 }
 
 Result<GroupGemmRecord> decode_group_gemm(const ir::Attribute& a) {
   auto bad = [](const std::string& msg) { return invalid_plan(std::string("attribute '") + kGroupGemmAttr + "'" + msg); };
-  if (a.kind != ir::Attribute::Kind::kInts || a.ints.size() != 3)
-    return bad(": expected 3 integers {cols, group_ns, lt_ns}");
+  if (a.kind != ir::Attribute::Kind::kInts || (a.ints.size() != 3 && a.ints.size() != 4))
+    return bad(": expected 4 integers {cols, group_ns, lt_ns, rows}");
   const std::vector<int64_t>& v = a.ints;
   if (v[0] != 0 && v[0] != 128 && v[0] != 256) return bad(": cols is " + std::to_string(v[0]) + ", not 0, 128 or 256");
   if (v[1] < 0 || v[2] < 0) return bad(": negative time (" + std::to_string(v[1]) + " / " + std::to_string(v[2]) + " ns)");
-  return GroupGemmRecord{static_cast<int>(v[0]), v[1], v[2]};
+  const int64_t rows = v.size() > 3 ? v[3] : 0;
+  if (rows < 0) return bad(": negative rows (" + std::to_string(rows) + ")");
+  return GroupGemmRecord{static_cast<int>(v[0]), v[1], v[2], rows};
 }
 
-int step_group_gemm_cols(const ir::Node& step) {
+int step_group_gemm_cols(const ir::Node& step, int64_t rows) {
   auto it = step.attrs.find(kGroupGemmAttr);
   if (it == step.attrs.end()) return 0;
   auto r = decode_group_gemm(it->second);
-  return r.ok() ? r->cols : 0;
+  if (!r.ok() || (r->rows > 0 && rows > 2 * r->rows)) return 0;
+  return r->cols;
 }
 
 bool lt_algo_applies(const LtAlgoRecord& r, uint64_t library_version, uint32_t flags) {
@@ -205,6 +208,8 @@ std::string describe_conv_algo(const ir::Attribute& a) {
   return out + ", cuDNN " + std::to_string(r->library_version);
 }
 
+std::string rows_note(int64_t rows) { return rows > 0 ? " at " + std::to_string(rows) + " rows" : std::string(); }
+
 }  // namespace
 
 std::string describe_tactics(const ir::Node& step) {
@@ -238,11 +243,11 @@ std::string describe_tactics(const ir::Node& step) {
     if (!r.ok())
       std::snprintf(buf, sizeof buf, "group GEMM: unreadable record, cuBLASLt runs");
     else if (r->cols > 0)
-      std::snprintf(buf, sizeof buf, "group GEMM of %d columns: %.1f us (cuBLASLt, a GEMM a weight: %.1f us)",
-                    r->cols, r->group_ns / 1e3, r->lt_ns / 1e3);
+      std::snprintf(buf, sizeof buf, "group GEMM of %d columns: %.1f us (cuBLASLt, a GEMM a weight: %.1f us)%s",
+                    r->cols, r->group_ns / 1e3, r->lt_ns / 1e3, rows_note(r->rows).c_str());
     else
-      std::snprintf(buf, sizeof buf, "cuBLASLt, a GEMM a weight: %.1f us (group GEMM: %.1f us)", r->lt_ns / 1e3,
-                    r->group_ns / 1e3);
+      std::snprintf(buf, sizeof buf, "cuBLASLt, a GEMM a weight: %.1f us (group GEMM: %.1f us)%s", r->lt_ns / 1e3,
+                    r->group_ns / 1e3, rows_note(r->rows).c_str());
     out += buf;
   }
   if (step_allows_tf32(step)) out += out.empty() ? "tf32" : "; tf32";

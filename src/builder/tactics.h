@@ -21,13 +21,16 @@
 //   At run time the kernel uses the algorithm only when the version and the flags match its call
 //   and cublasLtMatmulAlgoCheck accepts it for the actual shapes (alignment included); anything
 //   else (a malformed record, another cuBLASLt, other shapes) falls back to the heuristic.
-//   "__group_gemm" kInts {cols, group_ns, lt_ns}: a MatMulGroup step's products timed as one
+//   "__group_gemm" kInts {cols, group_ns, lt_ns, rows}: a MatMulGroup step's products timed as one
 //               launch of the group GEMM (kernels/group_gemm.h: every weight, the gate in its
 //               epilogue; 128- and 256-column accumulators) against cuBLASLt's recorded GEMMs (and
 //               the gate kernel): cols is the faster group GEMM's accumulator width, or 0 when
 //               cuBLASLt was faster; group_ns the group GEMM's best time and lt_ns the GEMMs', in ns
-//               per call at the opt shapes. At run time the kernel takes the group GEMM with those
-//               columns where cols > 0 and it applies (RuntimeOptions::group_gemm_kernel overrides).
+//               per call at the opt shapes, whose product has `rows` rows. At run time the kernel takes
+//               the group GEMM with those columns where cols > 0, the call has at most twice `rows`
+//               rows (with more, cuBLASLt's larger tiles win: 2048 rows against 512 measured
+//               4 % slower, docs/benchmarks.md) and it applies (RuntimeOptions::group_gemm_kernel
+//               overrides). A record of three values (no rows) applies at any row count.
 //   "__conv_algo" kInts: the cuDNN forward algorithm chosen for a Conv step (timed without its
 //               epilogue: bias, residual and activation run in streamrt's own kernel), 32 int64s:
 //     [0]      kConvAlgoMagic ("CVALGO1")
@@ -76,12 +79,14 @@ inline constexpr const char* kGroupGemmAttr = "__group_gemm";
 struct GroupGemmRecord {
   int cols = 0;  // 0: cuBLASLt; 128 / 256: the group GEMM with accumulators of that many columns
   int64_t group_ns = 0, lt_ns = 0;
+  int64_t rows = 0;  // rows of the timed product; 0: unknown
 };
 ir::Attribute encode_group_gemm(const GroupGemmRecord& r);
 // kInvalidPlan naming what is wrong: kind, size, cols other than 0 / 128 / 256, negative times.
 Result<GroupGemmRecord> decode_group_gemm(const ir::Attribute& a);
-// The columns of the group GEMM the step's readable record chose; 0 for none (or cuBLASLt).
-int step_group_gemm_cols(const ir::Node& step);
+// The columns of the group GEMM the step's readable record chose for a product of `rows` rows; 0
+// for none (no record, cuBLASLt chosen, or more than twice the timed rows).
+int step_group_gemm_cols(const ir::Node& step, int64_t rows);
 
 inline constexpr const char* kConvAlgoAttr = "__conv_algo";
 inline constexpr int64_t kConvAlgoMagic = 0x00314F474C415643LL;  // "CVALGO1", little-endian bytes

@@ -141,23 +141,32 @@ TEST(TacticRecord, DescribeForInspect) {
 
 TEST(TacticRecord, GroupGemmRecordRoundTripsAndBadOnesAreRefused) {
   ir::Node n;
-  EXPECT_EQ(builder::step_group_gemm_cols(n), 0);
-  n.attrs[builder::kGroupGemmAttr] = builder::encode_group_gemm({256, 12300, 20100});
+  EXPECT_EQ(builder::step_group_gemm_cols(n, 512), 0);
+  n.attrs[builder::kGroupGemmAttr] = builder::encode_group_gemm({256, 12300, 20100, 512});
   auto r = builder::decode_group_gemm(n.attrs[builder::kGroupGemmAttr]);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->cols, 256);
   EXPECT_EQ(r->group_ns, 12300);
   EXPECT_EQ(r->lt_ns, 20100);
-  EXPECT_EQ(builder::step_group_gemm_cols(n), 256);
-  EXPECT_EQ(builder::describe_tactics(n), "group GEMM of 256 columns: 12.3 us (cuBLASLt, a GEMM a weight: 20.1 us)");
-  n.attrs[builder::kGroupGemmAttr] = builder::encode_group_gemm({0, 30000, 20000});
-  EXPECT_EQ(builder::step_group_gemm_cols(n), 0);
-  EXPECT_EQ(builder::describe_tactics(n), "cuBLASLt, a GEMM a weight: 20.0 us (group GEMM: 30.0 us)");
+  EXPECT_EQ(r->rows, 512);
+  EXPECT_EQ(builder::describe_tactics(n),
+            "group GEMM of 256 columns: 12.3 us (cuBLASLt, a GEMM a weight: 20.1 us) at 512 rows");
+  // Chosen up to twice the timed rows; beyond, cuBLASLt's larger tiles take over.
+  EXPECT_EQ(builder::step_group_gemm_cols(n, 1), 256);
+  EXPECT_EQ(builder::step_group_gemm_cols(n, 1024), 256);
+  EXPECT_EQ(builder::step_group_gemm_cols(n, 1025), 0);
+  // A record without rows applies at any count.
+  n.attrs[builder::kGroupGemmAttr] = ir::Attribute::make_ints({128, 12300, 20100});
+  EXPECT_EQ(builder::step_group_gemm_cols(n, 1 << 20), 128);
+  n.attrs[builder::kGroupGemmAttr] = builder::encode_group_gemm({0, 30000, 20000, 2048});
+  EXPECT_EQ(builder::step_group_gemm_cols(n, 2048), 0);
+  EXPECT_EQ(builder::describe_tactics(n), "cuBLASLt, a GEMM a weight: 20.0 us (group GEMM: 30.0 us) at 2048 rows");
   // Malformed records never choose it (the kernel keeps cuBLASLt) and say why.
-  for (const ir::Attribute& bad : {ir::Attribute::make_ints({128, 2}), ir::Attribute::make_ints({64, 1, 1}),
-                                   ir::Attribute::make_ints({128, -5, 1}), ir::Attribute::make_int(1)}) {
+  for (const ir::Attribute& bad :
+       {ir::Attribute::make_ints({128, 2}), ir::Attribute::make_ints({64, 1, 1, 8}), ir::Attribute::make_ints({128, -5, 1}),
+        ir::Attribute::make_ints({128, 5, 1, -8}), ir::Attribute::make_ints({128, 5, 1, 8, 9}), ir::Attribute::make_int(1)}) {
     n.attrs[builder::kGroupGemmAttr] = bad;
-    EXPECT_EQ(builder::step_group_gemm_cols(n), 0);
+    EXPECT_EQ(builder::step_group_gemm_cols(n, 8), 0);
     auto d = builder::decode_group_gemm(bad);
     ASSERT_FALSE(d.ok());
     EXPECT_EQ(d.status().code(), StatusCode::kInvalidPlan);

@@ -306,6 +306,7 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   }
   r.group_ns = static_cast<int64_t>(best_ms * 1e6);
   r.lt_ns = lt_ns;
+  r.rows = l.rows;
   r.cols = r.group_ns < r.lt_ns ? best_cols : 0;
   step.attrs[builder::kGroupGemmAttr] = builder::encode_group_gemm(r);
   return true;

@@ -86,7 +86,7 @@ Status run_steps(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
     x = scratch;
   }
   const GroupGemmKernel kernel = current_run_options().group_gemm_kernel;
-  const int cols = kernel == GroupGemmKernel::kAuto ? builder::step_group_gemm_cols(ctx.node()) : 0;
+  const int cols = kernel == GroupGemmKernel::kAuto ? builder::step_group_gemm_cols(ctx.node(), l.rows) : 0;
   if (kernel == GroupGemmKernel::kGroup || cols > 0) {
     Status st = run_group_gemm(ctx, l, x, cols);
     if (st.code() != StatusCode::kUnsupported) return st;
