@@ -267,6 +267,9 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   SRT_CUDA(cudaDeviceGetAttribute(&res.cc_major, cudaDevAttrComputeCapabilityMajor, device));
   SRT_CUDA(cudaDeviceGetAttribute(&res.cc_minor, cudaDevAttrComputeCapabilityMinor, device));
   const DataType dt = in[0].dtype;
+  // What group_gemm_applies needs of the device and type, checked before any scratch is filled (a
+  // float32 LM head's operands are large).
+  if ((dt != DataType::kFloat16 && dt != DataType::kBFloat16) || res.cc_major != 9 || res.cc_minor != 0) return false;
   const size_t es = dtype_size(dt);
   int64_t cols = 0;
   for (int i = 0; i < l.count; ++i) cols += l.n[static_cast<size_t>(i)];
