@@ -16,6 +16,7 @@ REGEX=attention_wgmma
 shift 2
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then REGEX=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
+command -v ncu > /dev/null || [ ! -x /usr/local/cuda/bin/ncu ] || PATH=$PATH:/usr/local/cuda/bin
 command -v ncu > /dev/null || { echo "error: ncu is not on PATH (it is in /usr/local/cuda/bin on the GPU machine)" >&2; exit 2; }
 [ -f .gpu/bin/streamrt ] && source scripts/gpu-env
 STREAMRT=${STREAMRT:-${BIN:-.gpu/bin}/streamrt}
@@ -29,12 +30,5 @@ W=$WORK/$CASE
 inputs=()
 names=(q k v); [ "${KEY_MASK:-0}" = 1 ] && names+=(key_mask)
 for n in "${names[@]}"; do inputs+=("--input=$n=$W/$n.npy"); done
-ncu --kernel-name "regex:$REGEX" --launch-count 1 --set full --import-source no -f -o "$OUT/$CASE" \
-  "$STREAMRT" run "$W/model.onnx" --device cuda --iterations 1 --warmup 0 "${inputs[@]}" "$@" > "$OUT/$CASE.ncu.log" 2>&1 \
-  || { echo "error: ncu failed (see $OUT/$CASE.ncu.log)" >&2; exit 1; }
-[ -f "$OUT/$CASE.ncu-rep" ] || { echo "error: no kernel matched '$REGEX' (see $OUT/$CASE.ncu.log)" >&2; exit 1; }
-ncu -i "$OUT/$CASE.ncu-rep" --page details > "$OUT/$CASE.details.txt"
-ncu -i "$OUT/$CASE.ncu-rep" --page source --csv --print-source sass > "$OUT/$CASE.sass.csv"
-python3 bench/tools/ncu_sass.py "$OUT/$CASE.sass.csv" > "$OUT/$CASE.sass.md"
-grep -E "Duration|Issue Slots Busy|Executed Instructions  " "$OUT/$CASE.details.txt"
-head -20 "$OUT/$CASE.sass.md"
+exec bench/tools/ncu_one_launch.sh "$OUT" "$CASE" "$REGEX" -- \
+  "$STREAMRT" run "$W/model.onnx" --device cuda --iterations 1 --warmup 0 "${inputs[@]}" "$@"

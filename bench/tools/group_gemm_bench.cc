@@ -4,7 +4,9 @@
 // point's group output is compared with cuBLASLt's (max |difference|, fp16 rounding expected). A kernel
 // turn on the GPU machine without exporting models:
 //
-//   streamrt_group_gemm_bench [--rows 512,2048,4096] [--shapes llama-qkv,...] [--iters 50] [--json OUT]
+//   streamrt_group_gemm_bench [--rows 512,2048,4096] [--shapes llama-qkv,...] [--cols 128,256] [--iters 50]
+//                             [--json OUT]
+// (bench/tools/group_gemm_profile.sh runs one launch of it under Nsight Compute.)
 //
 // Shapes: Llama-3.2-1B (hidden 2048, KV 512, MLP 8192), Qwen2.5-0.5B (896, KV 128 with biases, MLP 4864)
 // and Llama-3.1-8B (4096, KV 1024, MLP 14336): `<model>-qkv` and `<model>-gateup`. Prints a markdown table
@@ -100,19 +102,27 @@ double max_diff(const void* a, const void* b, size_t elems) {
 int main(int argc, char** argv) {
   CLI::App app{"group GEMM against cuBLASLt's GEMM a weight (markdown table)"};
   int iters = 50;
-  std::string rows_arg = "512,2048,4096", shapes = "llama-qkv,llama-gateup,qwen-qkv,qwen-gateup", json;
+  std::string rows_arg = "512,2048,4096", shapes = "llama-qkv,llama-gateup,qwen-qkv,qwen-gateup", cols_arg = "128,256",
+              json;
   app.add_option("--rows", rows_arg, "comma-separated rows of X");
   app.add_option("--shapes", shapes, "comma-separated: {llama,qwen,llama8b}-{qkv,gateup}");
+  app.add_option("--cols", cols_arg, "accumulator widths to time: 128, 256 or both");
   app.add_option("--iters", iters, "launches timed a point")->check(CLI::PositiveNumber);
   app.add_option("--json", json, "append one JSON line a point here");
   CLI11_PARSE(app, argc, argv);
-  std::vector<int> rows_list;
+  std::vector<int> rows_list, cols_list;
   try {
     rows_list = streamrt::bench::parse_list(rows_arg);
+    cols_list = streamrt::bench::parse_list(cols_arg);
   } catch (const std::exception&) {
-    std::fprintf(stderr, "error: --rows takes comma-separated integers\n");
+    std::fprintf(stderr, "error: --rows and --cols take comma-separated integers\n");
     return 2;
   }
+  for (int c : cols_list)
+    if (c != 128 && c != 256) {
+      std::fprintf(stderr, "error: --cols: %d is not an accumulator width (128 or 256)\n", c);
+      return 2;
+    }
 
   CudaResources res = streamrt::bench::device_resources();
   int device = 0;
@@ -153,6 +163,7 @@ int main(int argc, char** argv) {
       double group_us[2] = {-1, -1};
       for (int c = 0; c < 2; ++c) {
         g.cols = c == 0 ? 128 : 256;
+        if (std::find(cols_list.begin(), cols_list.end(), g.cols) == cols_list.end()) continue;
         if (streamrt::cuda::group_gemm_applies(g, res))
           group_us[c] = time_us(res.stream, iters, [&] { return streamrt::cuda::group_gemm(g, res, res.stream); });
       }
@@ -166,15 +177,15 @@ int main(int argc, char** argv) {
         return streamrt::cuda::swiglu_gate(res.stream, DataType::kFloat16, gated, ref[0], ref[1], int64_t(rows) * sh.n[0]);
       });
       CHECK_CUDA(cudaStreamSynchronize(res.stream));
-      // The last group launch (256 columns where it ran) against cuBLASLt's outputs.
-      double diff = 0;
-      if (sh.gate) diff = max_diff(y[0], gated, size_t(rows) * sh.n[0]);
-      else
-        for (size_t i = 0; i < parts; ++i) diff = std::max(diff, max_diff(y[i], ref[i], size_t(rows) * sh.n[i]));
       const double flops = 2.0 * rows * sh.k * ncols;
       double best = -1;
       for (double us : group_us)
         if (us > 0 && (best < 0 || us < best)) best = us;
+      // The last group launch (the last width timed) against cuBLASLt's outputs; NaN when none ran.
+      double diff = best > 0 ? 0.0 : std::nan("");
+      if (best > 0 && sh.gate) diff = max_diff(y[0], gated, size_t(rows) * sh.n[0]);
+      if (best > 0 && !sh.gate)
+        for (size_t i = 0; i < parts; ++i) diff = std::max(diff, max_diff(y[i], ref[i], size_t(rows) * sh.n[i]));
       auto cell = [](double us) { return us > 0 ? std::to_string(us).substr(0, 6) : std::string("n/a"); };
       std::printf("| %s | %d | %s | %s | %.0f | %s | %.0f | %.2f | %.3g |\n", sh.name.c_str(), rows,
                   cell(group_us[0]).c_str(), cell(group_us[1]).c_str(), best > 0 ? flops / best / 1e6 : 0.0,
