@@ -67,9 +67,6 @@ struct Params {
 // The producer's thread: for each step along K, once the slot's readers are done, X's rows and the
 // weight tile (64-column blocks side by side; with the gate, gate's then up's) into slot
 // `step % kStages`.
-// The producer's thread: for each step along K, once the slot's readers are done, X's rows and the
-// weight tile (64-column blocks side by side; with the gate, gate's then up's) into slot
-// `step % kStages`.
 template <class C>
 __device__ __forceinline__ void produce(const Maps& maps, int part, int row0, int col0, int k_steps, uint32_t ring,
                                         uint32_t full, uint32_t empty) {
