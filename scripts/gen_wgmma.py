@@ -109,52 +109,37 @@ def outs(n, constraint="+f"):
     return ",\n".join(lines)
 
 
+def ss_method(name, m, shape, constraint, accumulate, trans_b, comment=""):
+    """One wrapper with A and B from shared memory: `accumulate` the predicate's operand ("accumulate"
+    or "0"), `trans_b` the imm-trans-b flag (1: B N-major)."""
+    param = ", int accumulate" if accumulate == "accumulate" else ""
+    return f"""{comment}  __device__ __forceinline__ static void {name}(float (&d)[{m}], uint64_t a, uint64_t b{param}) {{
+#ifdef STREAMRT_WGMMA_ASM
+    asm volatile(
+        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{m + 2}, 0;\\n"
+        "wgmma.mma_async.sync.aligned.{shape} "
+        "{{{regs(m)}}}, %{m}, %{m + 1}, p, 1, 1, 0, {trans_b};\\n}}\\n"
+        : {outs(m, constraint).lstrip()}
+        : "l"(a), "l"(b), "r"({accumulate}));
+#else
+    __trap();
+#endif
+  }}
+"""
+
+
 def wrapper(ctype, ptx, n):
     m = n // 2
     shape = f"m64n{n}k16.f32.{ptx}.{ptx}"
+    first = """  // D = A B (D's registers written only: their old values are dead to the compiler, which otherwise
+  // keeps them alive, and copies them, across everything between two MMAs on the same D).
+"""
+    nmajor = "  // B N-major (a [K, N] row-major tile): imm-trans-b = 1.\n"
     return f"""
 template <>
 struct Mma<{ctype}, {n}> {{
-  __device__ __forceinline__ static void ss(float (&d)[{m}], uint64_t a, uint64_t b, int accumulate) {{
-#ifdef STREAMRT_WGMMA_ASM
-    asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{m + 2}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.{shape} "
-        "{{{regs(m)}}}, %{m}, %{m + 1}, p, 1, 1, 0, 0;\\n}}\\n"
-        : {outs(m).lstrip()}
-        : "l"(a), "l"(b), "r"(accumulate));
-#else
-    __trap();
-#endif
-  }}
-  // D = A B (D's registers written only: their old values are dead to the compiler, which otherwise
-  // keeps them alive, and copies them, across everything between two MMAs on the same D).
-  __device__ __forceinline__ static void ss_first(float (&d)[{m}], uint64_t a, uint64_t b) {{
-#ifdef STREAMRT_WGMMA_ASM
-    asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{m + 2}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.{shape} "
-        "{{{regs(m)}}}, %{m}, %{m + 1}, p, 1, 1, 0, 0;\\n}}\\n"
-        : {outs(m, "=f").lstrip()}
-        : "l"(a), "l"(b), "r"(0));
-#else
-    __trap();
-#endif
-  }}
-  // B N-major (a [K, N] row-major tile): imm-trans-b = 1.
-  __device__ __forceinline__ static void ss_nb(float (&d)[{m}], uint64_t a, uint64_t b, int accumulate) {{
-#ifdef STREAMRT_WGMMA_ASM
-    asm volatile(
-        "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{m + 2}, 0;\\n"
-        "wgmma.mma_async.sync.aligned.{shape} "
-        "{{{regs(m)}}}, %{m}, %{m + 1}, p, 1, 1, 0, 1;\\n}}\\n"
-        : {outs(m).lstrip()}
-        : "l"(a), "l"(b), "r"(accumulate));
-#else
-    __trap();
-#endif
-  }}
-  __device__ __forceinline__ static void rs(float (&d)[{m}], const uint32_t (&a)[4], uint64_t b, int accumulate) {{
+""" + ss_method("ss", m, shape, "+f", "accumulate", 0) + ss_method("ss_first", m, shape, "=f", "0", 0, first) + \
+        ss_method("ss_nb", m, shape, "+f", "accumulate", 1, nmajor) + f"""  __device__ __forceinline__ static void rs(float (&d)[{m}], const uint32_t (&a)[4], uint64_t b, int accumulate) {{
 #ifdef STREAMRT_WGMMA_ASM
     asm volatile(
         "{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{m + 5}, 0;\\n"

@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "../unit/conv_test_util.h"
@@ -30,15 +29,11 @@ using testing::to_bits;
 double rounded(double v, DataType t) { return from_bits(to_bits(static_cast<float>(v), t), t); }
 
 struct Operand {
+  std::vector<double> values;  // before bits: its initializer fills them
   std::vector<uint16_t> bits;
-  std::vector<double> values;
   void* device = nullptr;
-  Operand(size_t count, float scale, DataType t, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-scale, scale);
-    bits.resize(count);
-    values.resize(count);
-    for (size_t i = 0; i < count; ++i) bits[i] = to_bits(dist(rng), t), values[i] = from_bits(bits[i], t);
+  Operand(size_t count, float scale, DataType t, uint32_t seed)
+      : bits(testing::random_half(count, scale, t, seed, &values)) {
     EXPECT_EQ(cudaMalloc(&device, count * 2 + 16), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(device, bits.data(), count * 2, cudaMemcpyHostToDevice), cudaSuccess);
   }

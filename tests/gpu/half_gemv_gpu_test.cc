@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "backends/cuda/kernels/half_gemv.h"
@@ -32,18 +31,7 @@ struct Case {
 using testing::from_bits;
 using testing::to_bits;
 
-// Random values in [-scale, scale], rounded to the type (bits) and back (floats).
-std::vector<uint16_t> random_half(size_t count, float scale, DataType t, uint32_t seed, std::vector<double>* values) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<uint16_t> bits(count);
-  values->resize(count);
-  for (size_t i = 0; i < count; ++i) {
-    bits[i] = to_bits(dist(rng), t);
-    (*values)[i] = from_bits(bits[i], t);
-  }
-  return bits;
-}
+using testing::random_half;
 
 struct DeviceBuffer {
   void* p = nullptr;

@@ -1,6 +1,6 @@
-// For GPU tests that call kernels directly: float16 / bfloat16 bit patterns to and from float (to
-// fill device operands and check them against double-precision references) and the device's
-// resources as the kernels see them.
+// For GPU tests that call kernels directly: float16 / bfloat16 bit patterns to and from float and
+// random operands of those types (to fill device memory and check results against double-precision
+// references), and the device's resources as the kernels see them.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
+#include <vector>
 
 #include "backends/cuda/cuda_kernel.h"
 #include "streamrt/types.h"
@@ -29,6 +31,20 @@ inline float from_bits(uint16_t b, DataType t) {
   __nv_bfloat16_raw r;
   r.x = b;
   return __bfloat162float(__nv_bfloat16(r));
+}
+
+// Random values in [-scale, scale], rounded to the type (bits) and back (floats).
+inline std::vector<uint16_t> random_half(size_t count, float scale, DataType t, uint32_t seed,
+                                         std::vector<double>* values) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<uint16_t> bits(count);
+  values->resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    bits[i] = to_bits(dist(rng), t);
+    (*values)[i] = from_bits(bits[i], t);
+  }
+  return bits;
 }
 
 // The current device's SM count and compute capability (what the kernels choose by).
