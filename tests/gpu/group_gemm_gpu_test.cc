@@ -48,13 +48,15 @@ struct Case {
   int64_t rows, k;
   std::vector<int64_t> n;
   bool gate = false, bias = false;
-  int cols = 0;  // accumulator columns (0: the kernel's default)
+  int cols = 0;      // accumulator columns (0: the kernel's default)
+  int sms = 0;       // SMs the kernel is told of (0: the device's): fewer make each block take many tiles
+  int y_offset = 0;  // output elements before y: 2 leaves y 4- but not 16-byte aligned (stores of pairs)
 };
 
 void run_case(const Case& c) {
   SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " rows " + std::to_string(c.rows) + " k " + std::to_string(c.k) +
                " parts " + std::to_string(c.n.size()) + (c.gate ? " gate" : "") + (c.bias ? " bias" : "") + " cols " +
-               std::to_string(c.cols));
+               std::to_string(c.cols) + " sms " + std::to_string(c.sms) + " y offset " + std::to_string(c.y_offset));
   const size_t parts = c.n.size();
   Operand x(static_cast<size_t>(c.rows * c.k), 1.f, c.dtype, 1);
   std::vector<std::unique_ptr<Operand>> w, b;
@@ -66,12 +68,14 @@ void run_case(const Case& c) {
     w.push_back(std::make_unique<Operand>(static_cast<size_t>(c.k * c.n[i]), 1.f / std::sqrt(float(c.k)), c.dtype,
                                           10 + static_cast<uint32_t>(i)));
     b.push_back(std::make_unique<Operand>(static_cast<size_t>(c.n[i]), 0.5f, c.dtype, 20 + static_cast<uint32_t>(i)));
-    const size_t bytes = static_cast<size_t>(c.rows * c.n[i]) * 2;
+    const size_t bytes = static_cast<size_t>(c.rows * c.n[i] + c.y_offset) * 2;
     ASSERT_EQ(cudaMalloc(&y[i], bytes), cudaSuccess);
     ASSERT_EQ(cudaMemset(y[i], 0xFF, bytes), cudaSuccess);  // NaNs where nothing is written
-    g.part[i] = {w[i]->device, c.bias ? b[i]->device : nullptr, c.gate && i == 1 ? nullptr : y[i], c.n[i]};
+    void* const out = static_cast<char*>(y[i]) + 2 * c.y_offset;
+    g.part[i] = {w[i]->device, c.bias ? b[i]->device : nullptr, c.gate && i == 1 ? nullptr : out, c.n[i]};
   }
-  const CudaResources res = device_resources();
+  CudaResources res = device_resources();
+  if (c.sms > 0) res.sm_count = c.sms;
   const bool sm90 = res.cc_major == 9 && res.cc_minor == 0;
   ASSERT_EQ(group_gemm_applies(g, res), sm90);
   const Status st = group_gemm(g, res, nullptr);
@@ -89,13 +93,14 @@ void run_case(const Case& c) {
       return rounded(v, c.dtype);
     };
     for (size_t i = 0; i < (c.gate ? 1 : parts); ++i) {
-      std::vector<uint16_t> got(static_cast<size_t>(c.rows * c.n[i]));
+      std::vector<uint16_t> got(static_cast<size_t>(c.rows * c.n[i] + c.y_offset));
       ASSERT_EQ(cudaMemcpy(got.data(), y[i], got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (int e = 0; e < c.y_offset; ++e) ASSERT_EQ(got[static_cast<size_t>(e)], 0xFFFF) << "written before y";
       for (int64_t r = 0; r < c.rows; ++r)
         for (int64_t j = 0; j < c.n[i]; ++j) {
           double want = product(i, r, j);
           if (c.gate) want = ops::fused::gate_value(static_cast<float>(want), static_cast<float>(product(1, r, j)));
-          const double v = from_bits(got[static_cast<size_t>(r * c.n[i] + j)], c.dtype);
+          const double v = from_bits(got[static_cast<size_t>(c.y_offset + r * c.n[i] + j)], c.dtype);
           ASSERT_NEAR(v, want, rtol * (1.0 + std::fabs(want))) << "part " << i << " row " << r << " column " << j;
         }
     }
@@ -112,6 +117,13 @@ TEST(GpuGroupGemm, MatchesDoubleProducts) {
       run_case({t, 1, 64, {128}, false, false, cols});               // one row: zeros fill the rest of the tile
       run_case({t, 130, 256, {384, 384}, true, false, cols});        // gate / up, the gate in the epilogue
       run_case({t, 64, 1000, {200, 200}, true, true, cols});         // the gate with biases, a partial tile
+      // Persistent blocks: five of them take every tile in turn (ring slots and phases run on across
+      // tiles; K's 3 steps do not divide the ring), Q / K / V and the gate.
+      run_case({t, 300, 192, {512, 256, 136}, false, true, cols, 5});
+      run_case({t, 300, 192, {264, 264}, true, false, cols, 5});
+      // y 4- but not 16-byte aligned: the epilogue writes pairs instead of whole 8-column blocks.
+      run_case({t, 200, 520, {256, 136, 64}, false, true, cols, 0, 2});
+      run_case({t, 130, 256, {384, 384}, true, false, cols, 0, 2});
     }
   run_case({DataType::kFloat16, 300, 128, {1024, 512}});  // the default's choice
 }

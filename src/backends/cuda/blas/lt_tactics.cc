@@ -252,6 +252,7 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   SRT_CUDA(cudaGetDevice(&device));
   SRT_CUDA(cudaDeviceGetAttribute(&res.cc_major, cudaDevAttrComputeCapabilityMajor, device));
   SRT_CUDA(cudaDeviceGetAttribute(&res.cc_minor, cudaDevAttrComputeCapabilityMinor, device));
+  SRT_CUDA(cudaDeviceGetAttribute(&res.sm_count, cudaDevAttrMultiProcessorCount, device));
   const DataType dt = in[0].dtype;
   // What group_gemm_applies needs of the device and type, checked before any scratch is filled (a
   // float32 LM head's operands are large).

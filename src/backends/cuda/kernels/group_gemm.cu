@@ -7,7 +7,10 @@
 //    K step with X K-major and the weight tile N-major straight from shared memory (one MMA
 //    covers gate and up: X is read once for both), keep one step's MMAs in flight and hand the
 //    slot before back through its "empty" mbarrier.
-//  - Blocks run row tiles fastest: the blocks of one column tile read the same weight tile from L2
+//  - Persistent blocks, one an SM: block b takes tiles b, b + grid, ... Its producer runs on into the
+//    next tile's first steps while the consumers write the last tile out, so neither a block's start
+//    nor its ring's filling sits between two tiles.
+//  - Tiles run row tiles fastest: the blocks of one column tile read the same weight tile from L2
 //    while it is hot, and X (a few MiB at prefill lengths) stays there.
 //  - Tiles sit in shared memory in 128-byte-swizzled rows, as TMA's 128-byte swizzle writes them
 //    and the MMA descriptors name (wgmma_layout.h). Rows past `rows`, columns past N and K past its
@@ -57,6 +60,7 @@ struct Maps {
 
 struct Params {
   int rows = 0, k_steps = 0, row_tiles = 0;
+  int tiles = 0;  // row tiles x column tiles
   int tile_parts = 1;             // weights the column tiles run over (1 with the gate)
   std::array<int, 3> tile_end{};  // column tiles of parts 0..i
   std::array<int, 3> n{};
@@ -64,15 +68,23 @@ struct Params {
   std::array<void*, 3> y{};
 };
 
-// The producer's thread: for each step along K, once the slot's readers are done, X's rows and the
-// weight tile (64-column blocks side by side; with the gate, gate's then up's) into slot
-// `step % kStages`.
+// Tile t: its weight (part), first row and first column.
+struct Tile {
+  int part, row0, col0;
+};
 template <class C>
-__device__ __forceinline__ void produce(const Maps& maps, int part, int row0, int col0, int k_steps, uint32_t ring,
-                                        uint32_t full, uint32_t empty) {
+__device__ __forceinline__ Tile tile_of(const Params& p, int t) {
+  const int rt = t % p.row_tiles, ct = t / p.row_tiles;
+  int part = 0;
+  while (part + 1 < p.tile_parts && ct >= p.tile_end[part]) ++part;
+  return {part, rt * C::kBm, (ct - (part > 0 ? p.tile_end[part - 1] : 0)) * C::kTileCols};
+}
+
+// One tile's steps (slot and phase carry on from tile to tile).
+template <class C>
+__device__ __forceinline__ void produce_tile(const Maps& maps, int part, int row0, int col0, int k_steps,
+                                             uint32_t ring, uint32_t full, uint32_t empty, int& slot, uint32_t& phase) {
   constexpr int kPerWeight = C::kGate ? C::kBlocks / 2 : C::kBlocks;
-  int slot = 0;
-  uint32_t phase = 0;
   for (int s = 0; s < k_steps; ++s) {
     tma::mbar_wait(empty + 8 * slot, phase ^ 1u);
     const uint32_t bar = full + 8 * slot, at = ring + slot * C::kStageBytes;
@@ -86,58 +98,102 @@ __device__ __forceinline__ void produce(const Maps& maps, int part, int row0, in
   }
 }
 
+// The producer's thread: for each of the block's tiles and each step along K, once the slot's
+// readers are done, X's rows and the weight tile (64-column blocks side by side; with the gate,
+// gate's then up's) into the next slot of the ring.
+template <class C>
+__device__ __forceinline__ void produce(const Maps& maps, const Params& p, uint32_t ring, uint32_t full,
+                                        uint32_t empty) {
+  int slot = 0;
+  uint32_t phase = 0;
+  for (int t = static_cast<int>(blockIdx.x); t < p.tiles; t += static_cast<int>(gridDim.x)) {
+    const Tile tile = tile_of<C>(p, t);
+    produce_tile<C>(maps, tile.part, tile.row0, tile.col0, p.k_steps, ring, full, empty, slot, phase);
+  }
+}
+
 template <typename T>
 __device__ __forceinline__ float rounded(float v) {
   return to_acc(from_acc<T>(v));
 }
 
-// A consumer's 64 rows to memory: the fragment layout of m64nNk16 (row warp * 16 + lane / 4 and 8
-// below it; columns 8 j + 2 (lane % 4) and the next), two elements a store. With the gate, column
-// block j of gate pairs with j + kTileCols / 8 of up.
+// Lane i of each quad holds row i of a 4 x 4 matrix of 32-bit pairs; afterwards it holds column i
+// (two exchanges across the quad: the off-diagonal 2 x 2 blocks, then within each block).
+__device__ __forceinline__ void quad_transpose(uint32_t (&m)[4], int i) {
+  const bool hi = (i & 2) != 0, odd = (i & 1) != 0;
+  uint32_t s0 = __shfl_xor_sync(0xffffffffu, hi ? m[0] : m[2], 2);
+  uint32_t s1 = __shfl_xor_sync(0xffffffffu, hi ? m[1] : m[3], 2);
+  if (hi) m[0] = s0, m[1] = s1;
+  else m[2] = s0, m[3] = s1;
+  s0 = __shfl_xor_sync(0xffffffffu, odd ? m[0] : m[1], 1);
+  s1 = __shfl_xor_sync(0xffffffffu, odd ? m[2] : m[3], 1);
+  if (odd) m[0] = s0, m[2] = s1;
+  else m[1] = s0, m[3] = s1;
+}
+
+// A consumer's 64 rows to memory. The fragment layout of m64nNk16 gives a lane rows warp * 16 +
+// lane / 4 and 8 below it, columns 8 j + 2 (lane % 4) and the next: a quad holds a row's 8-column
+// block j. Four blocks at a time are transposed across the quad so that each lane writes a whole
+// block, 16 bytes (a pair a store where y is not 16-byte aligned; n is a multiple of 8, so a block
+// lies inside or outside n). With the gate, column block j of gate pairs with j + kTileCols / 8 of up.
 template <typename T, class C>
 __device__ __forceinline__ void store_tile(const Params& p, int part, int r0, int col0, const float (&acc)[C::kCols / 2]) {
-  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int quad = static_cast<int>(threadIdx.x % 4);
   const int n = p.n[part];
   T* y = static_cast<T*>(p.y[part]);
+  const bool wide = reinterpret_cast<uintptr_t>(y) % 16 == 0;
   const T* bias0 = static_cast<const T*>(p.bias[part]);
   const T* bias1 = C::kGate ? static_cast<const T*>(p.bias[1]) : nullptr;
   constexpr int kUp = C::kTileCols / 2;  // acc index of up's column block 0 (4 floats a block of 8)
 #pragma unroll
-  for (int j = 0; j < C::kTileCols / 8; ++j) {
-    const int c = col0 + 8 * j + 2 * (lane % 4);
-    if (c >= n) continue;  // n is a multiple of 8: c + 1 < n too
-    float b0[2] = {0.f, 0.f}, b1[2] = {0.f, 0.f};
-    if (bias0) b0[0] = to_acc(bias0[c]), b0[1] = to_acc(bias0[c + 1]);
-    if (C::kGate && bias1) b1[0] = to_acc(bias1[c]), b1[1] = to_acc(bias1[c + 1]);
+  for (int g = 0; g < C::kTileCols / 32; ++g) {
+    uint32_t out[2][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int j = 4 * g + i, c = col0 + 8 * j + 2 * quad;
+      float b0[2] = {0.f, 0.f}, b1[2] = {0.f, 0.f};
+      if (bias0 && c < n) b0[0] = to_acc(bias0[c]), b0[1] = to_acc(bias0[c + 1]);
+      if (C::kGate && bias1 && c < n) b1[0] = to_acc(bias1[c]), b1[1] = to_acc(bias1[c + 1]);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float v[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          v[e] = rounded<T>(acc[4 * j + 2 * h + e] + b0[e]);
+          if constexpr (C::kGate) v[e] = ops::fused::gate_value(v[e], rounded<T>(acc[kUp + 4 * j + 2 * h + e] + b1[e]));
+        }
+        T pair[2] = {from_acc<T>(v[0]), from_acc<T>(v[1])};
+        out[h][i] = *reinterpret_cast<const uint32_t*>(pair);
+      }
+    }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = r0 + 8 * h;
-      if (r >= p.rows) continue;
-      float v[2];
+      if (wide) {  // the same for the whole launch: every lane shuffles
+        quad_transpose(out[h], quad);
+        const int c = col0 + 8 * (4 * g + quad);
+        if (r < p.rows && c < n)
+          *reinterpret_cast<uint4*>(y + static_cast<int64_t>(r) * n + c) =
+              make_uint4(out[h][0], out[h][1], out[h][2], out[h][3]);
+      } else {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        v[e] = rounded<T>(acc[4 * j + 2 * h + e] + b0[e]);
-        if constexpr (C::kGate) v[e] = ops::fused::gate_value(v[e], rounded<T>(acc[kUp + 4 * j + 2 * h + e] + b1[e]));
+        for (int i = 0; i < 4; ++i) {
+          const int c = col0 + 8 * (4 * g + i) + 2 * quad;
+          if (r < p.rows && c < n) *reinterpret_cast<uint32_t*>(y + static_cast<int64_t>(r) * n + c) = out[h][i];
+        }
       }
-      T pair[2] = {from_acc<T>(v[0]), from_acc<T>(v[1])};
-      *reinterpret_cast<uint32_t*>(y + static_cast<int64_t>(r) * n + c) = *reinterpret_cast<const uint32_t*>(pair);
     }
   }
 }
 
 template <typename T, class C>
-__global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
+__global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid_constant__ Maps maps,
+                                                                        const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
   const uint32_t ring = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full = ring + C::kStages * C::kStageBytes, empty = full + 8 * C::kStages;
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
-  const int rt = static_cast<int>(blockIdx.x) % p.row_tiles, ct = static_cast<int>(blockIdx.x) / p.row_tiles;
-  int part = 0;
-  while (part + 1 < p.tile_parts && ct >= p.tile_end[part]) ++part;
-  const int col0 = (ct - (part > 0 ? p.tile_end[part - 1] : 0)) * C::kTileCols;
-  const int row0 = rt * C::kBm;
-
   if (threadIdx.x == 0) {
     for (int i = 0; i < C::kStages; ++i) {
       tma::mbar_init(full + 8 * i, 1);
@@ -148,7 +204,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid
   __syncthreads();
   if (wg == 0) {
     tma::regs_decrease<C::kProducerRegs>();
-    if (threadIdx.x == 0) produce<C>(maps, part, row0, col0, p.k_steps, ring, full, empty);
+    if (threadIdx.x == 0) produce<C>(maps, p, ring, full, empty);
     return;
   }
   tma::regs_increase<C::kConsumerRegs>();
@@ -158,28 +214,34 @@ __global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid
   for (int i = 0; i < C::kCols / 2; ++i) acc[i] = 0.f;
   const uint64_t xd = descriptor(ring + cw * 64 * 128, 16, 1024);
   const uint64_t wd = descriptor(ring + C::kXBytes, C::kBk * 128, 1024);
-  int slot = 0, prev = 0;
+  int slot = 0;
   uint32_t phase = 0;
-  for (int s = 0; s < p.k_steps; ++s) {
-    tma::mbar_wait(full + 8 * slot, phase);
-    const uint32_t at = slot * C::kStageBytes;
-    wgmma::fence();
+  for (int t = static_cast<int>(blockIdx.x); t < p.tiles; t += static_cast<int>(gridDim.x)) {
+    const Tile tile = tile_of<C>(p, t);
+    int prev = 0;
+    for (int s = 0; s < p.k_steps; ++s) {
+      tma::mbar_wait(full + 8 * slot, phase);
+      const uint32_t at = slot * C::kStageBytes;
+      wgmma::fence();
 #pragma unroll
-    for (int kk = 0; kk < C::kBk / 16; ++kk)
-      wgmma::ss_nb<T, C::kCols>(acc, xd + ((at + kk * 32) >> 4), wd + ((at + kk * 16 * 128) >> 4), s > 0 || kk > 0);
-    wgmma::commit();
-    wgmma::wait<1>();  // the step before is done: its slot goes back
-    wgmma::fence_regs(acc);
-    if (s > 0) {
-      __syncwarp();
-      if (lane == 0) tma::mbar_arrive(empty + 8 * prev);
+      for (int kk = 0; kk < C::kBk / 16; ++kk)  // a tile's first MMA overwrites the accumulators
+        wgmma::ss_nb<T, C::kCols>(acc, xd + ((at + kk * 32) >> 4), wd + ((at + kk * 16 * 128) >> 4), s > 0 || kk > 0);
+      wgmma::commit();
+      wgmma::wait<1>();  // the step before is done: its slot goes back
+      wgmma::fence_regs(acc);
+      if (s > 0) {
+        __syncwarp();
+        if (lane == 0) tma::mbar_arrive(empty + 8 * prev);
+      }
+      prev = slot;
+      if (++slot == C::kStages) slot = 0, phase ^= 1u;
     }
-    prev = slot;
-    if (++slot == C::kStages) slot = 0, phase ^= 1u;
+    wgmma::wait<0>();
+    wgmma::fence_regs(acc);
+    __syncwarp();
+    if (lane == 0) tma::mbar_arrive(empty + 8 * prev);  // the producer fills it for the next tile meanwhile
+    store_tile<T, C>(p, tile.part, tile.row0 + cw * 64 + warp * 16 + lane / 4, tile.col0, acc);
   }
-  wgmma::wait<0>();
-  wgmma::fence_regs(acc);
-  store_tile<T, C>(p, part, row0 + cw * 64 + warp * 16 + lane / 4, col0, acc);
 #else
   __trap();
 #endif
@@ -197,7 +259,7 @@ Result<CUtensorMap> map_2d(const void* base, int64_t inner, int64_t outer, uint3
 }
 
 template <typename T, class C>
-Status launch(const GroupGemm& g, cudaStream_t stream) {
+Status launch(const GroupGemm& g, int sm_count, cudaStream_t stream) {
   SRT_ASSIGN_OR_RETURN(const SmemLimits limits, smem_limits());
   if (C::kBytes > static_cast<size_t>(limits.block_optin)) return unsupported("group GEMM: shared memory too small");
   Maps maps{};
@@ -217,8 +279,10 @@ Status launch(const GroupGemm& g, cudaStream_t stream) {
     if (i < p.tile_parts) tiles += static_cast<int>((part.n + C::kTileCols - 1) / C::kTileCols);
     p.tile_end[static_cast<size_t>(i)] = tiles;
   }
-  const int64_t blocks = int64_t{p.row_tiles} * tiles;
-  if (blocks > INT32_MAX) return unsupported("group GEMM: too many tiles");
+  const int64_t all = int64_t{p.row_tiles} * tiles;
+  if (all > INT32_MAX) return unsupported("group GEMM: too many tiles");
+  p.tiles = static_cast<int>(all);
+  const int64_t blocks = sm_count > 0 ? std::min<int64_t>(all, sm_count) : all;  // one block an SM
   SRT_RETURN_IF_ERROR((allow_dynamic_smem<group_gemm_kernel<T, C>>(static_cast<int>(C::kBytes))));
   group_gemm_kernel<T, C><<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, stream>>>(maps, p);
   SRT_CUDA_LAUNCH("group_gemm_kernel");
@@ -226,9 +290,9 @@ Status launch(const GroupGemm& g, cudaStream_t stream) {
 }
 
 template <typename T>
-Status launch_cols(const GroupGemm& g, int cols, cudaStream_t stream) {
-  if (g.gate) return cols == 128 ? launch<T, Cfg<128, true>>(g, stream) : launch<T, Cfg<256, true>>(g, stream);
-  return cols == 128 ? launch<T, Cfg<128, false>>(g, stream) : launch<T, Cfg<256, false>>(g, stream);
+Status launch_cols(const GroupGemm& g, int cols, int sm, cudaStream_t stream) {
+  if (g.gate) return cols == 128 ? launch<T, Cfg<128, true>>(g, sm, stream) : launch<T, Cfg<256, true>>(g, sm, stream);
+  return cols == 128 ? launch<T, Cfg<128, false>>(g, sm, stream) : launch<T, Cfg<256, false>>(g, sm, stream);
 }
 
 }  // namespace
@@ -265,8 +329,8 @@ bool group_gemm_applies(const GroupGemm& g, const CudaResources& res) {
 Status group_gemm(const GroupGemm& g, const CudaResources& res, cudaStream_t stream) {
   if (!group_gemm_applies(g, res)) return unsupported("the group GEMM does not take these operands");
   const int cols = g.cols != 0 ? g.cols : group_gemm_default_cols(g, res);
-  if (g.dtype == DataType::kFloat16) return launch_cols<__half>(g, cols, stream);
-  return launch_cols<__nv_bfloat16>(g, cols, stream);
+  if (g.dtype == DataType::kFloat16) return launch_cols<__half>(g, cols, res.sm_count, stream);
+  return launch_cols<__nv_bfloat16>(g, cols, res.sm_count, stream);
 }
 
 }  // namespace streamrt::cuda
