@@ -199,6 +199,14 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
     auto again = ir::infer_shapes(g, infer);
     if (!again.ok()) return again.status().with_context("after pairing Rotary steps");
   }
+  if (config.passes.rotary_fusion && config.passes.matmul_group_fusion && !config.weight_streaming) {
+    const size_t folded = builder::fold_group_rotaries(g);
+    rep.nodes_fused += folded;
+    if (folded > 0) {
+      auto again = ir::infer_shapes(g, infer);
+      if (!again.ok()) return again.status().with_context("after folding Rotary steps into MatMul groups");
+    }
+  }
   if (config.engine_name.empty() && g.name.empty()) {
     size_t slash = source.find_last_of('/');
     g.name = source.substr(slash == std::string::npos ? 0 : slash + 1);

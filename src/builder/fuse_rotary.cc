@@ -130,11 +130,14 @@ size_t absorb_rotary_transposes(ir::Graph& g) {
     }
   }
   if (rewrites.empty()) return 0;
-  // Views of cos / sin, one per tensor, placed before the first rotary that reads them.
+  // Views of cos / sin, one per tensor, placed right after the tensor is made (first for constants
+  // and inputs): a MatMul group that runs before the rotary may take the rotation over
+  // (fold_group_rotaries.cc) and read them.
   std::map<ir::ValueId, ir::ValueId> view_of;
   std::map<size_t, std::vector<ir::Node>> insert_before;
-  auto view = [&](ir::ValueId c, size_t at) {
+  auto view = [&](ir::ValueId c) {
     if (auto it = view_of.find(c); it != view_of.end()) return it->second;
+    const size_t at = static_cast<size_t>(idx.producer(c) + 1);
     const ir::Value v = g.value(c);
     const int64_t d = v.dims.back(), rows = v.dims.size() >= 2 ? v.dims[v.dims.size() - 2] : 1;
     const bool lead = v.dims.size() == 4;
@@ -153,7 +156,7 @@ size_t absorb_rotary_transposes(ir::Graph& g) {
     ir::Node& rot = g.nodes[w.rotary];
     const ir::Value yv = g.value(rot.outputs[0]);
     const ir::ValueId x = g.nodes[w.transpose].inputs[0];
-    const ir::ValueId cos = view(rot.inputs[1], w.rotary), sin = view(rot.inputs[2], w.rotary);
+    const ir::ValueId cos = view(rot.inputs[1]), sin = view(rot.inputs[2]);
     const ir::ValueId y = g.add_value(yv.name + "/bshd", yv.dtype, {yv.dims[0], yv.dims[2], yv.dims[1], yv.dims[3]}, true);
     rot.inputs = {x, cos, sin};
     rot.outputs = {y};

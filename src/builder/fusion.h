@@ -102,6 +102,10 @@ size_t fuse_matmul_residual(ir::Graph& g);
 // other passes leave, and not in weight-streaming builds (a group's weights would stream as one).
 // Returns the number of nodes fused away.
 size_t fuse_matmul_groups(ir::Graph& g);
+// A Rotary step (single or a pair) rotating views of a MatMulGroup's products -> the group
+// rotates them (fold_group_rotaries.cc). Runs after pair_rotaries, on static dims. Returns the
+// Rotary steps folded.
+size_t fold_group_rotaries(ir::Graph& g);
 
 // Conv followed by Add(., R) and / or Relu -> Conv with that epilogue (fuse_conv.cc).
 size_t fuse_conv(ir::Graph& g);

@@ -1,7 +1,9 @@
 // MatMulGroup (ops/matmul_group.h): shape rule and CPU kernel. The CPU computes what the unfused
 // steps would: RMSNormalization's rows (ops/rms_normalization.h), MatMul's product and fused bias
-// (ops/matmul.h), FusedElementwise's gate, with the same roundings.
+// (ops/matmul.h), FusedElementwise's gate and Rotary's rotation, with the same roundings.
 #include "ops/matmul_group.h"
+
+#include <functional>
 
 #include "ops/fused_elementwise.h"
 #include "ops/gemm_util.h"
@@ -16,14 +18,57 @@ int64_t MatMulGroupLayout::scratch_elements() const {
   return (norm ? rows * k : 0) + (gate ? 2 * rows * n[0] : 0);
 }
 
+namespace {
+
+// The rotary tables of `l`'s products (inputs 8..11) and rotary_dim: which products, D, T.
+Status rotary_layout(const ir::Node& node, const std::function<bool(size_t)>& has, std::span<const Dims* const> tables,
+                     MatMulGroupLayout& l) {
+  auto bad = [&](const std::string& why) { return node.error(StatusCode::kInvalidModel, why); };
+  SRT_ASSIGN_OR_RETURN(l.rotary_dim, node.attr_int("rotary_dim", 0));
+  for (int i = 0; i < kMatMulGroupRotaryMax; ++i) {
+    const size_t c = kMatMulGroupRotary + 2 * static_cast<size_t>(i);
+    if (has(c) != has(c + 1)) return bad("rotary tables of product " + std::to_string(i) + ": cos and sin go together");
+    l.rotary[static_cast<size_t>(i)] = has(c);
+  }
+  if (!l.rotates()) {
+    if (l.rotary_dim != 0) return bad("attribute rotary_dim without rotary tables");
+    return ok_status();
+  }
+  if (l.rotary_dim <= 0 || l.rotary_dim % 2 != 0)
+    return bad("attribute rotary_dim must be even and positive, got " + std::to_string(l.rotary_dim));
+  if (l.gate) return bad("a gated group rotates nothing");
+  for (int i = 0; i < kMatMulGroupRotaryMax; ++i) {
+    const size_t ui = static_cast<size_t>(i);
+    if (!l.rotary[ui]) continue;
+    if (i >= l.count) return bad("rotary tables of product " + std::to_string(i) + ", which has no weight");
+    if (l.n[ui] >= 0 && l.n[ui] % l.rotary_dim != 0)
+      return bad("product " + std::to_string(i) + "'s " + std::to_string(l.n[ui]) + " columns are no whole heads of " +
+                 std::to_string(l.rotary_dim));
+    const Dims* cd = 2 * ui < tables.size() ? tables[2 * ui] : nullptr;
+    const Dims* sd = 2 * ui + 1 < tables.size() ? tables[2 * ui + 1] : nullptr;
+    if (!cd || !sd) continue;
+    if (*cd != *sd) return bad("cos " + dims_to_string(*cd) + " and sin " + dims_to_string(*sd) + " differ");
+    int64_t elems = 1;
+    for (int64_t d : *cd) elems = d < 0 || elems < 0 ? -1 : elems * d;
+    if (cd->empty() || (cd->back() >= 0 && cd->back() != l.rotary_dim))
+      return bad("rotary tables " + dims_to_string(*cd) + " must end in rotary_dim " + std::to_string(l.rotary_dim));
+    if (elems >= 0) {
+      if (elems == 0) return bad("rotary tables " + dims_to_string(*cd) + " are empty");
+      l.table_rows[ui] = elems / l.rotary_dim;
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
 Result<MatMulGroupLayout> matmul_group_layout(const ir::Node& node, const std::vector<bool>& present, const Dims& a,
-                                              std::span<const Dims* const> w) {
+                                              std::span<const Dims* const> w, std::span<const Dims* const> tables) {
   auto bad = [&](const std::string& why) { return node.error(StatusCode::kInvalidModel, why); };
   auto has = [&](size_t i) { return i < present.size() && present[i]; };
   MatMulGroupLayout l;
-  if (present.size() > kMatMulGroupBias + kMatMulGroupMax)
-    return bad("takes at most " + std::to_string(kMatMulGroupBias + kMatMulGroupMax) + " inputs, got " +
-               std::to_string(present.size()));
+  if (present.size() > kMatMulGroupInputs)
+    return bad("takes at most " + std::to_string(kMatMulGroupInputs) + " inputs, got " + std::to_string(present.size()));
   if (!has(0)) return bad("input 0 (A) is missing");
   while (l.count < kMatMulGroupMax && has(kMatMulGroupWeight + l.count)) ++l.count;
   for (size_t i = kMatMulGroupWeight + l.count; i < kMatMulGroupBias; ++i)
@@ -56,29 +101,31 @@ Result<MatMulGroupLayout> matmul_group_layout(const ir::Node& node, const std::v
   }
   if (l.gate && l.n[0] >= 0 && l.n[1] >= 0 && l.n[0] != l.n[1])
     return bad("gated weights must have one N, got " + std::to_string(l.n[0]) + " and " + std::to_string(l.n[1]));
+  SRT_RETURN_IF_ERROR(rotary_layout(node, has, tables, l));
   return l;
 }
 
 Result<MatMulGroupLayout> matmul_group_layout(const ir::Node& node, std::span<const TensorInfo> in) {
   std::vector<bool> present;
   std::array<const Dims*, kMatMulGroupMax> w = {};
+  std::array<const Dims*, 2 * kMatMulGroupRotaryMax> tables = {};
   for (const TensorInfo& t : in) present.push_back(t.dtype != DataType::kUndefined);
-  for (size_t i = 0; i < w.size(); ++i) {
-    const size_t k = kMatMulGroupWeight + i;
-    if (k < in.size() && present[k] && in[k].has_shape) w[i] = &in[k].dims;
-  }
+  auto dims_of = [&](size_t k) { return k < in.size() && present[k] && in[k].has_shape ? &in[k].dims : nullptr; };
+  for (size_t i = 0; i < w.size(); ++i) w[i] = dims_of(kMatMulGroupWeight + i);
+  for (size_t i = 0; i < tables.size(); ++i) tables[i] = dims_of(kMatMulGroupRotary + i);
   static const Dims kUnknown = {-1};
-  return matmul_group_layout(node, present, !in.empty() && in[0].has_shape ? in[0].dims : kUnknown, w);
+  return matmul_group_layout(node, present, !in.empty() && in[0].has_shape ? in[0].dims : kUnknown, w, tables);
 }
 
 Result<MatMulGroupLayout> matmul_group_kernel_layout(const KernelContext& ctx) {
   std::vector<bool> present;
   std::array<const Dims*, kMatMulGroupMax> w = {};
+  std::array<const Dims*, 2 * kMatMulGroupRotaryMax> tables = {};
   for (size_t i = 0; i < ctx.num_inputs(); ++i) present.push_back(ctx.has_input(i));
-  for (int i = 0; i < kMatMulGroupMax; ++i)
-    if (ctx.has_input(kMatMulGroupWeight + static_cast<size_t>(i)))
-      w[static_cast<size_t>(i)] = &ctx.input(kMatMulGroupWeight + static_cast<size_t>(i)).dims;
-  SRT_ASSIGN_OR_RETURN(MatMulGroupLayout l, matmul_group_layout(ctx.node(), present, ctx.input(0).dims, w));
+  auto dims_of = [&](size_t k) { return ctx.has_input(k) ? &ctx.input(k).dims : nullptr; };
+  for (size_t i = 0; i < w.size(); ++i) w[i] = dims_of(kMatMulGroupWeight + i);
+  for (size_t i = 0; i < tables.size(); ++i) tables[i] = dims_of(kMatMulGroupRotary + i);
+  SRT_ASSIGN_OR_RETURN(MatMulGroupLayout l, matmul_group_layout(ctx.node(), present, ctx.input(0).dims, w, tables));
   for (size_t i = 0; i < l.products(); ++i) {
     Dims out = l.lead;
     out.push_back(l.n[i]);
@@ -143,6 +190,24 @@ Status infer(InferContext& ctx) {
   return ok_status();
 }
 
+// Rotates P's rows in place: head h of row r as Rotary would rotate it with row r % T of the tables.
+template <typename T>
+void rotate_rows(T* p, int64_t rows, int64_t n, int64_t d, const T* cos, const T* sin, int64_t table_rows) {
+  const int64_t half = d / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* c = cos + (r % table_rows) * d;
+    const T* s = sin + (r % table_rows) * d;
+    for (int64_t h = 0; h < n; h += d) {
+      T* x = p + r * n + h;
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = static_cast<float>(load(x[i])), b = static_cast<float>(load(x[i + half]));
+        x[i] = store<T>(a * static_cast<float>(load(c[i])) + -b * static_cast<float>(load(s[i])));
+        x[i + half] = store<T>(b * static_cast<float>(load(c[i + half])) + a * static_cast<float>(load(s[i + half])));
+      }
+    }
+  }
+}
+
 template <typename T>
 Status run_typed(KernelContext& ctx, const MatMulGroupLayout& l) {
   const int64_t rows = l.rows, k = l.k;
@@ -168,6 +233,9 @@ Status run_typed(KernelContext& ctx, const MatMulGroupLayout& l) {
         for (int64_t j = 0; j < n; ++j) fy.get()[r * n + j] += static_cast<float>(load(pb[j]));
     }
     fy.flush();
+    if (ui < l.rotary.size() && l.rotary[ui])
+      rotate_rows<T>(out, rows, n, l.rotary_dim, ctx.input(kMatMulGroupRotary + 2 * ui).as<const T>(),
+                     ctx.input(kMatMulGroupRotary + 2 * ui + 1).as<const T>(), l.table_rows[ui]);
   }
   if (l.gate) {
     T* y = ctx.output(0).as<T>();
@@ -181,6 +249,8 @@ Status run_typed(KernelContext& ctx, const MatMulGroupLayout& l) {
 Status cpu(KernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(MatMulGroupLayout l, matmul_group_kernel_layout(ctx));
   if (l.rows == 0) return ok_status();
+  for (size_t i = 0; i < l.rotary.size(); ++i)
+    if (l.rotary[i] && l.table_rows[i] < 1) return ctx.error("rotary tables of unknown size");
   return dispatch<kFloats>(ctx.input(0).dtype, ctx.node().describe(), [&]<typename T>() { return run_typed<T>(ctx, l); });
 }
 

@@ -183,23 +183,30 @@ TEST(GpuGroupGemm, MatMulGroupStepMatchesTheCpu) {
       {.x = {2, 96, 512}, .n = {256, 128, 128}},
       {.x = {2, 96, 512}, .n = {256, 128, 128}, .bias = true},
       {.x = {150, 256}, .n = {384, 384}, .gate = true},
+      // Q and K rotated in the epilogue (heads of 64 and 128; the tables' rows repeat per batch).
+      {.x = {2, 96, 512}, .n = {512, 256, 256}, .rotary = 64},
+      {.x = {3, 50, 256}, .n = {256, 128, 128}, .bias = true, .rotary = 128},
   };
-  RuntimeOptions ro;
-  ro.group_gemm_kernel = GroupGemmKernel::kGroup;
-  for (DataType precision : {DataType::kFloat16, DataType::kBFloat16})
-    for (const testing::GroupSpec& spec : specs) {
-      const std::string what = std::string(dtype_name(precision)) + (spec.gate ? " gate up" : " qkv");
-      const ir::Graph graph = testing::group_graph(spec);
-      auto cuda = testing::build_graph_plan(graph, DeviceType::kCuda, true, precision, false);
-      auto cpu = testing::build_graph_plan(graph, DeviceType::kCpu, true, precision, false);
-      ASSERT_TRUE(cuda.ok() && cpu.ok()) << what;
-      const auto in = testing::block_inputs(graph, 5);
-      auto got = testing::run_graph_plan(DeviceType::kCuda, *cuda, in, ro);
-      auto want = testing::run_graph_plan(DeviceType::kCpu, *cpu, in);
-      ASSERT_TRUE(got.ok()) << what << ": " << got.status().to_string();
-      ASSERT_TRUE(want.ok()) << what << ": " << want.status().to_string();
-      testing::expect_close(*got, *want, testing::tolerance(precision), what);
-    }
+  for (GroupGemmKernel kernel : {GroupGemmKernel::kGroup, GroupGemmKernel::kCublasLt})
+    for (DataType precision : {DataType::kFloat16, DataType::kBFloat16})
+      for (const testing::GroupSpec& spec : specs) {
+        if (kernel == GroupGemmKernel::kCublasLt && spec.rotary == 0) continue;  // GpuMatMulGroup's
+        RuntimeOptions ro;
+        ro.group_gemm_kernel = kernel;
+        const std::string what = std::string(dtype_name(precision)) + (spec.gate ? " gate up" : " qkv") +
+                                 (spec.rotary ? " rotary " + std::to_string(spec.rotary) : "") +
+                                 (kernel == GroupGemmKernel::kGroup ? " group GEMM" : " cuBLASLt");
+        const ir::Graph graph = testing::group_graph(spec);
+        auto cuda = testing::build_graph_plan(graph, DeviceType::kCuda, true, precision, false);
+        auto cpu = testing::build_graph_plan(graph, DeviceType::kCpu, true, precision, false);
+        ASSERT_TRUE(cuda.ok() && cpu.ok()) << what;
+        const auto in = testing::block_inputs(graph, 5);
+        auto got = testing::run_graph_plan(DeviceType::kCuda, *cuda, in, ro);
+        auto want = testing::run_graph_plan(DeviceType::kCpu, *cpu, in);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status().to_string();
+        ASSERT_TRUE(want.ok()) << what << ": " << want.status().to_string();
+        testing::expect_close(*got, *want, testing::tolerance(precision), what);
+      }
 }
 
 }  // namespace

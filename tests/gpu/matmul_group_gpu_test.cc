@@ -3,7 +3,8 @@
 // for CUDA against the CPU plan in float32 / float16 / bfloat16. One row takes the GEMV, two to
 // eight the tensor-core kernel (norm in their staging, gate in their epilogue, K split over a
 // cluster); more rows, float32, or columns they cannot read in 16-byte runs take the normalization
-// kernel, a GEMM a weight and the gate kernel through the scratch output.
+// kernel, a GEMM a weight and the gate kernel through the scratch output. Q and K rotated by the group
+// (builder/fold_group_rotaries.cc): after any of those paths, in place (kernels/rotary.h).
 #include <gtest/gtest.h>
 
 #include "graph_check.h"
@@ -42,6 +43,28 @@ TEST(GpuMatMulGroup, MatchesTheCpu) {
         EXPECT_EQ(testing::find_step(p, "MatMul"), nullptr) << what;
         EXPECT_EQ(testing::find_step(p, "RMSNormalization"), nullptr) << what;
         EXPECT_EQ(testing::find_step(p, "FusedElementwise"), nullptr) << what;
+      }
+}
+
+TEST(GpuMatMulGroup, RotatedQueriesAndKeysMatchTheCpu) {
+  SRT_REQUIRE_GPU();
+  const Shape shapes[] = {
+      {"rotary 64", {.x = {1, 1, 512}, .n = {256, 128, 128}, .rotary = 64}},      // 8 elements a thread
+      {"rotary 8 bias", {.x = {1, 1, 64}, .n = {32, 16, 16}, .bias = true, .rotary = 8}},  // one
+  };
+  const std::pair<int64_t, int64_t> batch_seq[] = {{1, 1}, {1, 5}, {2, 4}, {2, 6}, {3, 20}};
+  for (DataType precision : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16})
+    for (const Shape& s : shapes)
+      for (auto [b, seq] : batch_seq) {
+        testing::GroupSpec spec = s.spec;
+        spec.x[0] = b, spec.x[1] = seq;
+        const std::string what = std::string(dtype_name(precision)) + " " + s.name + " " + std::to_string(b) + " x " +
+                                 std::to_string(seq);
+        plan::PlanData p = testing::check_cuda_against_cpu(testing::group_graph(spec), precision, what, 9);
+        const ir::Node* group = testing::find_step(p, ops::kMatMulGroup);
+        ASSERT_NE(group, nullptr) << what;
+        EXPECT_EQ(group->attr_int("rotary_dim", 0).value(), spec.rotary) << what;
+        EXPECT_EQ(testing::find_step(p, "Rotary"), nullptr) << what;
       }
 }
 

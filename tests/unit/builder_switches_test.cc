@@ -40,6 +40,8 @@ Rewrites rewrites_of(const plan::PlanData& p) {
   for (const ir::Node& s : p.steps) {
     r.attention += s.op_type == "Attention";
     r.rotary += s.op_type == "Rotary" ? s.outputs.size() : 0;  // rotations (a layer's Q and K share a step)
+    if (s.op_type == ops::kMatMulGroup)  // rotations a group took over (fold_group_rotaries.cc)
+      for (size_t t = ops::kMatMulGroupRotary; t < s.inputs.size(); t += 2) r.rotary += s.inputs[t] >= 0;
     r.matmul_bias += s.op_type == "MatMul" && ops::matmul_has_bias_attr(s);
     r.matmul_residual += s.op_type == "MatMul" && ops::matmul_has_residual_attr(s);
     r.matmul_group += s.op_type == ops::kMatMulGroup;

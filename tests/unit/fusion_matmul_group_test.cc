@@ -82,6 +82,11 @@ TEST_P(MatMulGroupFusion, GroupsAndComputesTheUnfusedBits) {
   EXPECT_EQ(present(ops::kMatMulGroupBias), c.bias);
   EXPECT_EQ(s.attr_int("gate", 0).value(), c.gate ? 1 : 0);
   EXPECT_EQ(s.outputs.size(), (c.gate ? 1 : c.weights) + (c.norm || c.gate ? 1 : 0)) << "products and scratch";
+  EXPECT_EQ(count_op(fused.plan, "Rotary"), 0u) << "rotations left outside the group";
+  EXPECT_EQ(count_op(plain.plan, "Rotary"), c.spec.rotary > 0 ? 1u : 0u) << "Q and K rotated in one step";
+  EXPECT_EQ(s.attr_int("rotary_dim", 0).value(), c.spec.rotary);
+  for (size_t i = ops::kMatMulGroupRotary; i < ops::kMatMulGroupInputs; ++i)
+    EXPECT_EQ(present(i), c.spec.rotary > 0) << "rotary table input " << i;
   ASSERT_EQ(fused.out.dims(), plain.out.dims());
   ASSERT_GT(fused.out.nbytes(), 0u);
   EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.nbytes()), 0)
@@ -98,6 +103,9 @@ const Case kCases[] = {
     {"lm_head_norm", GroupSpec{.x = {1, 16}, .n = {40}}, 1, true, false, false},
     {"one_row", GroupSpec{.x = {1, 1, 16}}, 3, true, false, false},
     {"many_rows", GroupSpec{.x = {3, 11, 16}}, 3, true, false, false},  // past the CPU's few-row path
+    // Q and K rotated (Rotary steps on head views): the group takes the rotations over.
+    {"qkv_rotary", GroupSpec{.x = {2, 5, 32}, .n = {32, 16, 16}, .rotary = 8}, 3, true, false, false},
+    {"qkv_rotary_bias", GroupSpec{.x = {1, 7, 32}, .n = {64, 32, 32}, .bias = true, .rotary = 16}, 3, true, false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, MatMulGroupFusion,

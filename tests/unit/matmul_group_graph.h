@@ -1,7 +1,8 @@
 // A transformer layer's shared-input projections, written out the unfused way, for the
 // MatMulGroup tests (unit: fusion and CPU; gpu: the CUDA kernel against the CPU): X, optionally
 // RMS-normalized, read by `members` MatMuls (Q / K / V, or gate / up with SwiGLU's gate after
-// them), one output.
+// them), one output; with `rotary`, P0 and P1 viewed as heads and rotated (a Rotary step each, cos
+// and sin [1, S, 1, D] constants) as a layer rotates its Q and K.
 #pragma once
 
 #include <cmath>
@@ -25,6 +26,7 @@ struct GroupSpec {
   bool norm_read_elsewhere = false;     // a Neg also reads X: the norm stays a step of its own
   bool residual_member = false;         // P0 + x (a residual the MatMul takes: no member then)
   bool weights_inputs = false;          // W0 a graph input, not a constant
+  int64_t rotary = 0;                   // D: P0 and P1 rotated as heads of D (x 3-D, no gate)
 };
 
 // y = Concat(P_i) along the last axis, or the gate; graph input "x" (and "w0").
@@ -52,6 +54,21 @@ inline ir::Graph group_graph(const GroupSpec& s) {
     if (i == 0 && s.bias) y = add_op(g, "Add", {y, add_constant(g, random_tensor(s.dtype, {s.n[i]}, 40, 0.5f))});
     if (i == 0 && s.residual_member && s.n[0] == k) y = add_op(g, "Add", {y, x});
     p.push_back(y);
+  }
+  if (s.rotary > 0) {  // views, then both rotations, then back: the two Rotary steps pair up
+    const int64_t b = s.x[0], seq = s.x[1], d = s.rotary;
+    ir::ValueId r[2];
+    for (size_t i = 0; i < 2; ++i)
+      r[i] = add_op(g, "Reshape", {p[i], add_constant(g, Tensor::from_vector<int64_t>(DataType::kInt64, {4},
+                                                                                     {b, seq, s.n[i] / d, d}))});
+    for (size_t i = 0; i < 2; ++i) {
+      const uint32_t seed = 50 + 2 * static_cast<uint32_t>(i);
+      r[i] = add_op(g, "Rotary", {r[i], add_constant(g, random_tensor(s.dtype, {1, seq, 1, d}, seed, 1.f)),
+                                  add_constant(g, random_tensor(s.dtype, {1, seq, 1, d}, seed + 1, 1.f))});
+    }
+    for (size_t i = 0; i < 2; ++i)
+      p[i] = add_op(g, "Reshape", {r[i], add_constant(g, Tensor::from_vector<int64_t>(DataType::kInt64, {3},
+                                                                                     {b, seq, s.n[i]}))});
   }
   ir::ValueId y;
   if (s.gate) {

@@ -16,6 +16,7 @@
 #include "backends/cuda/kernels/gate.h"
 #include "backends/cuda/kernels/group_gemm.h"
 #include "backends/cuda/kernels/half_gemv.h"
+#include "backends/cuda/kernels/rotary.h"
 #include "ops/matmul_group.h"
 #include "core/float16.h"
 #include "core/logging.h"
@@ -260,13 +261,19 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   const size_t es = dtype_size(dt);
   int64_t cols = 0;
   for (int i = 0; i < l.count; ++i) cols += l.n[static_cast<size_t>(i)];
-  const uint64_t bytes = static_cast<uint64_t>(l.rows * l.k + l.k * cols + 2 * l.rows * cols + cols) * es;
+  int64_t tables = 0;  // rotary tables: cos and sin of each rotated product
+  for (size_t i = 0; i < l.rotary.size(); ++i) {
+    if (!l.rotary[i]) continue;
+    if (l.table_rows[i] < 1) return false;
+    tables += 2 * l.table_rows[i] * l.rotary_dim;
+  }
+  const uint64_t bytes = static_cast<uint64_t>(l.rows * l.k + l.k * cols + 2 * l.rows * cols + cols + tables) * es;
   if (bytes > kMaxScratchBytes) return false;
   SRT_RETURN_IF_ERROR(a_.reserve(static_cast<size_t>(l.rows * l.k) * es, dt, stream_));
   SRT_RETURN_IF_ERROR(b_.reserve(static_cast<size_t>(l.k * cols) * es, dt, stream_));
   const int64_t gated = l.gate ? l.rows * l.n[0] : 0;  // the gate kernel's output, after the products
   SRT_RETURN_IF_ERROR(d_.reserve(static_cast<size_t>(l.rows * cols + gated) * es, dt, stream_));
-  SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(cols) * es, dt, stream_));
+  SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(cols + tables) * es, dt, stream_));
   GroupGemm g;
   g.dtype = dt, g.rows = l.rows, g.k = l.k, g.x = a_.p, g.parts = l.count, g.gate = l.gate;
   auto at = [&](const Scratch& s, int64_t elems) { return static_cast<uint8_t*>(s.p) + elems * static_cast<int64_t>(es); };
@@ -277,7 +284,22 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
     col += l.n[ui];
   }
   if (l.gate) g.part[1].y = nullptr;
+  // The rotations: the group GEMM's epilogue against the in-place kernel after cuBLASLt's GEMMs.
+  std::vector<RotaryRows> rotations;
+  g.rotary_dim = l.rotary_dim;
+  for (size_t i = 0, table = cols; i < l.rotary.size(); ++i) {
+    if (!l.rotary[i]) continue;
+    const int64_t size = l.table_rows[i] * l.rotary_dim;
+    g.part[i].cos = at(bias_, static_cast<int64_t>(table)), g.part[i].sin = at(bias_, static_cast<int64_t>(table) + size);
+    g.part[i].table_rows = l.table_rows[i];
+    rotations.push_back({g.part[i].y, g.part[i].cos, g.part[i].sin, l.rows, l.n[i], l.rotary_dim, l.table_rows[i]});
+    table += static_cast<size_t>(2 * size);
+  }
   if (!group_gemm_applies(g, res)) return false;
+  if (!rotations.empty()) {
+    SRT_ASSIGN_OR_RETURN(double rotate_ms, launches_ms([&] { return rotate_rows(stream_, dt, rotations); }));
+    lt_ns += static_cast<int64_t>(rotate_ms * 1e6);
+  }
   double best_ms = 0;
   int best_cols = 0;
   for (int cols : {128, 256}) {

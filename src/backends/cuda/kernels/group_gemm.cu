@@ -34,11 +34,13 @@ using wgmma::descriptor;
 // A consumer's accumulator is 64 rows x kCols columns, one m64n<kCols>k16 MMA a 16-wide K step:
 // kCols columns of one weight, or with kGate kCols / 2 of gate's and the same kCols / 2 of up's,
 // side by side in shared memory so that one MMA reads both (the tile's output is then kCols / 2
-// columns wide).
-template <int kCols_, bool kGate_>
+// columns wide). kRot (64, 128; 0: none): the head size of the parts the epilogue rotates.
+template <int kCols_, bool kGate_, int kRot_ = 0>
 struct Cfg {
   static constexpr int kCols = kCols_;
   static constexpr bool kGate = kGate_;
+  static constexpr int kRot = kRot_;
+  static_assert(kRot == 0 || (!kGate && kCols % kRot == 0 && kRot % 16 == 0));
   static constexpr int kBm = 128, kBk = 64;
   static constexpr int kTileCols = kGate ? kCols / 2 : kCols;  // output columns a block
   static constexpr int kBlocks = kCols / 64;                     // 64-column blocks of a weight tile
@@ -66,6 +68,8 @@ struct Params {
   std::array<int, 3> n{};
   std::array<const void*, 3> bias{};
   std::array<void*, 3> y{};
+  std::array<const void*, 3> cos{}, sin{};  // rotary tables (null: the part is not rotated)
+  std::array<int, 3> table_rows{};
 };
 
 // Tile t: its weight (part), first row and first column.
@@ -117,6 +121,46 @@ __device__ __forceinline__ float rounded(float v) {
   return to_acc(from_acc<T>(v));
 }
 
+// Rotates a part's heads in the accumulators (Rotary's arithmetic, kernels/rotary.cu), after adding
+// the bias and rounding each product as the unfused GEMM would; store_tile then rounds once more (a
+// no-op for those values' type) without the bias. A head's first-half column block jj pairs with
+// jj + kRot / 16 in the same thread (rows r0 and r0 + 8, the quad's columns): kRot divides the tile.
+template <typename T, class C>
+__device__ __forceinline__ void rotate_tile(const Params& p, int part, int r0, int col0, float (&acc)[C::kCols / 2]) {
+  constexpr int kHalfBlocks = C::kRot / 16, kHeadBlocks = C::kRot / 8;
+  const int quad = static_cast<int>(threadIdx.x % 4), n = p.n[part];
+  const T* cos = static_cast<const T*>(p.cos[part]);
+  const T* sin = static_cast<const T*>(p.sin[part]);
+  const T* bias = static_cast<const T*>(p.bias[part]);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t row = static_cast<int64_t>((r0 + 8 * h) % p.table_rows[part]) * C::kRot;
+#pragma unroll
+    for (int jj = 0; jj < kHalfBlocks; ++jj) {
+      const int64_t t = row + 8 * jj + 2 * quad;
+      float c1[2], c2[2], s1[2], s2[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        c1[e] = to_acc(cos[t + e]), c2[e] = to_acc(cos[t + C::kRot / 2 + e]);
+        s1[e] = to_acc(sin[t + e]), s2[e] = to_acc(sin[t + C::kRot / 2 + e]);
+      }
+#pragma unroll
+      for (int hb = 0; hb < C::kTileCols / C::kRot; ++hb) {
+        const int j1 = hb * kHeadBlocks + jj, j2 = j1 + kHalfBlocks;
+        const int c = col0 + 8 * j1 + 2 * quad;  // heads lie inside n or outside it (n % kRot == 0)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float b1 = bias && c < n ? to_acc(bias[c + e]) : 0.f;
+          const float b2 = bias && c < n ? to_acc(bias[c + C::kRot / 2 + e]) : 0.f;
+          const float a = rounded<T>(acc[4 * j1 + 2 * h + e] + b1), b = rounded<T>(acc[4 * j2 + 2 * h + e] + b2);
+          acc[4 * j1 + 2 * h + e] = a * c1[e] - b * s1[e];
+          acc[4 * j2 + 2 * h + e] = b * c2[e] + a * s2[e];
+        }
+      }
+    }
+  }
+}
+
 // Lane i of each quad holds row i of a 4 x 4 matrix of 32-bit pairs; afterwards it holds column i
 // (two exchanges across the quad: the off-diagonal 2 x 2 blocks, then within each block).
 __device__ __forceinline__ void quad_transpose(uint32_t (&m)[4], int i) {
@@ -137,12 +181,13 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&m)[4], int i) {
 // block, 16 bytes (a pair a store where y is not 16-byte aligned; n is a multiple of 8, so a block
 // lies inside or outside n). With the gate, column block j of gate pairs with j + kTileCols / 8 of up.
 template <typename T, class C>
-__device__ __forceinline__ void store_tile(const Params& p, int part, int r0, int col0, const float (&acc)[C::kCols / 2]) {
+__device__ __forceinline__ void store_tile(const Params& p, int part, int r0, int col0, const float (&acc)[C::kCols / 2],
+                                           bool biased) {
   const int quad = static_cast<int>(threadIdx.x % 4);
   const int n = p.n[part];
   T* y = static_cast<T*>(p.y[part]);
   const bool wide = reinterpret_cast<uintptr_t>(y) % 16 == 0;
-  const T* bias0 = static_cast<const T*>(p.bias[part]);
+  const T* bias0 = biased ? nullptr : static_cast<const T*>(p.bias[part]);
   const T* bias1 = C::kGate ? static_cast<const T*>(p.bias[1]) : nullptr;
   constexpr int kUp = C::kTileCols / 2;  // acc index of up's column block 0 (4 floats a block of 8)
 #pragma unroll
@@ -240,7 +285,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid
     wgmma::fence_regs(acc);
     __syncwarp();
     if (lane == 0) tma::mbar_arrive(empty + 8 * prev);  // the producer fills it for the next tile meanwhile
-    store_tile<T, C>(p, tile.part, tile.row0 + cw * 64 + warp * 16 + lane / 4, tile.col0, acc);
+    const int r0 = tile.row0 + cw * 64 + warp * 16 + lane / 4;
+    bool rotated = false;
+    if constexpr (C::kRot > 0) {
+      if (p.cos[tile.part]) rotate_tile<T, C>(p, tile.part, r0, tile.col0, acc), rotated = true;
+    }
+    store_tile<T, C>(p, tile.part, r0, tile.col0, acc, rotated);
   }
 #else
   __trap();
@@ -276,6 +326,9 @@ Status launch(const GroupGemm& g, int sm_count, cudaStream_t stream) {
     p.n[static_cast<size_t>(i)] = static_cast<int>(part.n);
     p.bias[static_cast<size_t>(i)] = part.bias;
     p.y[static_cast<size_t>(i)] = part.y;
+    p.cos[static_cast<size_t>(i)] = part.cos;
+    p.sin[static_cast<size_t>(i)] = part.sin;
+    p.table_rows[static_cast<size_t>(i)] = static_cast<int>(part.table_rows);
     if (i < p.tile_parts) tiles += static_cast<int>((part.n + C::kTileCols - 1) / C::kTileCols);
     p.tile_end[static_cast<size_t>(i)] = tiles;
   }
@@ -292,6 +345,10 @@ Status launch(const GroupGemm& g, int sm_count, cudaStream_t stream) {
 template <typename T>
 Status launch_cols(const GroupGemm& g, int cols, int sm, cudaStream_t stream) {
   if (g.gate) return cols == 128 ? launch<T, Cfg<128, true>>(g, sm, stream) : launch<T, Cfg<256, true>>(g, sm, stream);
+  const bool rot = g.part[0].cos || g.part[1].cos;
+  if (rot && g.rotary_dim == 64)
+    return cols == 128 ? launch<T, Cfg<128, false, 64>>(g, sm, stream) : launch<T, Cfg<256, false, 64>>(g, sm, stream);
+  if (rot) return cols == 128 ? launch<T, Cfg<128, false, 128>>(g, sm, stream) : launch<T, Cfg<256, false, 128>>(g, sm, stream);
   return cols == 128 ? launch<T, Cfg<128, false>>(g, sm, stream) : launch<T, Cfg<256, false>>(g, sm, stream);
 }
 
@@ -323,6 +380,15 @@ bool group_gemm_applies(const GroupGemm& g, const CudaResources& res) {
     if (p.bias && reinterpret_cast<uintptr_t>(p.bias) % 4 != 0) return false;
   }
   if (g.cols != 0 && g.cols != 128 && g.cols != 256) return false;
+  for (int i = 0; i < g.parts; ++i) {
+    const auto& p = g.part[static_cast<size_t>(i)];
+    if (!p.cos && !p.sin) continue;
+    // Heads of 64 or 128 whole in a tile (every width takes them), tables read as pairs.
+    if (g.gate || i >= 2 || !p.cos || !p.sin || (g.rotary_dim != 64 && g.rotary_dim != 128) || p.n % g.rotary_dim != 0 ||
+        p.table_rows < 1 || p.table_rows > INT32_MAX || reinterpret_cast<uintptr_t>(p.cos) % 4 != 0 ||
+        reinterpret_cast<uintptr_t>(p.sin) % 4 != 0)
+      return false;
+  }
   return !g.gate || g.part[0].n == g.part[1].n;
 }
 

@@ -4,13 +4,16 @@
 // RMSNormalization kernel into the scratch output, a cuBLASLt GEMM a weight (each with its own
 // timed algorithm: builder::lt_algo_attr), and the gate kernel over the two products (in the
 // scratch after the normalized rows). Where the build timed it faster ("__group_gemm",
-// builder/tactics.h), the GEMMs and the gate are one launch of the group GEMM (group_gemm.h).
+// builder/tactics.h), the GEMMs and the gate are one launch of the group GEMM (group_gemm.h). Products
+// with rotary tables (Q and K, builder/fold_group_rotaries.cc) are rotated in the group GEMM's
+// epilogue, or in place after the other paths' products (kernels/rotary.h).
 #include "backends/cuda/cuda_run_options.h"
 #include "backends/cuda/kernels/gate.h"
 #include "backends/cuda/kernels/gemm.h"
 #include "backends/cuda/kernels/group_gemm.h"
 #include "backends/cuda/kernels/half_gemv.h"
 #include "backends/cuda/kernels/rms_norm.h"
+#include "backends/cuda/kernels/rotary.h"
 #include "builder/tactics.h"
 #include "ops/matmul_group.h"
 
@@ -18,6 +21,7 @@ namespace streamrt::cuda {
 namespace {
 
 using ops::kMatMulGroupBias;
+using ops::kMatMulGroupRotary;
 using ops::kMatMulGroupScale;
 using ops::kMatMulGroupWeight;
 
@@ -34,6 +38,17 @@ void set_parts(const CudaKernelContext& ctx, const ops::MatMulGroupLayout& l, st
     void* y = l.gate ? (i == 0 ? ctx.output(0).data : nullptr) : ctx.output(ui).data;
     part[ui] = {ctx.input(kMatMulGroupWeight + ui).data, bias_of(ctx, l, i), y, l.n[ui]};
   }
+}
+
+// The products' rotations after a path that does not rotate them.
+Status rotate_products(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
+  std::vector<RotaryRows> parts;
+  for (size_t i = 0; i < l.rotary.size(); ++i) {
+    if (!l.rotary[i]) continue;
+    parts.push_back({ctx.output(i).data, ctx.input(kMatMulGroupRotary + 2 * i).data,
+                     ctx.input(kMatMulGroupRotary + 2 * i + 1).data, l.rows, l.n[i], l.rotary_dim, l.table_rows[i]});
+  }
+  return parts.empty() ? ok_status() : rotate_rows(ctx.stream(), ctx.input(0).dtype, parts);
 }
 
 // The one-row GEMV; kUnsupported when it does not take these operands.
@@ -63,6 +78,13 @@ Status run_group_gemm(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l, c
   g.gate = l.gate;
   g.cols = cols;
   set_parts(ctx, l, g.part);
+  g.rotary_dim = l.rotary_dim;
+  for (size_t i = 0; i < l.rotary.size(); ++i) {
+    if (!l.rotary[i]) continue;
+    g.part[i].cos = ctx.input(kMatMulGroupRotary + 2 * i).data;
+    g.part[i].sin = ctx.input(kMatMulGroupRotary + 2 * i + 1).data;
+    g.part[i].table_rows = l.table_rows[i];
+  }
   return group_gemm(g, ctx.resources(), ctx.stream());  // kUnsupported, nothing enqueued, where it does not apply
 }
 
@@ -100,7 +122,7 @@ Status run_steps(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
   if (l.gate)
     SRT_RETURN_IF_ERROR(swiglu_gate(ctx.stream(), t, ctx.output(0).data, products,
                                     products + l.rows * l.n[0] * static_cast<int64_t>(es), l.rows * l.n[0]));
-  return ok_status();
+  return rotate_products(ctx, l);
 }
 
 Status matmul_group_cuda(CudaKernelContext& ctx) {
@@ -109,6 +131,7 @@ Status matmul_group_cuda(CudaKernelContext& ctx) {
   if (l.k == 0) return ctx.unsupported("K = 0");
   if (half_gemv_rows(ctx.input(0).dtype, l.rows)) {
     Status st = run_gemv(ctx, l);
+    if (st.ok()) st = rotate_products(ctx, l);
     if (st.code() != StatusCode::kUnsupported) return st.with_context(ctx.node().describe());
   }
   return run_steps(ctx, l).with_context(ctx.node().describe());

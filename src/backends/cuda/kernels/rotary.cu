@@ -5,7 +5,11 @@
 // (one element a thread, the index arithmetic dominated: a 512-token Llama prefill spent 6 % of its
 // GPU time here); else one. A paired step (a layer's Q and K, builder/pair_rotaries.cc) runs both
 // rotations in one launch when both take the 16-element path: at 512 tokens each launch is ~4 us
-// of mostly fixed cost (ncu, H200), not bandwidth.
+// of mostly fixed cost (ncu, H200), not bandwidth. rotate_rows (rotary.h): a MatMulGroup's products
+// rotated in place by row tables, the same arithmetic, 8 elements and their partners a thread where the
+// heads are multiples of 16.
+#include "backends/cuda/kernels/rotary.h"
+
 #include "backends/cuda/kernels/elementwise.cuh"
 #include "ops/rotary.h"
 
@@ -127,7 +131,116 @@ Status rotary_cuda(CudaKernelContext& ctx) {
   });
 }
 
+// A MatMulGroup's product rotated in place (rotary.h): kV elements of a head's first half and their
+// partners a thread, the tables' row r % table_rows.
+template <typename T, int kV>
+struct RowsPart {
+  T* y;
+  const T *c, *s;
+  int64_t groups;  // rows x heads x d / 2 / kV
+  uint32_t heads, d, table_rows;
+};
+
+template <typename T, int kV>
+__device__ __forceinline__ void load_v(const T* p, float (&out)[kV]) {
+  if constexpr (kV == 8) {
+    load8(p, out);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kV; ++e) out[e] = static_cast<float>(to_acc(p[e]));
+  }
+}
+
+template <typename T, int kV>
+__device__ __forceinline__ void store_v(T* p, const float (&v)[kV]) {
+  if constexpr (kV == 8) {
+    store8(p, v);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kV; ++e) p[e] = from_acc<T>(v[e]);
+  }
+}
+
+template <typename T, int kV>
+__device__ __forceinline__ void rotate_row_group(const RowsPart<T, kV>& p, int64_t v) {
+  const uint32_t h = p.d / 2, per_head = h / kV;
+  const int64_t row_head = v / per_head;
+  const uint32_t w = static_cast<uint32_t>(v % per_head) * kV;
+  const int64_t row = row_head / p.heads;
+  T* x = p.y + row_head * p.d + w;  // row * n + head * d
+  const int64_t t = (row % p.table_rows) * p.d + w;
+  float a[kV], b[kV], c1[kV], c2[kV], s1[kV], s2[kV], y1[kV], y2[kV];
+  load_v<T, kV>(x, a);
+  load_v<T, kV>(x + h, b);
+  load_v<T, kV>(p.c + t, c1);
+  load_v<T, kV>(p.c + t + h, c2);
+  load_v<T, kV>(p.s + t, s1);
+  load_v<T, kV>(p.s + t + h, s2);
+#pragma unroll
+  for (int e = 0; e < kV; ++e) {
+    y1[e] = a[e] * c1[e] - b[e] * s1[e];
+    y2[e] = b[e] * c2[e] + a[e] * s2[e];
+  }
+  store_v<T, kV>(x, y1);
+  store_v<T, kV>(x + h, y2);
+}
+
+template <typename T, int kV>
+__global__ void rotary_rows_kernel(const RowsPart<T, kV> a, const RowsPart<T, kV> b) {
+  const int64_t total = a.groups + b.groups;
+  for (int64_t v = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; v < total; v += int64_t{gridDim.x} * blockDim.x) {
+    if (v < a.groups)
+      rotate_row_group(a, v);
+    else
+      rotate_row_group(b, v - a.groups);
+  }
+}
+
+template <typename T, int kV>
+RowsPart<T, kV> rows_part(const RotaryRows& r) {
+  return {static_cast<T*>(r.y),
+          static_cast<const T*>(r.cos),
+          static_cast<const T*>(r.sin),
+          r.rows * (r.n / r.d) * (r.d / 2 / kV),
+          static_cast<uint32_t>(r.n / r.d),
+          static_cast<uint32_t>(r.d),
+          static_cast<uint32_t>(r.table_rows)};
+}
+
+template <typename T, int kV>
+Status launch_rows(cudaStream_t stream, const RotaryRows& a, const RotaryRows* b) {
+  const RowsPart<T, kV> pa = rows_part<T, kV>(a);
+  RowsPart<T, kV> pb = b ? rows_part<T, kV>(*b) : pa;
+  if (!b) pb.groups = 0;
+  if (pa.groups + pb.groups == 0) return ok_status();
+  rotary_rows_kernel<T, kV><<<grid_for(pa.groups + pb.groups), 256, 0, stream>>>(pa, pb);
+  SRT_CUDA_LAUNCH("rotary_rows_kernel");
+  return ok_status();
+}
+
+bool rows_vec(const RotaryRows& r) {
+  return r.d % 16 == 0 && aligned16(r.y) && aligned16(r.cos) && aligned16(r.sin);
+}
+
 }  // namespace
+
+Status rotate_rows(cudaStream_t stream, DataType t, std::span<const RotaryRows> parts) {
+  for (const RotaryRows& r : parts)
+    if (r.d <= 0 || r.d % 2 != 0 || r.n % r.d != 0 || r.table_rows < 1 || r.rows < 0 || r.n / r.d > UINT32_MAX ||
+        r.d > UINT32_MAX || r.table_rows > UINT32_MAX)
+      return invalid_argument("rotate_rows: " + std::to_string(r.rows) + " x " + std::to_string(r.n) +
+                              " rows do not rotate as heads of " + std::to_string(r.d) + " by " +
+                              std::to_string(r.table_rows) + " table rows");
+  return cuda_dispatch<ops::kFloats>(t, "rotate_rows", [&]<typename T>() -> Status {
+    const bool vec = std::all_of(parts.begin(), parts.end(), rows_vec);
+    if (parts.size() == 2 && vec) return launch_rows<T, 8>(stream, parts[0], &parts[1]);
+    for (const RotaryRows& r : parts) {
+      const Status st = rows_vec(r) ? launch_rows<T, 8>(stream, r, nullptr) : launch_rows<T, 1>(stream, r, nullptr);
+      SRT_RETURN_IF_ERROR(st);
+    }
+    return ok_status();
+  });
+}
 
 STREAMRT_REGISTER_CUDA_KERNEL(Rotary, "Rotary", rotary_cuda, cuda_dtypes(ops::kFloats));
 
