@@ -5,7 +5,9 @@
 // turn on the GPU machine without exporting models:
 //
 //   streamrt_group_gemm_bench [--rows 512,2048,4096] [--shapes llama-qkv,...] [--cols 128,256] [--iters 50]
-//                             [--json OUT]
+//                             [--rotary D] [--json OUT]
+// --rotary D (64 or 128): the Q / K / V shapes rotate Q and K as heads of D by a table row a row, in the
+// group GEMM's epilogue against rotate_rows after cuBLASLt's GEMMs (a folded Rotary, kernels/rotary.h).
 // (bench/tools/group_gemm_profile.sh runs one launch of it under Nsight Compute.)
 //
 // Shapes: Llama-3.2-1B (hidden 2048, KV 512, MLP 8192), Qwen2.5-0.5B (896, KV 128 with biases, MLP 4864)
@@ -28,6 +30,7 @@
 #include "backends/cuda/kernels/gate.h"
 #include "backends/cuda/kernels/gemm.h"
 #include "backends/cuda/kernels/group_gemm.h"
+#include "backends/cuda/kernels/rotary.h"
 #include "core/float16.h"
 #include "ir/graph.h"
 
@@ -102,6 +105,7 @@ double max_diff(const void* a, const void* b, size_t elems) {
 int main(int argc, char** argv) {
   CLI::App app{"group GEMM against cuBLASLt's GEMM a weight (markdown table)"};
   int iters = 50;
+  int rotary = 0;
   std::string rows_arg = "512,2048,4096", shapes = "llama-qkv,llama-gateup,qwen-qkv,qwen-gateup", cols_arg = "128,256",
               json;
   app.add_option("--rows", rows_arg, "comma-separated rows of X");
@@ -109,6 +113,8 @@ int main(int argc, char** argv) {
   app.add_option("--cols", cols_arg, "accumulator widths to time: 128, 256 or both");
   app.add_option("--iters", iters, "launches timed a point")->check(CLI::PositiveNumber);
   app.add_option("--json", json, "append one JSON line a point here");
+  app.add_option("--rotary", rotary, "rotate Q and K (Q / K / V shapes) as heads of this size: 64 or 128")
+      ->check(CLI::IsMember({0, 64, 128}));
   CLI11_PARSE(app, argc, argv);
   std::vector<int> rows_list, cols_list;
   try {
@@ -160,6 +166,18 @@ int main(int argc, char** argv) {
       GroupGemm g;
       g.dtype = DataType::kFloat16, g.rows = rows, g.k = sh.k, g.x = x, g.parts = int(parts), g.gate = sh.gate;
       for (size_t i = 0; i < parts; ++i) g.part[i] = {w[i], b[i], sh.gate && i == 1 ? nullptr : y[i], sh.n[i]};
+      // Rotary tables of one row a product row; Q and K rotated (both sides), the same tables.
+      const bool rotate = rotary > 0 && !sh.gate;
+      void* cos = rotate ? device_random(size_t(rows) * rotary, 1.f, 40) : nullptr;
+      void* sin = rotate ? device_random(size_t(rows) * rotary, 1.f, 41) : nullptr;
+      std::vector<streamrt::cuda::RotaryRows> rotations;
+      if (rotate) {
+        g.rotary_dim = rotary;
+        for (size_t i = 0; i < 2; ++i) {
+          g.part[i].cos = cos, g.part[i].sin = sin, g.part[i].table_rows = rows;
+          rotations.push_back({ref[i], cos, sin, rows, sh.n[i], rotary, rows});
+        }
+      }
       double group_us[2] = {-1, -1};
       for (int c = 0; c < 2; ++c) {
         g.cols = c == 0 ? 128 : 256;
@@ -173,6 +191,7 @@ int main(int argc, char** argv) {
           streamrt::Status st = streamrt::cuda::matmul_2d(res, heuristic, m);
           if (!st.ok()) return st;
         }
+        if (rotate) return streamrt::cuda::rotate_rows(res.stream, DataType::kFloat16, rotations);
         if (!sh.gate) return streamrt::ok_status();
         return streamrt::cuda::swiglu_gate(res.stream, DataType::kFloat16, gated, ref[0], ref[1], int64_t(rows) * sh.n[0]);
       });
@@ -195,6 +214,8 @@ int main(int argc, char** argv) {
         out << "{\"shape\":\"" << sh.name << "\",\"rows\":" << rows << ",\"group128_us\":" << group_us[0]
             << ",\"group256_us\":" << group_us[1] << ",\"cublaslt_us\":" << lt_us << ",\"max_diff\":" << diff
             << "}\n";
+      cudaFree(cos);
+      cudaFree(sin);
       for (void* p : w) cudaFree(p);
       for (void* p : b) cudaFree(p);
       for (void* p : y) cudaFree(p);

@@ -173,6 +173,32 @@ TEST(GroupGemmHost, RefusesWhatItCannotReadAndChoosesWidths) {
   GroupGemm gate = g;
   gate.parts = 2, gate.gate = true, gate.part[1] = {base + 4096, nullptr, nullptr, 64};
   EXPECT_EQ(group_gemm_default_cols(gate, res), 256);
+
+  // Rotary tables: parts 0 and 1 of a group without the gate, heads of 64 at either width, heads of
+  // 128 at 128 columns (the default then), cos and sin together, 4-byte aligned.
+  GroupGemm rot = qkv;  // 8192 rows, N 2048 / 128 / 128
+  rot.rotary_dim = 64, rot.part[0].cos = base + 16384, rot.part[0].sin = base + 32768, rot.part[0].table_rows = 8192;
+  rot.part[1].cos = rot.part[0].cos, rot.part[1].sin = rot.part[0].sin, rot.part[1].table_rows = 8192;
+  EXPECT_TRUE(group_gemm_applies(rot, res));
+  bad = rot, bad.cols = 256;
+  EXPECT_TRUE(group_gemm_applies(bad, res));
+  bad = rot, bad.rotary_dim = 128, bad.part[1].n = bad.part[2].n = 256;
+  EXPECT_EQ(group_gemm_default_cols(bad, res), 128);
+  EXPECT_TRUE(group_gemm_applies(bad, res));
+  bad.cols = 256;
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = rot, bad.rotary_dim = 32;  // heads of 32: rotated after the GEMM instead
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = rot, bad.part[1].sin = nullptr;
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = rot, bad.part[2].cos = bad.part[0].cos, bad.part[2].sin = bad.part[0].sin, bad.part[2].table_rows = 1;
+  EXPECT_FALSE(group_gemm_applies(bad, res));  // the third product (V) is never rotated
+  bad = rot, bad.part[0].cos = base + 16386;
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = rot, bad.part[0].table_rows = 0;
+  EXPECT_FALSE(group_gemm_applies(bad, res));
+  bad = rot, bad.part[1].n = 96;  // no whole heads
+  EXPECT_FALSE(group_gemm_applies(bad, res));
 }
 
 // A MatMulGroup step (RMS normalization, then Q / K / V or gate / up) with the group GEMM forced,

@@ -295,6 +295,7 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
     rotations.push_back({g.part[i].y, g.part[i].cos, g.part[i].sin, l.rows, l.n[i], l.rotary_dim, l.table_rows[i]});
     table += static_cast<size_t>(2 * size);
   }
+  g.cols = 128;  // every group the kernel takes, it takes at 128 columns
   if (!group_gemm_applies(g, res)) return false;
   if (!rotations.empty()) {
     SRT_ASSIGN_OR_RETURN(double rotate_ms, launches_ms([&] { return rotate_rows(stream_, dt, rotations); }));
@@ -304,6 +305,7 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   int best_cols = 0;
   for (int cols : {128, 256}) {
     g.cols = cols;
+    if (!group_gemm_applies(g, res)) continue;  // a width that does not take the rotation
     SRT_ASSIGN_OR_RETURN(double ms, launches_ms([&] { return group_gemm(g, res, stream_); }));
     if (best_cols == 0 || ms < best_ms) best_ms = ms, best_cols = cols;
   }

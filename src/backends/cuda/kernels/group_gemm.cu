@@ -121,29 +121,52 @@ __device__ __forceinline__ float rounded(float v) {
   return to_acc(from_acc<T>(v));
 }
 
-// Rotates a part's heads in the accumulators (Rotary's arithmetic, kernels/rotary.cu), after adding
-// the bias and rounding each product as the unfused GEMM would; store_tile then rounds once more (a
-// no-op for those values' type) without the bias. A head's first-half column block jj pairs with
-// jj + kRot / 16 in the same thread (rows r0 and r0 + 8, the quad's columns): kRot divides the tile.
-template <typename T, class C>
-__device__ __forceinline__ void rotate_tile(const Params& p, int part, int r0, int col0, float (&acc)[C::kCols / 2]) {
-  constexpr int kHalfBlocks = C::kRot / 16, kHeadBlocks = C::kRot / 8;
-  const int quad = static_cast<int>(threadIdx.x % 4), n = p.n[part];
-  const T* cos = static_cast<const T*>(p.cos[part]);
-  const T* sin = static_cast<const T*>(p.sin[part]);
-  const T* bias = static_cast<const T*>(p.bias[part]);
+// A thread's rotary table values for a tile (rows r0 and r0 + 8, the quad's columns of each of a head's
+// first-half column blocks jj): cos and sin pairs at the column and D / 2 after it. Loaded when the tile
+// starts, so that their latency hides behind its MMAs instead of lengthening the epilogue.
+template <class C>
+struct Tables {
+  uint32_t c1[2][C::kRot / 16 + 1], c2[2][C::kRot / 16 + 1], s1[2][C::kRot / 16 + 1], s2[2][C::kRot / 16 + 1];
+};
+
+template <class C>
+__device__ __forceinline__ void load_tables(const Params& p, int part, int r0, Tables<C>& t) {
+  const int quad = static_cast<int>(threadIdx.x % 4);
+  const uint32_t* cos = static_cast<const uint32_t*>(p.cos[part]);
+  const uint32_t* sin = static_cast<const uint32_t*>(p.sin[part]);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t row = static_cast<int64_t>((r0 + 8 * h) % p.table_rows[part]) * C::kRot;
 #pragma unroll
-    for (int jj = 0; jj < kHalfBlocks; ++jj) {
-      const int64_t t = row + 8 * jj + 2 * quad;
-      float c1[2], c2[2], s1[2], s2[2];
+    for (int jj = 0; jj < C::kRot / 16; ++jj) {
+      const int64_t at = (row + 8 * jj + 2 * quad) / 2;  // in pairs
+      t.c1[h][jj] = __ldg(cos + at), t.c2[h][jj] = __ldg(cos + at + C::kRot / 4);
+      t.s1[h][jj] = __ldg(sin + at), t.s2[h][jj] = __ldg(sin + at + C::kRot / 4);
+    }
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ float pair_half(uint32_t v, int e) {
+  T pair[2];
+  *reinterpret_cast<uint32_t*>(pair) = v;
+  return to_acc(pair[e]);
+}
+
+// Rotates a part's heads in the accumulators (Rotary's arithmetic, kernels/rotary.cu), after adding
+// the bias and rounding each product as the unfused GEMM would; store_tile then rounds once more (a
+// no-op for those values' type) without the bias. A head's first-half column block jj pairs with
+// jj + kRot / 16 in the same thread: kRot divides the tile.
+template <typename T, class C>
+__device__ __forceinline__ void rotate_tile(const Params& p, int part, int col0, const Tables<C>& t,
+                                            float (&acc)[C::kCols / 2]) {
+  constexpr int kHalfBlocks = C::kRot / 16, kHeadBlocks = C::kRot / 8;
+  const int quad = static_cast<int>(threadIdx.x % 4), n = p.n[part];
+  const T* bias = static_cast<const T*>(p.bias[part]);
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        c1[e] = to_acc(cos[t + e]), c2[e] = to_acc(cos[t + C::kRot / 2 + e]);
-        s1[e] = to_acc(sin[t + e]), s2[e] = to_acc(sin[t + C::kRot / 2 + e]);
-      }
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int jj = 0; jj < kHalfBlocks; ++jj) {
 #pragma unroll
       for (int hb = 0; hb < C::kTileCols / C::kRot; ++hb) {
         const int j1 = hb * kHeadBlocks + jj, j2 = j1 + kHalfBlocks;
@@ -153,8 +176,8 @@ __device__ __forceinline__ void rotate_tile(const Params& p, int part, int r0, i
           const float b1 = bias && c < n ? to_acc(bias[c + e]) : 0.f;
           const float b2 = bias && c < n ? to_acc(bias[c + C::kRot / 2 + e]) : 0.f;
           const float a = rounded<T>(acc[4 * j1 + 2 * h + e] + b1), b = rounded<T>(acc[4 * j2 + 2 * h + e] + b2);
-          acc[4 * j1 + 2 * h + e] = a * c1[e] - b * s1[e];
-          acc[4 * j2 + 2 * h + e] = b * c2[e] + a * s2[e];
+          acc[4 * j1 + 2 * h + e] = a * pair_half<T>(t.c1[h][jj], e) - b * pair_half<T>(t.s1[h][jj], e);
+          acc[4 * j2 + 2 * h + e] = b * pair_half<T>(t.c2[h][jj], e) + a * pair_half<T>(t.s2[h][jj], e);
         }
       }
     }
@@ -263,6 +286,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid
   uint32_t phase = 0;
   for (int t = static_cast<int>(blockIdx.x); t < p.tiles; t += static_cast<int>(gridDim.x)) {
     const Tile tile = tile_of<C>(p, t);
+    const int r0 = tile.row0 + cw * 64 + warp * 16 + lane / 4;
+    Tables<C> tables;
+    const bool rotate = C::kRot > 0 && p.cos[tile.part] != nullptr;
+    if constexpr (C::kRot > 0) {
+      if (rotate) load_tables<C>(p, tile.part, r0, tables);
+    }
     int prev = 0;
     for (int s = 0; s < p.k_steps; ++s) {
       tma::mbar_wait(full + 8 * slot, phase);
@@ -285,12 +314,10 @@ __global__ void __launch_bounds__(C::kThreads, 1) group_gemm_kernel(const __grid
     wgmma::fence_regs(acc);
     __syncwarp();
     if (lane == 0) tma::mbar_arrive(empty + 8 * prev);  // the producer fills it for the next tile meanwhile
-    const int r0 = tile.row0 + cw * 64 + warp * 16 + lane / 4;
-    bool rotated = false;
     if constexpr (C::kRot > 0) {
-      if (p.cos[tile.part]) rotate_tile<T, C>(p, tile.part, r0, tile.col0, acc), rotated = true;
+      if (rotate) rotate_tile<T, C>(p, tile.part, tile.col0, tables, acc);
     }
-    store_tile<T, C>(p, tile.part, r0, tile.col0, acc, rotated);
+    store_tile<T, C>(p, tile.part, r0, tile.col0, acc, rotate);
   }
 #else
   __trap();
@@ -348,7 +375,7 @@ Status launch_cols(const GroupGemm& g, int cols, int sm, cudaStream_t stream) {
   const bool rot = g.part[0].cos || g.part[1].cos;
   if (rot && g.rotary_dim == 64)
     return cols == 128 ? launch<T, Cfg<128, false, 64>>(g, sm, stream) : launch<T, Cfg<256, false, 64>>(g, sm, stream);
-  if (rot) return cols == 128 ? launch<T, Cfg<128, false, 128>>(g, sm, stream) : launch<T, Cfg<256, false, 128>>(g, sm, stream);
+  if (rot) return launch<T, Cfg<128, false, 128>>(g, sm, stream);  // group_gemm_applies: 128 columns
   return cols == 128 ? launch<T, Cfg<128, false>>(g, sm, stream) : launch<T, Cfg<256, false>>(g, sm, stream);
 }
 
@@ -356,6 +383,7 @@ Status launch_cols(const GroupGemm& g, int cols, int sm, cudaStream_t stream) {
 
 int group_gemm_default_cols(const GroupGemm& g, const CudaResources& res) {
   if (g.gate) return 256;
+  if (g.rotary_dim == 128 && (g.part[0].cos || g.part[1].cos)) return 128;  // the width that rotates them
   // 256 columns where every weight fills such tiles and they still make a wave of blocks.
   int64_t blocks = 0;
   for (int i = 0; i < g.parts; ++i) {
@@ -383,8 +411,11 @@ bool group_gemm_applies(const GroupGemm& g, const CudaResources& res) {
   for (int i = 0; i < g.parts; ++i) {
     const auto& p = g.part[static_cast<size_t>(i)];
     if (!p.cos && !p.sin) continue;
-    // Heads of 64 or 128 whole in a tile (every width takes them), tables read as pairs.
+    // Heads of 64 or 128 whole in a tile, tables read as pairs. Heads of 128 with 256 columns would
+    // hold 192 of a consumer's registers in accumulators and tables: not taken.
+    const int cols = g.cols != 0 ? g.cols : group_gemm_default_cols(g, res);
     if (g.gate || i >= 2 || !p.cos || !p.sin || (g.rotary_dim != 64 && g.rotary_dim != 128) || p.n % g.rotary_dim != 0 ||
+        (g.rotary_dim == 128 && cols != 128) ||
         p.table_rows < 1 || p.table_rows > INT32_MAX || reinterpret_cast<uintptr_t>(p.cos) % 4 != 0 ||
         reinterpret_cast<uintptr_t>(p.sin) % 4 != 0)
       return false;

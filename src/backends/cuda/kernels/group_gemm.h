@@ -42,7 +42,7 @@ struct GroupGemm {
 };
 
 // 256 for the gate, and where every weight's N is a multiple of 256 and such tiles make two waves
-// of blocks on res.sm_count SMs; else 128.
+// of blocks on res.sm_count SMs (unless heads of 128 are rotated); else 128.
 int group_gemm_default_cols(const GroupGemm& g, const CudaResources& res);
 // Whether the kernel takes these operands on this device (compute capability 9.0, 16-bit floats,
 // 16-byte aligned operands and rows, sizes within its int indexing, rotary heads of 64 or 128 in
