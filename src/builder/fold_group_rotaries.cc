@@ -9,10 +9,10 @@
 // [B, S, H, D] as Q reads it, [B, H, 1, D] as a one-token K cache reads it) and the Rotary's
 // broadcast of cos / sin reads one table row per P row — the tables broadcast along the heads and
 // along leading row axes only, so that P's row r reads table row r % T (T = the tables' rows) —
-// which is what the group computes. Dims must be known (static builds); dynamic ones keep the
-// Rotary step. Both parts of a pair must fold into one group, which must run after the tables are
+// which is what the group computes (row_tables says which tables hold that in dynamic builds too;
+// the group checks at run time that T divides the rows). Both parts of a pair must fold into one group, which must run after the tables are
 // made. Runs after pair_rotaries (builder.cc).
-#include <numeric>
+#include <algorithm>
 
 #include "builder/fusion.h"
 #include "ops/matmul_group.h"
@@ -21,27 +21,29 @@
 namespace streamrt::builder {
 namespace {
 
-bool known(const ir::Value& v) {
-  return v.has_shape && !v.dims.empty() && std::all_of(v.dims.begin(), v.dims.end(), [](int64_t d) { return d >= 0; });
-}
-
-int64_t product(const Dims& d, size_t from, size_t to) {
-  return std::accumulate(d.begin() + static_cast<long>(from), d.begin() + static_cast<long>(to), int64_t{1},
-                         std::multiplies<>());
-}
-
 // True when cos / sin of dims `c` broadcast over the view `v` ([rows.., heads.., D], heads from
-// axis `head`) as one table row per view row: 1 along the heads, leading 1s, then the view's dims.
+// axis `head`) as table row r % T for the view's row r (T = the tables' elements / D): 1 along the
+// heads; along the row axes that are not 1, leading 1s and then the view's own dims. A dim unknown
+// at build time (a dynamic build) is taken only as the one row axis of the tables that is not 1, the
+// last: T is then that axis of the view (the positions, or the batch of a one-token step) or 1, and
+// either reads the right row.
 bool row_tables(const Dims& c, const Dims& v, size_t head) {
-  if (c.size() > v.size() || c.back() != v.back()) return false;
+  if (c.empty() || c.size() > v.size() || c.back() != v.back()) return false;
   Dims p(v.size() - c.size(), 1);
   p.insert(p.end(), c.begin(), c.end());
   for (size_t j = head; j + 1 < v.size(); ++j)
-    if (p[j] != 1) return false;
+    if (p[j] != 1 && p[j] != -1) return false;  // unknown there: 1 at run time (the Rotary's broadcast)
+  std::vector<size_t> rows;                      // the view's row axes that may be larger than 1
+  for (size_t j = 0; j < head; ++j)
+    if (v[j] != 1) rows.push_back(j);
   size_t q = 0;
-  while (q < head && p[q] == 1) ++q;
-  for (size_t j = q; j < head; ++j)
-    if (p[j] != v[j]) return false;
+  while (q < rows.size() && p[rows[q]] == 1) ++q;
+  for (size_t i = q; i < rows.size(); ++i) {
+    const int64_t cj = p[rows[i]], vj = v[rows[i]];
+    if (cj >= 0 && vj >= 0 && cj == vj) continue;
+    if ((cj < 0 || vj < 0) && i == q && i + 1 == rows.size()) continue;
+    return false;
+  }
   return true;
 }
 
@@ -49,6 +51,7 @@ struct Part {
   int group = -1, view = -1;
   size_t product = 0;  // which of the group's outputs
   int64_t d = 0;
+  int tables_made = -1;  // the last node making cos / sin (-1: inputs or constants)
 };
 
 // Part k of Rotary step `r`, when it folds.
@@ -70,26 +73,79 @@ std::optional<Part> foldable(const ir::Graph& g, const GraphIndex& idx, int r, s
   const size_t table = ops::kMatMulGroupRotary + 2 * part.product;
   if (table < grp.inputs.size() && grp.inputs[table] != ir::kNoValue) return std::nullopt;  // rotated already
   const ir::Value &pv = g.value(p), &xv = g.value(x), &cv = g.value(cos), &sv = g.value(sin);
-  if (!known(pv) || !known(xv) || !known(cv) || !sv.has_shape || sv.dims != cv.dims || xv.dims.size() < 2) return std::nullopt;
-  if (cv.dtype != pv.dtype || sv.dtype != pv.dtype) return std::nullopt;
+  if (!pv.has_shape || pv.dims.empty() || !xv.has_shape || xv.dims.size() < 2 || !cv.has_shape || !sv.has_shape ||
+      sv.dims != cv.dims || cv.dtype != pv.dtype || sv.dtype != pv.dtype)
+    return std::nullopt;
   part.d = xv.dims.back();
   const int64_t n = pv.dims.back();
-  if (part.d <= 0 || part.d % 2 != 0 || n % part.d != 0) return std::nullopt;
-  // The heads: the shortest run of the view's axes before D whose product is N / D.
+  if (part.d <= 0 || part.d % 2 != 0 || n <= 0 || n % part.d != 0) return std::nullopt;
+  // The heads: the shortest run of the view's axes before D (known dims) whose product is N / D. The
+  // axes before them are the product's rows, in order: the Reshape keeps the element count and D
+  // times the heads is N.
   size_t head = xv.dims.size() - 1;
   int64_t heads = 1;
-  while (head > 0 && heads < n / part.d) heads *= xv.dims[--head];
-  if (heads != n / part.d || product(xv.dims, 0, head) * n != product(pv.dims, 0, pv.dims.size())) return std::nullopt;
-  if (!row_tables(cv.dims, xv.dims, head)) return std::nullopt;
-  // The tables exist before the group runs.
-  for (ir::ValueId t : {cos, sin})
-    if (idx.producer(t) > part.group) return std::nullopt;
+  while (head > 0 && heads < n / part.d && xv.dims[head - 1] > 0) heads *= xv.dims[--head];
+  if (heads != n / part.d || !row_tables(cv.dims, xv.dims, head)) return std::nullopt;
+  part.tables_made = std::max(idx.producer(cos), idx.producer(sin));
   return part;
+}
+
+// Moves the nodes that make `tables` from `group` on (and what they read from there on) to just before
+// `group`, keeping their order, when they read nothing else made from `group` on: a TorchScript export
+// computes layer 0's cos / sin after its projections. Moving producers earlier breaks no reader.
+bool hoist_tables(ir::Graph& g, size_t group, const std::vector<ir::ValueId>& tables) {
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ir::ValueId v : g.nodes[i].outputs)
+      if (v != ir::kNoValue) producer[static_cast<size_t>(v)] = static_cast<int>(i);
+  std::vector<bool> slice(g.nodes.size(), false);
+  std::vector<ir::ValueId> work = tables;
+  while (!work.empty()) {
+    const ir::ValueId v = work.back();
+    work.pop_back();
+    const int p = v == ir::kNoValue ? -1 : producer[static_cast<size_t>(v)];
+    if (p < static_cast<int>(group) || slice[static_cast<size_t>(p)]) continue;
+    if (p == static_cast<int>(group)) return false;  // the group itself makes them
+    slice[static_cast<size_t>(p)] = true;
+    for (ir::ValueId in : g.nodes[static_cast<size_t>(p)].inputs) work.push_back(in);
+  }
+  std::vector<ir::Node> order;
+  order.reserve(g.nodes.size());
+  for (size_t i = 0; i < group; ++i) order.push_back(std::move(g.nodes[i]));
+  for (size_t i = group; i < g.nodes.size(); ++i)
+    if (slice[i]) order.push_back(std::move(g.nodes[i]));
+  for (size_t i = group; i < g.nodes.size(); ++i)
+    if (!slice[i]) order.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(order);
+  return true;
+}
+
+// Hoists the tables of every Rotary that would fold but for where its tables are made; returns the
+// moves made.
+size_t hoist_all_tables(ir::Graph& g) {
+  size_t moves = 0;
+  for (bool again = true; again && moves < g.nodes.size();) {
+    again = false;
+    GraphIndex idx(g);
+    for (size_t r = 0; r < g.nodes.size() && !again; ++r) {
+      const ir::Node& rot = g.nodes[r];
+      if (rot.op_type != "Rotary" || !rot.domain.empty()) continue;
+      const size_t parts = ops::rotary_parts(rot.inputs.size(), rot.outputs.size());
+      for (size_t k = 0; k < parts && !again; ++k) {
+        std::optional<Part> p = foldable(g, idx, static_cast<int>(r), k);
+        if (!p || p->tables_made < p->group) continue;
+        again = hoist_tables(g, static_cast<size_t>(p->group), {rot.inputs[3 * k + 1], rot.inputs[3 * k + 2]});
+        moves += again;
+      }
+    }
+  }
+  return moves;
 }
 
 }  // namespace
 
 size_t fold_group_rotaries(ir::Graph& g) {
+  hoist_all_tables(g);
   GraphIndex idx(g);
   size_t folded = 0;
   for (size_t r = 0; r < g.nodes.size(); ++r) {
@@ -105,6 +161,8 @@ size_t fold_group_rotaries(ir::Graph& g) {
       found.push_back(*p);
     }
     if (found.size() != parts || static_cast<size_t>(found[0].group) > r) continue;
+    if (std::any_of(found.begin(), found.end(), [](const Part& p) { return p.tables_made > p.group; }))
+      continue;  // made after the group: not hoisted
     ir::Node& grp = g.nodes[static_cast<size_t>(found[0].group)];
     auto dim = grp.attr_int("rotary_dim", found[0].d);
     if (!dim.ok() || *dim != found[0].d) continue;  // one D a group

@@ -132,6 +132,10 @@ Result<MatMulGroupLayout> matmul_group_kernel_layout(const KernelContext& ctx) {
     if (ctx.num_outputs() <= i || ctx.output(i).dims != out)
       return ctx.error("output " + std::to_string(i) + " must have dims " + dims_to_string(out));
   }
+  for (size_t i = 0; i < l.rotary.size(); ++i)
+    if (l.rotary[i] && (l.table_rows[i] < 1 || l.rows % l.table_rows[i] != 0))
+      return ctx.error("rotary tables of " + std::to_string(l.table_rows[i]) + " rows do not repeat whole over " +
+                       std::to_string(l.rows) + " rows (product " + std::to_string(i) + ")");
   return l;
 }
 
@@ -249,8 +253,6 @@ Status run_typed(KernelContext& ctx, const MatMulGroupLayout& l) {
 Status cpu(KernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(MatMulGroupLayout l, matmul_group_kernel_layout(ctx));
   if (l.rows == 0) return ok_status();
-  for (size_t i = 0; i < l.rotary.size(); ++i)
-    if (l.rotary[i] && l.table_rows[i] < 1) return ctx.error("rotary tables of unknown size");
   return dispatch<kFloats>(ctx.input(0).dtype, ctx.node().describe(), [&]<typename T>() { return run_typed<T>(ctx, l); });
 }
 

@@ -118,6 +118,16 @@ INSTANTIATE_TEST_SUITE_P(Cases, MatMulGroupFusion,
 
 TEST(MatMulGroupFusion, WhatStaysOutside) {
   {
+    SCOPED_TRACE("rotary tables of a row per batch: row r of the product is not table row r % T, the Rotary stays");
+    const ir::Graph g = group_graph({.x = {2, 5, 32}, .n = {32, 16, 16}, .rotary = 8, .rotary_per_batch = true});
+    const Built fused = build_and_run(g, DataType::kFloat32, true), plain = build_and_run(g, DataType::kFloat32, false);
+    EXPECT_EQ(count_op(fused.plan, ops::kMatMulGroup), 1u);
+    EXPECT_EQ(count_op(fused.plan, "Rotary"), 1u);
+    EXPECT_EQ(group_step(fused.plan)->attr_int("rotary_dim", 0).value(), 0);
+    ASSERT_EQ(fused.out.nbytes(), plain.out.nbytes());
+    EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.nbytes()), 0);
+  }
+  {
     SCOPED_TRACE("the normalized X also read by a Neg: the group forms, the norm stays");
     const Built b = build_and_run(group_graph({.norm_read_elsewhere = true}), DataType::kFloat32, true);
     EXPECT_EQ(count_op(b.plan, ops::kMatMulGroup), 1u);

@@ -27,6 +27,7 @@ struct GroupSpec {
   bool residual_member = false;         // P0 + x (a residual the MatMul takes: no member then)
   bool weights_inputs = false;          // W0 a graph input, not a constant
   int64_t rotary = 0;                   // D: P0 and P1 rotated as heads of D (x 3-D, no gate)
+  bool rotary_per_batch = false;        // cos / sin [B, 1, 1, D]: a row per batch, not per position
 };
 
 // y = Concat(P_i) along the last axis, or the gate; graph input "x" (and "w0").
@@ -61,10 +62,11 @@ inline ir::Graph group_graph(const GroupSpec& s) {
     for (size_t i = 0; i < 2; ++i)
       r[i] = add_op(g, "Reshape", {p[i], add_constant(g, Tensor::from_vector<int64_t>(DataType::kInt64, {4},
                                                                                      {b, seq, s.n[i] / d, d}))});
+    const Dims table = s.rotary_per_batch ? Dims{b, 1, 1, d} : Dims{1, seq, 1, d};
     for (size_t i = 0; i < 2; ++i) {
       const uint32_t seed = 50 + 2 * static_cast<uint32_t>(i);
-      r[i] = add_op(g, "Rotary", {r[i], add_constant(g, random_tensor(s.dtype, {1, seq, 1, d}, seed, 1.f)),
-                                  add_constant(g, random_tensor(s.dtype, {1, seq, 1, d}, seed + 1, 1.f))});
+      r[i] = add_op(g, "Rotary", {r[i], add_constant(g, random_tensor(s.dtype, table, seed, 1.f)),
+                                  add_constant(g, random_tensor(s.dtype, table, seed + 1, 1.f))});
     }
     for (size_t i = 0; i < 2; ++i)
       p[i] = add_op(g, "Reshape", {r[i], add_constant(g, Tensor::from_vector<int64_t>(DataType::kInt64, {3},
