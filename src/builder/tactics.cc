@@ -82,7 +82,7 @@ int step_group_gemm_cols(const ir::Node& step, int64_t rows) {
   auto it = step.attrs.find(kGroupGemmAttr);
   if (it == step.attrs.end()) return 0;
   auto r = decode_group_gemm(it->second);
-  if (!r.ok() || (r->rows > 0 && rows > 2 * r->rows)) return 0;
+  if (!r.ok() || (r->rows > 0 && rows > kGroupGemmRowsReach * r->rows)) return 0;
   return r->cols;
 }
 

@@ -27,9 +27,8 @@
 //               the gate kernel): cols is the faster group GEMM's accumulator width, or 0 when
 //               cuBLASLt was faster; group_ns the group GEMM's best time and lt_ns the GEMMs', in ns
 //               per call at the opt shapes, whose product has `rows` rows. At run time the kernel takes
-//               the group GEMM with those columns where cols > 0, the call has at most twice `rows`
-//               rows (with more, cuBLASLt's larger tiles win: 2048 rows against 512 measured
-//               4 % slower, docs/benchmarks.md) and it applies (RuntimeOptions::group_gemm_kernel
+//               the group GEMM with those columns where cols > 0, the call has at most
+//               kGroupGemmRowsReach x `rows` rows and it applies (RuntimeOptions::group_gemm_kernel
 //               overrides). A record of three values (no rows) applies at any row count.
 //   "__conv_algo" kInts: the cuDNN forward algorithm chosen for a Conv step (timed without its
 //               epilogue: bias, residual and activation run in streamrt's own kernel), 32 int64s:
@@ -76,6 +75,10 @@ inline constexpr uint32_t kLtAlgoTf32 = 1u << 0;
 inline constexpr uint32_t kLtAlgoBias = 1u << 1;
 
 inline constexpr const char* kGroupGemmAttr = "__group_gemm";
+// How far past its timed rows a record's choice reaches: the persistent group GEMM measured at or
+// within 1 % of cuBLASLt (+ the gate kernel) from 512 to 4096 rows on every Llama-1B / Qwen-0.5B shape
+// (H200, docs/benchmarks.md, fourteenth session); past 8x nothing was measured, so cuBLASLt runs.
+inline constexpr int64_t kGroupGemmRowsReach = 8;
 struct GroupGemmRecord {
   int cols = 0;  // 0: cuBLASLt; 128 / 256: the group GEMM with accumulators of that many columns
   int64_t group_ns = 0, lt_ns = 0;
@@ -85,7 +88,7 @@ ir::Attribute encode_group_gemm(const GroupGemmRecord& r);
 // kInvalidPlan naming what is wrong: kind, size, cols other than 0 / 128 / 256, negative times.
 Result<GroupGemmRecord> decode_group_gemm(const ir::Attribute& a);
 // The columns of the group GEMM the step's readable record chose for a product of `rows` rows; 0
-// for none (no record, cuBLASLt chosen, or more than twice the timed rows).
+// for none (no record, cuBLASLt chosen, or more than kGroupGemmRowsReach x the timed rows).
 int step_group_gemm_cols(const ir::Node& step, int64_t rows);
 
 inline constexpr const char* kConvAlgoAttr = "__conv_algo";
