@@ -240,6 +240,49 @@ TEST(MatMulGroupOp, ChecksItsInputsAndAttributes) {
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(values_f32(out[0]), (std::vector<float>{11}));
   EXPECT_EQ(values_f32(out[1]), (std::vector<float>{11, 22}));
+
+  // Rotary tables (inputs 8..11) and rotary_dim.
+  const ir::Attribute d4 = ir::Attribute::make_int(4);
+  const Dims no{};
+  EXPECT_TRUE(infer({{2, 8}, no, {8, 4}, {8, 8}, no, no, no, no, {2, 4}, {2, 4}, {1, 2, 1, 4}, {1, 2, 1, 4}}, 2,
+                    {{"rotary_dim", d4}})
+                  .ok());
+  EXPECT_FALSE(infer({{2, 8}, no, {8, 4}, no, no, no, no, no, {2, 4}}, 1, {{"rotary_dim", d4}}).ok()) << "cos alone";
+  EXPECT_FALSE(infer({{2, 8}, no, {8, 4}, no, no, no, no, no, {2, 4}, {2, 4}}, 1).ok()) << "tables without rotary_dim";
+  EXPECT_FALSE(infer({{2, 8}, no, {8, 4}}, 1, {{"rotary_dim", d4}}).ok()) << "rotary_dim without tables";
+  EXPECT_FALSE(infer({{2, 8}, no, {8, 6}, no, no, no, no, no, {2, 6}, {2, 6}}, 1,
+                     {{"rotary_dim", ir::Attribute::make_int(3)}})
+                   .ok())
+      << "an odd rotary_dim";
+  EXPECT_FALSE(infer({{2, 8}, no, {8, 6}, no, no, no, no, no, {2, 4}, {2, 4}}, 1, {{"rotary_dim", d4}}).ok())
+      << "6 columns are no whole heads of 4";
+  EXPECT_FALSE(infer({{2, 8}, no, {8, 4}, no, no, no, no, no, {2, 3}, {2, 3}}, 1, {{"rotary_dim", d4}}).ok())
+      << "tables of 3 columns";
+  EXPECT_FALSE(infer({{2, 8}, no, {8, 4}, no, no, no, no, no, {2, 4}, {1, 4}}, 1, {{"rotary_dim", d4}}).ok())
+      << "cos and sin of different dims";
+  EXPECT_FALSE(infer({{2, 8}, no, {8, 4}, no, no, no, no, no, no, no, {2, 4}, {2, 4}}, 1, {{"rotary_dim", d4}}).ok())
+      << "tables of a product without a weight";
+  EXPECT_FALSE(infer({{2, 8}, no, {8, 4}, {8, 4}, no, no, no, no, {2, 4}, {2, 4}}, 2,
+                     {{"gate", gate}, {"rotary_dim", d4}})
+                   .ok())
+      << "a gated group";
+  // By hand: x = [1, 2, 3, 4] by the identity, cos 0 and sin 1: rotate_half(x) = [-3, -4, 1, 2].
+  ir::Node r = make_node(ops::kMatMulGroup, 10, 1);
+  r.inputs = {0, ir::kNoValue, 2, ir::kNoValue, ir::kNoValue, ir::kNoValue, ir::kNoValue, ir::kNoValue, 8, 9};
+  r.attrs["rotary_dim"] = d4;
+  const Tensor eye = f32({4, 4}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+  std::vector<Tensor> ins = {f32({1, 4}, {1, 2, 3, 4}), Tensor(), eye,      Tensor(), Tensor(),
+                             Tensor(),                 Tensor(), Tensor(), f32({1, 4}, {0, 0, 0, 0}),
+                             f32({1, 4}, {1, 1, 1, 1})};
+  out = run_ok(r, ins);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(values_f32(out[0]), (std::vector<float>{-3, -4, 1, 2}));
+  // Three rows cannot repeat tables of two.
+  ins[0] = f32({3, 4}, std::vector<float>(12, 1.f));
+  ins[8] = f32({2, 4}, std::vector<float>(8, 0.f)), ins[9] = f32({2, 4}, std::vector<float>(8, 1.f));
+  auto refused = ops::evaluate_on_host(r, ins);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("do not repeat whole"), std::string::npos) << refused.status().to_string();
 }
 
 }  // namespace
