@@ -106,8 +106,10 @@ bool hoist_tables(ir::Graph& g, size_t group, const std::vector<ir::ValueId>& ta
     const int p = v == ir::kNoValue ? -1 : producer[static_cast<size_t>(v)];
     if (p < static_cast<int>(group) || slice[static_cast<size_t>(p)]) continue;
     if (p == static_cast<int>(group)) return false;  // the group itself makes them
+    const ir::Node& n = g.nodes[static_cast<size_t>(p)];
+    if (!n.domain.empty() || n.op_type == "KvAppend") return false;  // only plain ops move: nothing in place
     slice[static_cast<size_t>(p)] = true;
-    for (ir::ValueId in : g.nodes[static_cast<size_t>(p)].inputs) work.push_back(in);
+    for (ir::ValueId in : n.inputs) work.push_back(in);
   }
   std::vector<ir::Node> order;
   order.reserve(g.nodes.size());
