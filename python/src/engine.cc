@@ -41,9 +41,24 @@ std::shared_ptr<EngineHandle> wrap(std::shared_ptr<Engine> e) {
   return h;
 }
 
-std::shared_ptr<EngineHandle> load_bytes(std::vector<uint8_t> bytes, DeviceType device) {
-  auto rt = unwrap(Runtime::create({device}));
+std::shared_ptr<EngineHandle> load_bytes(std::vector<uint8_t> bytes, const RuntimeOptions& options) {
+  auto rt = unwrap(Runtime::create(options));
   return wrap(unwrap(rt->load_engine_bytes(std::move(bytes))));
+}
+
+// load()'s keyword arguments as RuntimeOptions: `streamrt run`'s diagnostics flags (the CPU ignores them).
+RuntimeOptions load_options(DeviceType device, bool profile, const std::string& attention_kernel,
+                            const std::string& group_gemm_kernel, bool few_row_kernel, const std::string& step_times,
+                            const std::string& stream_trace) {
+  RuntimeOptions o;
+  o.device = device;
+  o.profile = profile;
+  o.attention_kernel = unwrap(parse_attention_kernel(attention_kernel));
+  o.group_gemm_kernel = unwrap(parse_group_gemm_kernel(group_gemm_kernel));
+  o.few_row_kernel = few_row_kernel;
+  o.step_times_path = step_times;
+  o.stream_trace_path = stream_trace;
+  return o;
 }
 
 std::shared_ptr<EngineHandle> build_onnx(const std::string& path, const std::optional<std::string>& device,
@@ -75,7 +90,9 @@ std::shared_ptr<EngineHandle> build_onnx(const std::string& path, const std::opt
       plan = build_plan_from_onnx(path, c, &report);
     }
   }
-  auto h = load_bytes(unwrap(std::move(plan)), c.device);
+  RuntimeOptions options;
+  options.device = c.device;
+  auto h = load_bytes(unwrap(std::move(plan)), options);
   h->report = report;
   h->cache = info;
   return h;
@@ -373,21 +390,30 @@ void register_engine(py::module_& m) {
         "Builds an ONNX file into an Engine (the implementation of streamrt.build; use that).");
   m.def(
       "load",
-      [](py::handle source, const std::optional<std::string>& device) {
-        DeviceType d = resolve_device(device);
+      [](py::handle source, const std::optional<std::string>& device, bool profile, const std::string& attention_kernel,
+         const std::string& group_gemm_kernel, bool few_row_kernel, const std::string& step_times,
+         const std::string& stream_trace) {
+        const RuntimeOptions options = load_options(resolve_device(device), profile, attention_kernel,
+                                                    group_gemm_kernel, few_row_kernel, step_times, stream_trace);
         if (py::isinstance<py::bytes>(source) || py::isinstance<py::bytearray>(source)) {
           std::string s = py::isinstance<py::bytes>(source) ? source.cast<std::string>()
                                                             : std::string(source.cast<py::bytearray>());
-          return load_bytes(std::vector<uint8_t>(s.begin(), s.end()), d);
+          return load_bytes(std::vector<uint8_t>(s.begin(), s.end()), options);
         }
         std::string path = fspath(source);
         py::gil_scoped_release release;
-        auto rt = unwrap(Runtime::create({d}));
+        auto rt = unwrap(Runtime::create(options));
         return wrap(unwrap(rt->load_engine(path)));
       },
-      py::arg("plan"), py::arg("device") = py::none(),
+      py::arg("plan"), py::arg("device") = py::none(), py::kw_only(), py::arg("profile") = false,
+      py::arg("attention_kernel") = "auto", py::arg("group_gemm_kernel") = "auto", py::arg("few_row_kernel") = true,
+      py::arg("step_times") = "", py::arg("stream_trace") = "",
       "Loads a plan (a path or the plan's bytes) on `device` (\"cpu\", \"cuda\"; None or \"auto\": CUDA when a GPU "
-      "is present). A plan built for another device is IncompatibleError; a corrupt one InvalidPlanError.");
+      "is present). A plan built for another device is IncompatibleError; a corrupt one InvalidPlanError.\n"
+      "CUDA diagnostics, as `streamrt run`'s flags (the CPU ignores them): profile (a table of GPU time per op, "
+      "printed to stderr when a context goes away), attention_kernel (\"auto\", \"simple\", \"mma\", \"wgmma\"), "
+      "group_gemm_kernel (\"auto\", \"cublaslt\", \"group\"), few_row_kernel, step_times and stream_trace (JSON-lines "
+      "files appended to). An unknown kernel name is InvalidArgumentError.");
 }
 
 }  // namespace streamrt::python

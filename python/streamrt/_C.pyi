@@ -19,8 +19,21 @@ def cuda_available() -> bool:
 def has_cuda_backend() -> bool:
     """True when this build of streamrt includes the CUDA backend."""
 
-def load(plan: Union[str, os.PathLike, bytes, bytearray], device: Optional[str] = None) -> Engine:
-    """Loads a plan (a path or its bytes) on "cpu", "cuda" or None / "auto"."""
+def load(
+    plan: Union[str, os.PathLike, bytes, bytearray],
+    device: Optional[str] = None,
+    *,
+    profile: bool = False,
+    attention_kernel: str = "auto",
+    group_gemm_kernel: str = "auto",
+    few_row_kernel: bool = True,
+    step_times: str = "",
+    stream_trace: str = "",
+) -> Engine:
+    """Loads a plan (a path or its bytes) on "cpu", "cuda" or None / "auto". The keyword arguments are
+    CUDA diagnostics, as `streamrt run`'s flags (the CPU ignores them): profile, attention_kernel ("auto",
+    "simple", "mma", "wgmma"), group_gemm_kernel ("auto", "cublaslt", "group"), few_row_kernel, step_times
+    and stream_trace (JSON-lines files). An unknown kernel name is InvalidArgumentError."""
 
 class TensorInfo:
     """An input or output of an engine."""

@@ -65,6 +65,26 @@ def test_save_load_round_trip(engine, tmp_path):
     assert loaded.build_report == {}
 
 
+def test_load_takes_the_runtime_diagnostics(engine, tmp_path):
+    # streamrt run's flags as keyword arguments: accepted on the CPU (which ignores them), the same
+    # outputs; unknown kernel names and positional use are refused.
+    path = tmp_path / "m.plan"
+    engine.save(path)
+    x = batch(3)
+    want = engine.create_execution_context().run({"x": x})["y"]
+    for source in (path, path.read_bytes()):
+        loaded = streamrt.load(source, device="cpu", profile=True, attention_kernel="wgmma",
+                               group_gemm_kernel="cublaslt", few_row_kernel=False,
+                               step_times=str(tmp_path / "steps.jsonl"), stream_trace=str(tmp_path / "trace.jsonl"))
+        np.testing.assert_array_equal(loaded.create_execution_context().run({"x": x})["y"], want)
+    with pytest.raises(streamrt.InvalidArgumentError, match="unknown attention kernel 'fast'"):
+        streamrt.load(path, device="cpu", attention_kernel="fast")
+    with pytest.raises(streamrt.InvalidArgumentError, match="group"):
+        streamrt.load(path, device="cpu", group_gemm_kernel="cutlass")
+    with pytest.raises(TypeError):
+        streamrt.load(path, "cpu", True)  # keyword-only
+
+
 def test_contexts_are_independent_and_counted(engine):
     a, b = engine.create_execution_context(), engine.create_execution_context()
     assert engine.num_execution_contexts == 2
