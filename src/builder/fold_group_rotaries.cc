@@ -10,8 +10,9 @@
 // broadcast of cos / sin reads one table row per P row — the tables broadcast along the heads and
 // along leading row axes only, so that P's row r reads table row r % T (T = the tables' rows) —
 // which is what the group computes (row_tables says which tables hold that in dynamic builds too;
-// the group checks at run time that T divides the rows). Both parts of a pair must fold into one group, which must run after the tables are
-// made. Runs after pair_rotaries (builder.cc).
+// the group checks at run time that T divides the rows). Both parts of a pair must fold into one
+// group, which must run after the tables are made (hoist_tables moves them up where it can). Runs
+// after pair_rotaries (builder.cc).
 #include <algorithm>
 
 #include "builder/fusion.h"
@@ -23,10 +24,10 @@ namespace {
 
 // True when cos / sin of dims `c` broadcast over the view `v` ([rows.., heads.., D], heads from
 // axis `head`) as table row r % T for the view's row r (T = the tables' elements / D): 1 along the
-// heads; along the row axes that are not 1, leading 1s and then the view's own dims. A dim unknown
-// at build time (a dynamic build) is taken only as the one row axis of the tables that is not 1, the
-// last: T is then that axis of the view (the positions, or the batch of a one-token step) or 1, and
-// either reads the right row.
+// heads; along the row axes that are not 1, leading 1s and then the view's own dims. A table dim
+// unknown at build time (a dynamic build) is taken only as the tables' one row axis that is not 1,
+// the last: T is then that axis of the view (the positions, or the batch of a one-token step) or 1,
+// and either reads the right row.
 bool row_tables(const Dims& c, const Dims& v, size_t head) {
   if (c.empty() || c.size() > v.size() || c.back() != v.back()) return false;
   Dims p(v.size() - c.size(), 1);
@@ -41,7 +42,9 @@ bool row_tables(const Dims& c, const Dims& v, size_t head) {
   for (size_t i = q; i < rows.size(); ++i) {
     const int64_t cj = p[rows[i]], vj = v[rows[i]];
     if (cj >= 0 && vj >= 0 && cj == vj) continue;
-    if ((cj < 0 || vj < 0) && i == q && i + 1 == rows.size()) continue;
+    // A table axis of unknown size broadcasts as 1 or the view's axis; a known one over an unknown
+    // view axis would hold only at that size (the unfused Rotary refuses others: kept).
+    if (cj < 0 && i == q && i + 1 == rows.size()) continue;
     return false;
   }
   return true;
