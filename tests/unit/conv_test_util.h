@@ -153,16 +153,19 @@ inline Result<Tensor> run_graph_plan(DeviceType device, std::vector<uint8_t> pla
   Tensor out;
   size_t out_buffer = 0;
   for (const TensorDesc& io : engine->io_tensors()) {
-    if (io.is_input) {
-      auto it = inputs.find(io.name);
-      if (it == inputs.end()) return invalid_argument("no value for input '" + io.name + "'");
-      SRT_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(device, it->second.nbytes()));
-      SRT_RETURN_IF_ERROR(b.copy_from_host(it->second.data(), it->second.nbytes()));
-      SRT_RETURN_IF_ERROR(ctx->set_input_shape(io.name, it->second.dims()));
-      SRT_RETURN_IF_ERROR(ctx->set_tensor_address(io.name, b.data(), b.size()));
-      keep.push_back(std::move(b));
-    } else {
-      SRT_ASSIGN_OR_RETURN(out, Tensor::allocate(io.dtype, io.dims));
+    if (!io.is_input) continue;
+    auto it = inputs.find(io.name);
+    if (it == inputs.end()) return invalid_argument("no value for input '" + io.name + "'");
+    SRT_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(device, it->second.nbytes()));
+    SRT_RETURN_IF_ERROR(b.copy_from_host(it->second.data(), it->second.nbytes()));
+    SRT_RETURN_IF_ERROR(ctx->set_input_shape(io.name, it->second.dims()));
+    SRT_RETURN_IF_ERROR(ctx->set_tensor_address(io.name, b.data(), b.size()));
+    keep.push_back(std::move(b));
+  }
+  for (const TensorDesc& io : engine->io_tensors()) {
+    if (!io.is_input) {
+      SRT_ASSIGN_OR_RETURN(const Dims dims, ctx->tensor_shape(io.name));  // the inputs' shapes are set
+      SRT_ASSIGN_OR_RETURN(out, Tensor::allocate(io.dtype, dims));
       SRT_ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(device, out.nbytes()));
       SRT_RETURN_IF_ERROR(ctx->set_tensor_address(io.name, b.data(), b.size()));
       out_buffer = keep.size();

@@ -118,6 +118,22 @@ INSTANTIATE_TEST_SUITE_P(Cases, MatMulGroupFusion,
 
 TEST(MatMulGroupFusion, WhatStaysOutside) {
   {
+    SCOPED_TRACE("tables of 6 positions, sequences of any length (a profile): the Rotary stays");
+    const ir::Graph g = group_graph({.x = {1, 6, 32}, .n = {32, 16, 16}, .rotary = 8, .dynamic_seq = true});
+    BuilderConfig c;
+    c.device = DeviceType::kCpu;
+    c.profiles["x"] = {{1, 1, 32}, {1, 6, 32}, {1, 12, 32}};
+    auto bytes = build_plan_from_graph(g, c);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+    const plan::PlanData p = read_back(*bytes);
+    EXPECT_EQ(count_op(p, ops::kMatMulGroup), 1u);
+    EXPECT_EQ(count_op(p, "Rotary"), 1u) << "a known table length over an unknown sequence must not fold";
+    auto at6 = run_graph_plan(DeviceType::kCpu, *bytes, {{"x", random_tensor(DataType::kFloat32, {1, 6, 32}, 3)}});
+    ASSERT_TRUE(at6.ok()) << at6.status().to_string();
+    auto at12 = run_graph_plan(DeviceType::kCpu, *bytes, {{"x", random_tensor(DataType::kFloat32, {1, 12, 32}, 3)}});
+    EXPECT_FALSE(at12.ok()) << "12 positions against tables of 6: the Rotary refuses them";
+  }
+  {
     SCOPED_TRACE("rotary tables of a row per batch: row r of the product is not table row r % T, the Rotary stays");
     const ir::Graph g = group_graph({.x = {2, 5, 32}, .n = {32, 16, 16}, .rotary = 8, .rotary_per_batch = true});
     const Built fused = build_and_run(g, DataType::kFloat32, true), plain = build_and_run(g, DataType::kFloat32, false);

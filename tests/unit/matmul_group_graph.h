@@ -28,13 +28,16 @@ struct GroupSpec {
   bool weights_inputs = false;          // W0 a graph input, not a constant
   int64_t rotary = 0;                   // D: P0 and P1 rotated as heads of D (x 3-D, no gate)
   bool rotary_per_batch = false;        // cos / sin [B, 1, 1, D]: a row per batch, not per position
+  bool dynamic_seq = false;             // x [B, -1, K] (a profile build); the head views copy B and S
 };
 
 // y = Concat(P_i) along the last axis, or the gate; graph input "x" (and "w0").
 inline ir::Graph group_graph(const GroupSpec& s) {
   ir::Graph g;
   const int64_t k = s.x.back();
-  const ir::ValueId x = g.add_value("x", s.dtype, s.x, true);
+  Dims xd = s.x;
+  if (s.dynamic_seq) xd[1] = -1;
+  const ir::ValueId x = g.add_value("x", s.dtype, xd, true);
   g.inputs = {x};
   ir::ValueId h = x;
   if (s.norm) {
@@ -57,12 +60,13 @@ inline ir::Graph group_graph(const GroupSpec& s) {
     p.push_back(y);
   }
   if (s.rotary > 0) {  // views, then both rotations, then back: the two Rotary steps pair up
-    const int64_t b = s.x[0], seq = s.x[1], d = s.rotary;
+    const int64_t b = s.dynamic_seq ? 0 : s.x[0], seq = s.dynamic_seq ? 0 : s.x[1], d = s.rotary;  // 0: copied
+    const int64_t rows = s.x[1];  // the tables' positions
     ir::ValueId r[2];
     for (size_t i = 0; i < 2; ++i)
       r[i] = add_op(g, "Reshape", {p[i], add_constant(g, Tensor::from_vector<int64_t>(DataType::kInt64, {4},
                                                                                      {b, seq, s.n[i] / d, d}))});
-    const Dims table = s.rotary_per_batch ? Dims{b, 1, 1, d} : Dims{1, seq, 1, d};
+    const Dims table = s.rotary_per_batch ? Dims{s.x[0], 1, 1, d} : Dims{1, rows, 1, d};
     for (size_t i = 0; i < 2; ++i) {
       const uint32_t seed = 50 + 2 * static_cast<uint32_t>(i);
       r[i] = add_op(g, "Rotary", {r[i], add_constant(g, random_tensor(s.dtype, table, seed, 1.f)),
