@@ -15,6 +15,9 @@
 //  - Tiles sit in shared memory in 128-byte-swizzled rows, as TMA's 128-byte swizzle writes them
 //    and the MMA descriptors name (wgmma_layout.h). Rows past `rows`, columns past N and K past its
 //    end arrive as zeros (the maps' bounds); the epilogue writes rows and columns inside only.
+//  - The epilogue: a quad of lanes holds a row's 8-column block; four blocks at a time are transposed
+//    across the quad so that each lane stores 16 bytes. Where a part has rotary tables (a folded
+//    Rotary: Q and K), the heads are rotated in the accumulators first (rotate_tile).
 // Keep every wgmma out of conditionals (attention_wgmma.cu says why; ctest
 // cuda_wgmma_not_serialized checks this file too).
 #include "backends/cuda/kernels/cuda_types.cuh"
