@@ -1,10 +1,12 @@
 // Shared by the CUDA kernel benches in bench/tools (few_row_bench, group_gemm_bench): a CUDA call that
-// must succeed, comma-separated integer lists, and the device's resources as the kernels see them.
+// must succeed, comma-separated integer lists, 16-bit values copied to the device, and the device's
+// resources as the kernels see them.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -32,6 +34,14 @@ inline std::vector<int> parse_list(const std::string& s) {
     i = j + 1;
   }
   return v;
+}
+
+// A device copy of `h` (16-bit floats as their bits); the caller frees it.
+inline void* to_device(const std::vector<uint16_t>& h) {
+  void* d = nullptr;
+  CHECK_CUDA(cudaMalloc(&d, h.size() * 2));
+  CHECK_CUDA(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+  return d;
 }
 
 // The current device's SM count and compute capability, and a stream of its own.

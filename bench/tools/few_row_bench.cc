@@ -50,10 +50,7 @@ void* device_random(size_t bytes, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> u(0, 0x1fff);  // small halves / bfloat16s of either sign
   for (auto& v : h) v = static_cast<uint16_t>(u(rng) | ((u(rng) & 1) << 15));
-  void* d = nullptr;
-  CHECK_CUDA(cudaMalloc(&d, bytes));
-  CHECK_CUDA(cudaMemcpy(d, h.data(), bytes, cudaMemcpyHostToDevice));
-  return d;
+  return streamrt::bench::to_device(h);
 }
 
 double copy_gbps(cudaStream_t s) {

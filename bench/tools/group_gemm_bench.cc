@@ -59,10 +59,7 @@ void* device_random(size_t elems, float scale, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-scale, scale);
   for (auto& v : h) v = streamrt::Half(u(rng)).bits;
-  void* d = nullptr;
-  CHECK_CUDA(cudaMalloc(&d, elems * 2));
-  CHECK_CUDA(cudaMemcpy(d, h.data(), elems * 2, cudaMemcpyHostToDevice));
-  return d;
+  return streamrt::bench::to_device(h);
 }
 
 

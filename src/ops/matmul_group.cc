@@ -3,8 +3,6 @@
 // (ops/matmul.h), FusedElementwise's gate and Rotary's rotation, with the same roundings.
 #include "ops/matmul_group.h"
 
-#include <functional>
-
 #include "ops/fused_elementwise.h"
 #include "ops/gemm_util.h"
 #include "ops/matmul.h"
@@ -21,9 +19,10 @@ int64_t MatMulGroupLayout::scratch_elements() const {
 namespace {
 
 // The rotary tables of `l`'s products (inputs 8..11) and rotary_dim: which products, D, T.
-Status rotary_layout(const ir::Node& node, const std::function<bool(size_t)>& has, std::span<const Dims* const> tables,
+Status rotary_layout(const ir::Node& node, const std::vector<bool>& present, std::span<const Dims* const> tables,
                      MatMulGroupLayout& l) {
   auto bad = [&](const std::string& why) { return node.error(StatusCode::kInvalidModel, why); };
+  auto has = [&](size_t i) { return i < present.size() && present[i]; };
   SRT_ASSIGN_OR_RETURN(l.rotary_dim, node.attr_int("rotary_dim", 0));
   for (int i = 0; i < kMatMulGroupRotaryMax; ++i) {
     const size_t c = kMatMulGroupRotary + 2 * static_cast<size_t>(i);
@@ -101,7 +100,7 @@ Result<MatMulGroupLayout> matmul_group_layout(const ir::Node& node, const std::v
   }
   if (l.gate && l.n[0] >= 0 && l.n[1] >= 0 && l.n[0] != l.n[1])
     return bad("gated weights must have one N, got " + std::to_string(l.n[0]) + " and " + std::to_string(l.n[1]));
-  SRT_RETURN_IF_ERROR(rotary_layout(node, has, tables, l));
+  SRT_RETURN_IF_ERROR(rotary_layout(node, present, tables, l));
   return l;
 }
 

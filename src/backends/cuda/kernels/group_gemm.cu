@@ -129,7 +129,8 @@ __device__ __forceinline__ float rounded(float v) {
 // starts, so that their latency hides behind its MMAs instead of lengthening the epilogue.
 template <class C>
 struct Tables {
-  uint32_t c1[2][C::kRot / 16 + 1], c2[2][C::kRot / 16 + 1], s1[2][C::kRot / 16 + 1], s2[2][C::kRot / 16 + 1];
+  static constexpr int kBlocks = C::kRot > 0 ? C::kRot / 16 : 1;  // first-half column blocks of a head
+  uint32_t c1[2][kBlocks], c2[2][kBlocks], s1[2][kBlocks], s2[2][kBlocks];
 };
 
 template <class C>
