@@ -106,13 +106,18 @@ struct AttentionBatchMap {
   int64_t q[kAttentionMaxLead] = {}, k[kAttentionMaxLead] = {}, v[kAttentionMaxLead] = {},
           mask[kAttentionMaxLead] = {}, y[kAttentionMaxLead] = {}, key_mask[kAttentionMaxLead] = {};
 
-  SRT_ATTENTION_HD Offsets offsets(int64_t b) const {
+  // Index: the type of the index arithmetic. The Hopper kernel's producer thread passes uint32_t
+  // (its batch indices stay below 2^31): a 64-bit division is a long call that needs more
+  // registers than that thread keeps.
+  template <typename Index = int64_t>
+  SRT_ATTENTION_HD Offsets offsets(Index b) const {
     Offsets o{0, 0, 0, 0, 0, 0};
     for (int i = rank - 1; i >= 0; --i) {
-      const int64_t idx = b % dims[i];
-      b /= dims[i];
+      const Index d = static_cast<Index>(dims[i]);
+      const int64_t idx = static_cast<int64_t>(b % d);
+      b /= d;
       o.q += idx * q[i];
-      const int64_t kv_idx = i == rank - 1 ? idx / kv_group : idx;
+      const int64_t kv_idx = i == rank - 1 ? static_cast<int64_t>(static_cast<Index>(idx) / static_cast<Index>(kv_group)) : idx;
       o.k += kv_idx * k[i];
       o.v += kv_idx * v[i];
       o.mask += idx * mask[i];

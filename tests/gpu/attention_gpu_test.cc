@@ -176,6 +176,19 @@ TEST_F(GpuAttention, PrefillKernelsAgreeWithTheCpu) {
   check({.b = 1, .h = 2, .hkv = 2, .d = 64, .sq = 4100, .skv = 4100, .mask = true});
 }
 
+// Head size 64 runs persistent blocks on sm_90, one an SM taking query tiles in turn: with more
+// tiles than SMs (132 on an H200) a block reuses its two Q buffers, its ring slots (their V rows then
+// another tile's: each tile's first step reads the zero tile) and its turns across tiles. Two
+// consumers (causal, after a cache, an additive mask) and three (a row's reach of 4096 keys or more).
+TEST_F(GpuAttention, PersistentBlocksTakeSeveralQueryTiles) {
+  check({.b = 2, .h = 8, .hkv = 2, .d = 64, .sq = 2100, .skv = 2100});  // 17 tiles x 16
+  check({.b = 2, .h = 8, .hkv = 2, .d = 64, .sq = 2100, .skv = 2600, .bshd = false});
+  check({.b = 1, .h = 32, .hkv = 8, .d = 64, .sq = 600, .skv = 600, .mask = true, .kernel = AttentionKernel::kWgmma});
+  check({.b = 1, .h = 4, .hkv = 1, .d = 64, .sq = 8200, .skv = 8200, .bshd = false,
+         .dtype = DataType::kBFloat16});  // 43 tiles of 192 rows x 4
+  check({.b = 1, .h = 7, .hkv = 7, .d = 64, .sq = 4100, .skv = 4100, .causal = false});  // 22 x 7
+}
+
 TEST_F(GpuAttention, MasksAndEmptyRowsUnderASplit) {
   check({.b = 2, .h = 8, .hkv = 2, .d = 64, .sq = 1, .skv = 1000, .causal = false, .mask = true});
   check({.b = 2, .h = 8, .hkv = 2, .d = 64, .sq = 1, .skv = 1000, .causal = false, .mask = true,

@@ -1,9 +1,9 @@
-// How the warpgroup-MMA attention kernel (attention_wgmma.cu) addresses K and V through TMA: one
-// map a tensor, viewed as [slabs][Skv][row] (`row` elements between consecutive keys), and a batch
-// index's keys start at (column, slab) of it. That holds when each batch index's rows start inside
+// How the warpgroup-MMA attention kernel (attention_wgmma.cu) addresses Q, K and V through TMA: one
+// map a tensor, viewed as [slabs][S][row] (`row` elements between consecutive rows; S is Sq for Q,
+// Skv for K and V), and a batch index's rows start at (column, slab) of it. That holds when each batch index's rows start inside
 // the first row of a slab with D columns to spare, as the bshd ([B, S, H, D]: a slab a batch, a
 // head D columns on) and bhsd ([B, H, S, D]: a slab a head) layouts of the exports do; then a box
-// never wraps into another head and keys past Skv fall outside the map (read as zeros). Plain C++
+// never wraps into another head and rows past S fall outside the map (read as zeros). Plain C++
 // for the host, the kernel and the CPU tests (tests/unit/attention_kv_slabs_test.cc).
 #pragma once
 
@@ -17,20 +17,27 @@ struct KvStart {
   int64_t col, slab;
 };
 
-SRT_ATTENTION_HD inline KvStart kv_start(int64_t offset, int64_t row, int64_t skv) {
-  const int64_t slab = offset / (row * skv);
+// Index: the division's type (uint32_t in the Hopper kernel, whose launcher keeps every map's
+// elements below 2^31; see AttentionBatchMap::offsets).
+template <typename Index = int64_t>
+SRT_ATTENTION_HD KvStart kv_start(int64_t offset, int64_t row, int64_t skv) {
+  const int64_t slab = static_cast<int64_t>(static_cast<Index>(offset) / static_cast<Index>(row * skv));
   return {offset - slab * row * skv, slab};
 }
 
-// The number of slabs the map needs for batch indices 0 .. batch - 1 (K offsets when is_k, else
-// V's), or 0 when some batch index's rows do not start in a slab's first row with d columns left.
+enum class Operand { kQuery, kKey, kValue };
+
+// The number of slabs the map of `which` needs for batch indices 0 .. batch - 1 (`skv`: its rows a
+// batch index, Sq for the queries), or 0 when some batch index's rows do not start in a slab's
+// first row with d columns left.
 inline int64_t kv_slabs(const ops::AttentionBatchMap& map, int64_t batch, int64_t row, int64_t skv, int64_t d,
-                        bool is_k) {
+                        Operand which) {
   if (row <= 0 || skv <= 0 || d > row) return 0;
   int64_t slabs = 0;
   for (int64_t b = 0; b < batch; ++b) {
     const ops::AttentionBatchMap::Offsets o = map.offsets(b);
-    const KvStart s = kv_start(is_k ? o.k : o.v, row, skv);
+    const int64_t at = which == Operand::kQuery ? o.q : which == Operand::kKey ? o.k : o.v;
+    const KvStart s = kv_start(at, row, skv);
     if (s.col + d > row || s.slab >= INT32_MAX) return 0;
     slabs = s.slab + 1 > slabs ? s.slab + 1 : slabs;
   }
