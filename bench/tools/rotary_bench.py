@@ -15,14 +15,13 @@ against eager. Writes OUTDIR/rotary.md and OUTDIR/rotary.jsonl.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 
-import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from cuda_graph_timing import graphed_median_ms  # noqa: E402
+from step_bench import check_fused, time_streamrt  # noqa: E402
 
 CASES = {  # B, S, H, D
     "llama8b_q4096": (1, 4096, 32, 128),
@@ -55,22 +54,6 @@ def write_model(path, b, s, h, d):
               helper.make_tensor_value_info("sin", f16, [b, s, 1, d])]
     graph = helper.make_graph(nodes, "rotary", inputs, [helper.make_tensor_value_info("y", f16, [b, s, h, d])], inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
-
-
-def run(args, timeout=120):
-    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise RuntimeError(((r.stderr or r.stdout).strip().splitlines() or ["no output"])[-1])
-    return r
-
-
-def check_fused(binary, model, work, shapes):
-    """The plan of `model` has one Rotary layer (the fusion took the pattern)."""
-    plan = os.path.join(work, "model.plan")
-    run([binary, "build", model, "-o", plan, "--device", "cpu", "--shapes", shapes])
-    layers = [l.split()[0] for l in run([binary, "inspect", plan]).stdout.splitlines() if l.startswith("  ") and "->" in l]
-    if layers.count("Rotary") != 1:
-        raise RuntimeError(f"the plan's layers are {layers}, expected one Rotary")
 
 
 def torch_peers(x, c, s, iters):
@@ -117,7 +100,7 @@ def main():
         write_model(model, b, s, h, d)
         row = {"case": name, "shape": f"{b}x{s}x{h}x{d}"}
         try:
-            check_fused(a.streamrt, model, work, f"x:{b}x{s}x{h}x{d},cos:{b}x{s}x1x{d},sin:{b}x{s}x1x{d}")
+            check_fused(a.streamrt, model, work, f"x:{b}x{s}x{h}x{d},cos:{b}x{s}x1x{d},sin:{b}x{s}x1x{d}", "Rotary", only=False)
             row["fused"] = True
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             row["error"], failures = str(e)[:160], failures + 1
@@ -130,18 +113,8 @@ def main():
             c, sn = torch.cat([ang.cos()] * 2, -1).half(), torch.cat([ang.sin()] * 2, -1).half()
             peers, ref = torch_peers(x, c, sn, a.iters)
             row.update(peers)
-            inputs = []
-            for n, t in (("x", x), ("cos", c), ("sin", sn)):
-                np.save(os.path.join(work, n + ".npy"), t.cpu().numpy())
-                inputs.append(f"--input={n}={os.path.join(work, n + '.npy')}")
-            base = [a.streamrt, "run", model, "--device", "cuda", "--iterations", str(a.iters), "--warmup", "10"] + inputs
             try:
-                r = run(base + ["--cuda-graph", "--output-dir", os.path.join(work, "out")])
-                row["streamrt_ms"] = float(re.search(r"median ([0-9.]+) ms", r.stdout).group(1))
-                out = np.load(os.path.join(work, "out", "y.npy")).astype(np.float32)
-                row["max_err"] = float(np.abs(out - ref).max())
-                k = re.search(r"^\s*Rotary\S*.*?([0-9.]+) ms", run(base + ["--profile-ops"]).stderr, re.M)
-                row["kernel_ms"] = float(k.group(1)) if k else None
+                row.update(time_streamrt(a.streamrt, model, work, (("x", x), ("cos", c), ("sin", sn)), a.iters, "Rotary", ref))
             except (RuntimeError, subprocess.TimeoutExpired, AttributeError) as e:
                 row["error"], failures = str(e)[:160], failures + 1
             moved = (2 * b * s * h * d + 2 * b * s * d) * 2  # x read + y written, cos + sin read once
