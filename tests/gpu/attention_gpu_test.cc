@@ -176,7 +176,7 @@ TEST_F(GpuAttention, PrefillKernelsAgreeWithTheCpu) {
   check({.b = 1, .h = 2, .hkv = 2, .d = 64, .sq = 4100, .skv = 4100, .mask = true});
 }
 
-// Head size 64 runs persistent blocks on sm_90, one an SM taking query tiles in turn: with more
+// Head sizes 64 and 128 run persistent blocks on sm_90, one an SM taking query tiles in turn: with more
 // tiles than SMs (132 on an H200) a block reuses its two Q buffers, its ring slots (their V rows then
 // another tile's: each tile's first step reads the zero tile) and its turns across tiles. Two
 // consumers (causal, after a cache, an additive mask) and three (a row's reach of 4096 keys or more).
@@ -187,6 +187,9 @@ TEST_F(GpuAttention, PersistentBlocksTakeSeveralQueryTiles) {
   check({.b = 1, .h = 4, .hkv = 1, .d = 64, .sq = 8200, .skv = 8200, .bshd = false,
          .dtype = DataType::kBFloat16});  // 43 tiles of 192 rows x 4
   check({.b = 1, .h = 7, .hkv = 7, .d = 64, .sq = 4100, .skv = 4100, .causal = false});  // 22 x 7
+  // Head size 128 (two consumers, a ring of two slots): 9 tiles x 16, and a mask.
+  check({.b = 2, .h = 8, .hkv = 2, .d = 128, .sq = 1100, .skv = 1100});
+  check({.b = 1, .h = 32, .hkv = 8, .d = 128, .sq = 600, .skv = 600, .mask = true, .dtype = DataType::kBFloat16});
 }
 
 TEST_F(GpuAttention, MasksAndEmptyRowsUnderASplit) {

@@ -4,11 +4,12 @@
 //    its registers (setmaxnreg) and one of its threads copies the block's Q rows and its K and V
 //    tiles with TMA into Q buffers and a ring of slots, each with a "full" mbarrier (the copy
 //    engine's bytes landed) and an "empty" one (every consumer is done with it).
-//  - Head size 64 runs persistent blocks (Cfg::kPersistent): one an SM, each taking query tiles in
-//    turn, longest first, in rounds of alternating direction (Schedule). Two Q buffers let the next
-//    tile's rows land while this one's run, and the ring runs on across tiles, so the producer
-//    fetches the next tile's keys while the consumers store this one's rows: 5-13 % faster than a
-//    block a tile (2026-11-29, docs/benchmarks.md).
+//  - Head sizes 64 and 128 run persistent blocks (Cfg::kPersistent): one an SM, each taking query
+//    tiles in turn, longest first, in rounds of alternating direction (Schedule). Two Q buffers let
+//    the next tile's rows land while this one's run, and the ring runs on across tiles, so the
+//    producer fetches the next tile's keys while the consumers store this one's rows: 2-13 % faster
+//    than a block a tile (head size 128 even with a ring of 2 slots instead of 3; 2026-11-29,
+//    docs/benchmarks.md). Head size 256 has no room for a second Q buffer.
 //  - The consumers (240 registers a thread with two, 160 with three) take 64 query rows each:
 //    S = Q K^T as m64nKk16 MMAs with Q and K read from shared memory (K-major descriptors),
 //    O += P V as m64nDk16 MMAs with P from registers (the S accumulator layout is the A fragment
@@ -563,19 +564,19 @@ Result<bool> launch_warpgroup(CudaKernelContext& ctx, Params p, bool any_length)
     if (p.map.y[i] % 2 != 0) return false;
   const CudaResources& res = ctx.resources();
   if (res.cc_major != 9 || res.cc_minor != 0) return false;  // sm_90a code runs there only
-  // 128-key tiles (64 at head size 256) and as many ring slots as shared memory holds (227 KiB).
-  // Head size 64 with three consumers (192 query rows a block) was 4 % faster at 8192 rows and
-  // 12 % slower at 2048 (2026-11-29, docs/benchmarks.md).
+  // 128-key tiles (64 at head size 256) and as many ring slots as shared memory holds (227 KiB)
+  // beside the persistent blocks' second Q buffer and zero tile. Head size 64 with three consumers
+  // takes 5 slots (full 8192: 2 % faster than 4, causal the same; 2026-11-29, docs/benchmarks.md).
   if (p.d == 64) {
     // Three consumers (192-row blocks) where a row sees 4096 keys or more on average: 4-15 % faster
     // there, 3-20 % slower at 2048 (2026-11-29, docs/benchmarks.md). The softmax's exponentials take
     // as long as the MMAs at head size 64, so a third warpgroup keeps the tensor cores fed.
     int64_t reach = p.causal ? p.skv / 2 : p.skv;
     if (p.window > 0 && p.window < reach) reach = p.window;
-    if (reach >= 4096 && p.mask_kind == kNoMask) return launch_config<T, Cfg<64, 128, 4, 3, true>>(ctx, p);
+    if (reach >= 4096 && p.mask_kind == kNoMask) return launch_config<T, Cfg<64, 128, 5, 3, true>>(ctx, p);
     return launch_config<T, Cfg<64, 128, 4, 2, true>>(ctx, p);
   }
-  if (p.d == 128) return launch_config<T, Cfg<128, 128, 3>>(ctx, p);
+  if (p.d == 128) return launch_config<T, Cfg<128, 128, 2, 2, true>>(ctx, p);
   return launch_config<T, Cfg<256, 64, 2>>(ctx, p);
 #else
   (void)any_length;
