@@ -104,21 +104,53 @@ __device__ __forceinline__ bool plain_tile(const Params& p, int k0, uint32_t all
          (p.window == 0 || k0 > last_i + p.causal_offset - p.window);
 }
 
-// Masks a raw score tile in place (mask_raw for every element; `on`: the tile's key_mask flags).
+// The keys [lo, hi] of a tile of kBc keys from k0 (tile-local, inclusive; none when hi < lo) that
+// query i sees under its causal limit, its window and Skv (mask_raw's rules, key_mask aside).
+struct RowReach {
+  int lo, hi;
+};
+template <int kBc>
+__device__ __forceinline__ RowReach row_reach(const Params& p, bool valid, int i, int k0) {
+  if (!valid) return {0, -1};
+  const int64_t at = i + p.causal_offset;
+  int64_t hi = p.skv - 1 - k0, lo = 0;
+  if (p.causal && at - k0 < hi) hi = at - k0;
+  if (p.window > 0 && at - p.window + 1 - k0 > lo) lo = at - p.window + 1 - k0;
+  return {static_cast<int>(lo < kBc ? lo : kBc), static_cast<int>(hi < -1 ? -1 : (hi < kBc ? hi : kBc - 1))};
+}
+
+// Masks a raw score tile in place (`on`: the tile's key_mask flags). Without a mask input each row's
+// reach is a range of the tile (row_reach, once a row) and a key's test is two compares and its
+// flag bit: mask_raw's 64-bit tests a key cost the diagonal tiles of causal prefill several times a
+// plain tile's softmax. With a mask input, mask_raw for every element.
 template <typename T, bool kMasked, int kNb, int kWords>
 __device__ __forceinline__ void mask_tile(const Params& p, const TileRows& rows, const uint32_t (&on)[kWords], int k0,
                                           float (&s)[kNb][4]) {
   const int t = threadIdx.x % 4;
-  const float inv_scale = 1.f / p.scale;
+  if constexpr (!kMasked) {
+    constexpr int kBc = kNb * 8;
+    const RowReach r0 = row_reach<kBc>(p, rows.v0, rows.i0, k0), r1 = row_reach<kBc>(p, rows.v1, rows.i1, k0);
 #pragma unroll
-  for (int nb = 0; nb < kNb; ++nb)
+    for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int kk = nb * 8 + 2 * t + (e & 1);
-      const bool kept = ((on[kk / 32] >> (kk % 32)) & 1u) != 0;
-      s[nb][e] = mask_raw<T, kMasked>(p, e < 2 ? rows.mask0 : rows.mask1, e < 2 ? rows.v0 : rows.v1,
-                                      e < 2 ? rows.i0 : rows.i1, k0 + kk, kept, s[nb][e], inv_scale);
-    }
+      for (int e = 0; e < 4; ++e) {
+        const int kk = nb * 8 + 2 * t + (e & 1);
+        const RowReach& r = e < 2 ? r0 : r1;
+        const bool kept = kk >= r.lo && kk <= r.hi && ((on[kk / 32] >> (kk % 32)) & 1u) != 0;
+        s[nb][e] = kept ? s[nb][e] : -INFINITY;
+      }
+  } else {
+    const float inv_scale = 1.f / p.scale;
+#pragma unroll
+    for (int nb = 0; nb < kNb; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int kk = nb * 8 + 2 * t + (e & 1);
+        const bool kept = ((on[kk / 32] >> (kk % 32)) & 1u) != 0;
+        s[nb][e] = mask_raw<T, kMasked>(p, e < 2 ? rows.mask0 : rows.mask1, e < 2 ? rows.v0 : rows.v1,
+                                        e < 2 ? rows.i0 : rows.i1, k0 + kk, kept, s[nb][e], inv_scale);
+      }
+  }
 }
 
 // The score half of an online-softmax step over a masked raw score tile: the rows' new max (the
