@@ -628,6 +628,24 @@ if(STREAMRT_CLI_PYTHON3)
   set_tests_properties(cli_mutate_check_quick PROPERTIES LABELS cli TIMEOUT 600)
 endif()
 
+# --- the single-step benches' graphs (transformers' rotate-half, half-precision RMSNorm, silu(g) * u,
+# a residual Add) still build into their one step: the benches' CPU mode (build + inspect, no timing)
+if(STREAMRT_CLI_PYTHON3)
+  execute_process(COMMAND ${STREAMRT_CLI_PYTHON3} -c "import onnx, numpy" RESULT_VARIABLE _srt_bench_py
+                  OUTPUT_QUIET ERROR_QUIET)
+  if(_srt_bench_py EQUAL 0)
+    foreach(bench rotary membound)
+      add_test(NAME cli_${bench}_bench_graphs_fuse
+               COMMAND ${STREAMRT_CLI_PYTHON3} ${CMAKE_SOURCE_DIR}/bench/tools/${bench}_bench.py
+                       ${STREAMRT_CLI_TMP}/${bench}_bench --device cpu --streamrt $<TARGET_FILE:streamrt_cli>
+                       --workdir ${STREAMRT_CLI_TMP}/${bench}_bench_work)
+      set_tests_properties(cli_${bench}_bench_graphs_fuse PROPERTIES LABELS cli TIMEOUT 300)
+    endforeach()
+  else()
+    message(STATUS "cli_*_bench_graphs_fuse skipped: ${STREAMRT_CLI_PYTHON3} has no onnx / numpy")
+  endif()
+endif()
+
 # --- onnx-test's skip policy (--no-skip / --expected-skips) -----------------------------------
 set(STREAMRT_POLICY ${CMAKE_SOURCE_DIR}/tests/fixtures/onnx_test_policy)
 streamrt_cli_test(onnx_test_listed_case_passes fail "passes but is listed as an expected skip \\(listed on purpose"
