@@ -27,8 +27,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from cuda_graph_timing import graphed_median_ms  # noqa: E402
-from step_bench import check_fused, time_streamrt  # noqa: E402
+from step_bench import check_fused, finish, time_streamrt
+from step_bench import torch_peers as step_torch_peers  # noqa: E402
 
 EPS = 1e-6
 # name: (kind, rows, cols); rms / add cols = hidden, swiglu cols = intermediate size.
@@ -95,26 +95,14 @@ def write_model(path, kind, rows, cols):
 def torch_peers(kind, ins, w, iters):
     import torch
 
-    graphed = lambda fn: graphed_median_ms(fn, iters)
-
     def rms(x):
         xf = x.float()
         return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)).half() * w
 
     fn = {"rms": rms, "swiglu": lambda g, u: torch.nn.functional.silu(g) * u, "add": lambda a, b: a + b}[kind]
-    res = {}
-    res["eager_ms"], ref = graphed(lambda: fn(*ins))
-    try:
-        compiled = torch.compile(fn)
-        res["compile_ms"], _ = graphed(lambda: compiled(*ins))
-    except Exception as e:  # noqa: BLE001 - a failed peer is a table cell
-        res["compile_error"] = str(e).splitlines()[0][:100]
-    # A device copy reading and writing the step's byte count (half of it each way).
-    n = moved_bytes(kind, *ins[0].shape) // 4
-    src = torch.empty(n, device="cuda", dtype=torch.float16)
-    dst = torch.empty_like(src)
-    res["copy_ms"], _ = graphed(lambda: dst.copy_(src))
-    return res, ref.float().cpu().numpy()
+    # The device copy reads and writes the step's byte count (half of it each way).
+    src = torch.empty(moved_bytes(kind, *ins[0].shape) // 4, device="cuda", dtype=torch.float16)
+    return step_torch_peers(fn, ins, src, iters)
 
 
 def main():
@@ -166,9 +154,6 @@ def main():
                     row[key.replace("_ms", "_gbs")] = moved / row[key] / 1e6
         rows.append(row)
         print(json.dumps(row), flush=True)
-    with open(os.path.join(a.outdir, "membound.jsonl"), "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
     cell = lambda r, k, fmt: fmt.format(r[k]) if r.get(k) is not None else "-"
     pct = lambda r, k: f"{r[k] * 100 / a.peak_gbs:.0f} %" if r.get(k) else "-"
     lines = ["| case | rows x cols | MB moved | step | streamrt ms (graph) | step kernel ms | GB/s | % of peak | "
@@ -184,10 +169,7 @@ def main():
                      f"{cell(r, 'compile_ms', '{:.4f}')} | {cell(r, 'compile_gbs', '{:.0f}')} | {pct(r, 'compile_gbs')} | "
                      f"{cell(r, 'eager_ms', '{:.4f}')} | {cell(r, 'copy_gbs', '{:.0f}')} | {pct(r, 'copy_gbs')} | "
                      f"{cell(r, 'max_err', '{:.2e}')} |")
-    text = "\n".join(lines) + "\n"
-    open(os.path.join(a.outdir, "membound.md"), "w").write(text)
-    print(text)
-    sys.exit(1 if failures else 0)
+    finish(a.outdir, "membound", rows, lines, failures)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ import sys
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from cuda_graph_timing import graphed_median_ms  # noqa: E402
-from step_bench import check_fused, time_streamrt  # noqa: E402
+from step_bench import check_fused, finish, time_streamrt
+from step_bench import torch_peers as step_torch_peers  # noqa: E402
 
 CASES = {  # B, S, H, D
     "llama8b_q4096": (1, 4096, 32, 128),
@@ -59,22 +59,11 @@ def write_model(path, b, s, h, d):
 def torch_peers(x, c, s, iters):
     import torch
 
-    graphed = lambda fn: graphed_median_ms(fn, iters)
-
     def rope(x, c, s):
         h = x.shape[-1] // 2
         return x * c + torch.cat((-x[..., h:], x[..., :h]), dim=-1) * s
 
-    res = {}
-    res["eager_ms"], ref = graphed(lambda: rope(x, c, s))
-    try:
-        compiled = torch.compile(rope)
-        res["compile_ms"], _ = graphed(lambda: compiled(x, c, s))
-    except Exception as e:  # noqa: BLE001 - a failed peer is a table cell
-        res["compile_error"] = str(e).splitlines()[0][:100]
-    y = torch.empty_like(x)
-    res["copy_ms"], _ = graphed(lambda: y.copy_(x))
-    return res, ref.float().cpu().numpy()
+    return step_torch_peers(rope, (x, c, s), x, iters)
 
 
 def main():
@@ -124,9 +113,6 @@ def main():
                     row[key.replace("_ms", "_gbs")] = bytes_ / row[key] / 1e6
         rows.append(row)
         print(json.dumps(row), flush=True)
-    with open(os.path.join(a.outdir, "rotary.jsonl"), "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
     cell = lambda r, k, fmt: fmt.format(r[k]) if r.get(k) is not None else "-"
     lines = ["| case | B x S x H x D | streamrt ms (graph) | Rotary kernel ms | GB/s | % of peak | torch.compile ms | GB/s | "
              "eager ms | copy of x GB/s | max abs err |", "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -139,10 +125,7 @@ def main():
                      f"{cell(r, 'kernel_gbs', '{:.0f}')} | {pct} | {cell(r, 'compile_ms', '{:.4f}')} | "
                      f"{cell(r, 'compile_gbs', '{:.0f}')} | {cell(r, 'eager_ms', '{:.4f}')} | {cell(r, 'copy_gbs', '{:.0f}')} | "
                      f"{cell(r, 'max_err', '{:.2e}')} |")
-    text = "\n".join(lines) + "\n"
-    open(os.path.join(a.outdir, "rotary.md"), "w").write(text)
-    print(text)
-    sys.exit(1 if failures else 0)
+    finish(a.outdir, "rotary", rows, lines, failures)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """What the single-step benches share (rotary_bench.py, membound_bench.py): running the streamrt CLI, checking
 that a graph fused into the one step it is about, and timing streamrt's CUDA-graph run and that step's own kernel
 against a reference output."""
+import json
 import os
 import re
 import subprocess
+import sys
 
 import numpy as np
 
@@ -43,3 +45,33 @@ def time_streamrt(binary, model, work, inputs, iters, step, ref):
     k = re.search(rf"^\s*{step}\b\S*.*?([0-9.]+) ms", run(base + ["--profile-ops"]).stderr, re.M)
     row["kernel_ms"] = float(k.group(1)) if k else None
     return row
+
+
+def torch_peers(fn, args, copy_src, iters):
+    """PyTorch on the same inputs, each in a CUDA graph: eager `fn(*args)`, torch.compile(fn) and a device copy of
+    `copy_src` (the bandwidth a kernel of this size reaches). Returns the timings and eager's output (float32)."""
+    import torch
+    from cuda_graph_timing import graphed_median_ms
+
+    res = {}
+    res["eager_ms"], ref = graphed_median_ms(lambda: fn(*args), iters)
+    try:
+        compiled = torch.compile(fn)
+        res["compile_ms"], _ = graphed_median_ms(lambda: compiled(*args), iters)
+    except Exception as e:  # noqa: BLE001 - a failed peer is a table cell
+        res["compile_error"] = str(e).splitlines()[0][:100]
+    dst = torch.empty_like(copy_src)
+    res["copy_ms"], _ = graphed_median_ms(lambda: dst.copy_(copy_src), iters)
+    return res, ref.float().cpu().numpy()
+
+
+def finish(outdir, stem, rows, lines, failures):
+    """Writes OUTDIR/STEM.jsonl (the rows) and OUTDIR/STEM.md (the table's `lines`), prints the table and exits
+    non-zero when a case failed."""
+    with open(os.path.join(outdir, stem + ".jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    text = "\n".join(lines) + "\n"
+    open(os.path.join(outdir, stem + ".md"), "w").write(text)
+    print(text)
+    sys.exit(1 if failures else 0)
