@@ -22,7 +22,8 @@ def check_fused(binary, model, work, shapes, step, only=True):
     and with `only` nothing else. Returns the plan's layers."""
     plan = os.path.join(work, "model.plan")
     run([binary, "build", model, "-o", plan, "--device", "cpu", "--shapes", shapes])
-    layers = [l.split()[0] for l in run([binary, "inspect", plan]).stdout.splitlines() if l.startswith("  ") and "->" in l]
+    lines = run([binary, "inspect", plan]).stdout.splitlines()
+    layers = [l.split()[0] for l in lines if l.startswith("  ") and "->" in l]
     if (layers != [step]) if only else (layers.count(step) != 1):
         raise RuntimeError(f"the plan's layers are {layers}, expected {'only ' if only else ''}one {step}")
     return layers

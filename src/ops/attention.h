@@ -117,7 +117,8 @@ struct AttentionBatchMap {
       const int64_t idx = static_cast<int64_t>(b % d);
       b /= d;
       o.q += idx * q[i];
-      const int64_t kv_idx = i == rank - 1 ? static_cast<int64_t>(static_cast<Index>(idx) / static_cast<Index>(kv_group)) : idx;
+      const int64_t kv_idx =
+          i == rank - 1 ? static_cast<int64_t>(static_cast<Index>(idx) / static_cast<Index>(kv_group)) : idx;
       o.k += kv_idx * k[i];
       o.v += kv_idx * v[i];
       o.mask += idx * mask[i];

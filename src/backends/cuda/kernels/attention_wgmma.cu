@@ -27,8 +27,9 @@
 //    the output rows are attention_tile.cuh's, shared with attention_tc.cu.
 // Taken where Q, K and V are 16-byte rows that a TMA map can address per batch index (bshd and
 // bhsd layouts, each map under 2^31 elements) and there are enough query rows (prefill;
-// launch_warpgroup says how many); decode, other layouts and other GPUs keep attention_tc.cu. RuntimeOptions::attention_kernel =
-// kMma turns it off for A/B runs, kWgmma takes it below its length rules too. Compiled for sm_90a
+// launch_warpgroup says how many); decode, other layouts and other GPUs keep attention_tc.cu.
+// RuntimeOptions::attention_kernel = kMma turns it off for A/B runs, kWgmma takes it below its
+// length rules too. Compiled for sm_90a
 // alone (CMakeLists.txt). Keep every wgmma out of conditionals: ptxas serializes an MMA under a
 // branch it cannot prove warp-uniform and says so only at -Xptxas -v ("C7520 ... serialized"),
 // and likewise where other instructions define an MMA's input registers inside its pipeline stage
@@ -129,9 +130,10 @@ struct Schedule {
   }
 };
 
-// One query tile: its first row, first and last query, the key tiles its rows reach.
+// One query tile: its first row (with group 1 its first query), where its batch index starts, the
+// key tiles its rows reach.
 struct Item {
-  int q0, first_i, last_i, tile_begin, n;
+  int q0, tile_begin, n;
   Offsets okv;
 };
 template <class C>
@@ -139,13 +141,12 @@ __device__ __forceinline__ Item item_at(const Params& p, const Schedule& sched, 
   Item it;
   it.q0 = static_cast<int>(sched.q_tiles - 1 - w / sched.packed) * C::kBr;
   it.okv = p.map.offsets<uint32_t>(w % sched.packed);  // group 1: a batch index a packed batch
-  it.first_i = it.q0;
-  it.last_i = (it.q0 + C::kBr < p.rows ? it.q0 + C::kBr : p.rows) - 1;
+  const int last_i = (it.q0 + C::kBr < p.rows ? it.q0 + C::kBr : p.rows) - 1;
   // bounds() in 32 bits: launch_warpgroup keeps Sq and Skv below 2^30, the window is clamped to Skv.
   const int skv = static_cast<int>(p.skv), off = static_cast<int>(p.causal_offset);
   const int window = static_cast<int>(p.window < p.skv ? p.window : p.skv);
-  const int hi = p.causal ? max(0, min(skv, it.last_i + off + 1)) : skv;
-  const int lo = window > 0 ? max(0, it.first_i + off - window + 1) : 0;
+  const int hi = p.causal ? max(0, min(skv, last_i + off + 1)) : skv;
+  const int lo = window > 0 ? max(0, it.q0 + off - window + 1) : 0;
   const int tile_end = (hi + C::kBc - 1) / C::kBc;
   it.tile_begin = lo / C::kBc;
   it.n = tile_end > it.tile_begin ? tile_end - it.tile_begin : 0;
@@ -491,7 +492,8 @@ Result<std::optional<CUtensorMap>> tile_map(const void* base, int64_t row, Opera
   tma::TiledMap16 m;
   m.base = base;
   m.rank = 3;
-  m.dims[0] = static_cast<uint64_t>(row), m.dims[1] = static_cast<uint64_t>(len), m.dims[2] = static_cast<uint64_t>(slabs);
+  m.dims[0] = static_cast<uint64_t>(row), m.dims[1] = static_cast<uint64_t>(len);
+  m.dims[2] = static_cast<uint64_t>(slabs);
   m.strides[1] = static_cast<uint64_t>(row), m.strides[2] = static_cast<uint64_t>(row * len);
   m.box[0] = 64, m.box[1] = static_cast<uint32_t>(box_rows), m.box[2] = 1;
   Result<CUtensorMap> map = tma::encode_swizzled_128(m);
