@@ -73,14 +73,9 @@ Result<std::vector<float>> step(Loop& l, const std::map<std::string, Tensor>& fe
 
 TEST_P(GpuDecodeGraphs, UnchangedStepsReplayAndLogitsMatchEagerBitForBit) {
   const DecodeLoopParam p{GetParam(), false, true};
-  const std::string loop = decode_case_dir(p) + "/decode_loop/";
-  ASSERT_TRUE(std::filesystem::exists(loop)) << loop << " is missing: run scripts/export_corpus.py --only llama_decode";
-  std::map<std::string, Tensor> feeds;
-  for (const auto& e : std::filesystem::directory_iterator(loop)) {
-    const std::string stem = e.path().stem().string();
-    if (stem.rfind("expected_", 0) != 0) feeds[stem] = load_decode_npy(e.path().string());
-  }
-  const Tensor want_logits = load_decode_npy(loop + "expected_logits.npy");  // [steps, B, vocab]
+  auto data = load_decode_loop(decode_case_dir(p) + "/decode_loop/");
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  auto& [feeds, want_logits, want_tokens] = *data;
   const int64_t steps = want_logits.dims()[0], batch = want_logits.dims()[1], vocab = want_logits.dims()[2];
   BuilderConfig config;
   config.device = DeviceType::kCuda;

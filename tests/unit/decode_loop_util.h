@@ -40,10 +40,28 @@ inline std::string decode_case_dir(const DecodeLoopParam& p) {
   return std::string(STREAMRT_SOURCE_DIR) + "/tests/corpus/transformers/llama_decode_" + p.exporter;
 }
 
-inline Tensor load_decode_npy(const std::string& path) {
-  auto t = load_npy(path);
-  EXPECT_TRUE(t.ok()) << t.status().message();
-  return t.ok() ? std::move(t).value() : Tensor{};
+// The corpus's decode_loop folder: the step's host inputs by name (the pasts: the prompt's cache) and the
+// expected logits [steps, B, vocab] and tokens [steps, B]. An error names the file that is missing or malformed,
+// so a test stops on it instead of indexing an empty tensor.
+struct DecodeLoopData {
+  std::map<std::string, Tensor> feeds;
+  Tensor want_logits, want_tokens;
+};
+
+inline Result<DecodeLoopData> load_decode_loop(const std::string& loop) {
+  if (!std::filesystem::is_directory(loop))
+    return not_found(loop + " is missing: run scripts/export_corpus.py --only llama_decode");
+  DecodeLoopData d;
+  for (const auto& e : std::filesystem::directory_iterator(loop)) {
+    const std::string stem = e.path().stem().string();
+    if (stem.rfind("expected_", 0) == 0) continue;
+    SRT_ASSIGN_OR_RETURN(d.feeds[stem], load_npy(e.path().string()));
+  }
+  SRT_ASSIGN_OR_RETURN(d.want_logits, load_npy(loop + "expected_logits.npy"));
+  SRT_ASSIGN_OR_RETURN(d.want_tokens, load_npy(loop + "expected_tokens.npy"));
+  if (d.want_logits.dims().size() != 3 || d.want_tokens.dims().size() != 2)
+    return invalid_argument(loop + ": expected_logits wants [steps, B, vocab], expected_tokens [steps, B]");
+  return d;
 }
 
 // A profile that covers the loop: batch 1..4, past length 1..63 and the mask over past + 1 new token
@@ -92,15 +110,10 @@ inline Result<DeviceBuffer> upload(DeviceType device, const void* data, size_t b
 }
 
 inline void run_decode_loop(const DecodeLoopParam& p, DeviceType device) {
-  const std::string dir = decode_case_dir(p), loop = dir + "/decode_loop/";
-  ASSERT_TRUE(std::filesystem::exists(loop)) << loop << " is missing: run scripts/export_corpus.py --only llama_decode";
-  std::map<std::string, Tensor> feeds;  // the step's host inputs by name (the pasts: the prompt's cache)
-  for (const auto& e : std::filesystem::directory_iterator(loop)) {
-    const std::string stem = e.path().stem().string();
-    if (stem.rfind("expected_", 0) != 0) feeds[stem] = load_decode_npy(e.path().string());
-  }
-  const Tensor want_logits = load_decode_npy(loop + "expected_logits.npy");  // [steps, B, vocab]
-  const Tensor want_tokens = load_decode_npy(loop + "expected_tokens.npy");  // [steps, B]
+  const std::string dir = decode_case_dir(p);
+  auto data = load_decode_loop(dir + "/decode_loop/");
+  ASSERT_TRUE(data.ok()) << data.status().message();
+  auto& [feeds, want_logits, want_tokens] = *data;
   const int64_t steps = want_logits.dims()[0], batch = want_logits.dims()[1], vocab = want_logits.dims()[2];
 
   BuilderConfig config;
