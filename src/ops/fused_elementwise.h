@@ -62,7 +62,16 @@ SRT_HOST_DEVICE inline float apply(int32_t op, float x, float y) {
     case kReciprocal: return 1.f / x;
     case kTanh: return tanhf(x);
     case kErf: return erff(x);
-    case kSigmoid: return 1.f / (1.f + expf(-x));
+    case kSigmoid:
+#if defined(__CUDA_ARCH__)
+      // On the GPU ex2.approx and rcp.approx (__expf, __fdividef: a few ulp): expf and an IEEE division
+      // took ~30 instructions an element, enough to hold SwiGLU's gate (FusedElementwise, the group
+      // GEMM's epilogue) below HBM speed. Every device path of the gate shares this, so they agree bit
+      // for bit; the CPU's differs by a few float ulp before rounding.
+      return __fdividef(1.f, 1.f + __expf(-x));
+#else
+      return 1.f / (1.f + expf(-x));
+#endif
     case kRelu: return x > 0.f ? x : 0.f;
     case kAbs: return fabsf(x);
     default: return 0.f;
