@@ -136,18 +136,24 @@ struct Item {
   int q0, tile_begin, n;
   Offsets okv;
 };
+// One past the last key tile that rows up to last_i reach (their causal limit, Skv). bounds() in 32
+// bits: launch_warpgroup keeps Sq and Skv below 2^30.
+template <class C>
+__device__ __forceinline__ int key_tile_end(const Params& p, int last_i) {
+  const int skv = static_cast<int>(p.skv);
+  const int hi = p.causal ? max(0, min(skv, last_i + static_cast<int>(p.causal_offset) + 1)) : skv;
+  return (hi + C::kBc - 1) / C::kBc;
+}
+
 template <class C>
 __device__ __forceinline__ Item item_at(const Params& p, const Schedule& sched, uint32_t w) {
   Item it;
   it.q0 = static_cast<int>(sched.q_tiles - 1 - w / sched.packed) * C::kBr;
   it.okv = p.map.offsets<uint32_t>(w % sched.packed);  // group 1: a batch index a packed batch
   const int last_i = (it.q0 + C::kBr < p.rows ? it.q0 + C::kBr : p.rows) - 1;
-  // bounds() in 32 bits: launch_warpgroup keeps Sq and Skv below 2^30, the window is clamped to Skv.
-  const int skv = static_cast<int>(p.skv), off = static_cast<int>(p.causal_offset);
-  const int window = static_cast<int>(p.window < p.skv ? p.window : p.skv);
-  const int hi = p.causal ? max(0, min(skv, last_i + off + 1)) : skv;
-  const int lo = window > 0 ? max(0, it.q0 + off - window + 1) : 0;
-  const int tile_end = (hi + C::kBc - 1) / C::kBc;
+  const int window = static_cast<int>(p.window < p.skv ? p.window : p.skv);  // clamped to Skv
+  const int lo = window > 0 ? max(0, it.q0 + static_cast<int>(p.causal_offset) - window + 1) : 0;
+  const int tile_end = key_tile_end<C>(p, last_i);
   it.tile_begin = lo / C::kBc;
   it.n = tile_end > it.tile_begin ? tile_end - it.tile_begin : 0;
   return it;
@@ -360,6 +366,14 @@ __device__ __forceinline__ void consume(const Params& p, const Schedule& sched, 
     // This warpgroup's first and last query: tiles wholly inside their causal / window limits are
     // plain (the block's other rows may still need the mask there).
     const int c_first = wrow, c_last = (wrow + 63 < p.rows ? wrow + 63 : p.rows - 1);
+    // The steps this warpgroup computes: T_0 .. T_nc, nc the key tiles its own rows reach; the item's
+    // later steps only pass the turn and the slot on. Where an item spans more rows than a key tile
+    // (head size 64's 192 rows of 128-key tiles, head size 256's 128 of 64) a causal item's first
+    // rows reach fewer tiles than its last: ~1.5 of a 192-row item's 3 n MMA steps go. With kBr ==
+    // kBc every warpgroup ends in the item's last tile.
+    int nc = active ? it.n : -1;  // none without rows
+    if constexpr (C::kBr > C::kBc)
+      if (active) nc = min(it.n, max(0, key_tile_end<C>(p, c_last) - it.tile_begin));
     RowState st;
     st.r0 = wrow + warp * 16 + lane / 4;
     st.r1 = st.r0 + 8;
@@ -376,13 +390,13 @@ __device__ __forceinline__ void consume(const Params& p, const Schedule& sched, 
     for (int kc = 0; kc < kBc / 16; ++kc) pa[kc][0] = pa[kc][1] = pa[kc][2] = pa[kc][3] = 0u;
     const uint64_t qd = descriptor(sm.q() + qb * C::kQBytes + cw * 64 * 128, 16, 1024);
     tma::mbar_wait(sm.q_full() + 8 * qb, static_cast<uint32_t>((r / C::kQBuffers) & 1));
-    for (int t = 0; t <= it.n; ++t) {
+    int t = 0;
+    for (; t <= nc; ++t) {
       tma::mbar_wait(sm.full() + 8 * slot, phase);
       tma::named_sync(2 + cw, 256);
       // T_t: S_t = Q K_t^T and O += P_{t-1} V_{t-1}, issued together at every step: an MMA under a
-      // branch ptxas cannot prove uniform gets serialized (its C7520). So T_n also computes a score
-      // tile nobody reads, T_0 adds P V with P = 0 from the zero tile, and a consumer without rows
-      // works on zero Q rows.
+      // branch ptxas cannot prove uniform gets serialized (its C7520). So T_nc also computes a score
+      // tile nobody reads and T_0 adds P V with P = 0 from the zero tile.
       const uint64_t vd = vd0 + (((t == 0 ? Smem<C>::kZeroFromV : slot * C::kTileBytes)) >> 4);
       wgmma::fence();
       issue_scores<T, C>(s, qd, kd0 + ((slot * C::kTileBytes) >> 4));
@@ -405,7 +419,7 @@ __device__ __forceinline__ void consume(const Params& p, const Schedule& sched, 
       };
       // Tiles past this warpgroup's causal limit take the masked path (P = 0): zeroing P on a path
       // of its own made ptxas serialize every MMA of the kernel (C7513, 30 % slower).
-      if (!active || t == it.n) {  // no X_t: the MMAs' wait, the slot handed back
+      if (t == nc) {  // no X_t: the MMAs' wait, the slot handed back
         wgmma::wait<0>();
         wgmma::fence_regs(reinterpret_cast<float(&)[kBc / 2]>(s));
         wgmma::fence_regs(reinterpret_cast<float(&)[C::kD / 2]>(o));
@@ -417,7 +431,15 @@ __device__ __forceinline__ void consume(const Params& p, const Schedule& sched, 
       }
       if (++slot == C::kStages) slot = 0, phase ^= 1u;
     }
-    // Every MMA of the item has finished reading Q (T_n's wait): the buffer back to the producer.
+    for (; t <= it.n; ++t) {  // past this warpgroup's reach: the turn passed on, the slot handed back once filled
+      tma::mbar_wait(sm.full() + 8 * slot, phase);  // an earlier arrival would count towards the slot's last use
+      tma::named_sync(2 + cw, 256);
+      tma::named_arrive(2 + (cw + 1) % C::kConsumers, 256);
+      __syncwarp();
+      if (lane == 0) tma::mbar_arrive(sm.empty() + 8 * slot);
+      if (++slot == C::kStages) slot = 0, phase ^= 1u;
+    }
+    // Every MMA of the item has finished reading Q (T_nc's wait): the buffer back to the producer.
     __syncwarp();
     if (lane == 0) tma::mbar_arrive(sm.q_empty() + 8 * qb);
     if (active) {
