@@ -76,6 +76,12 @@ struct RuntimeOptions {
   // Telling the group GEMM and cuBLASLt apart on a GPU without a rebuild (`streamrt run
   // --group-gemm-kernel`).
   GroupGemmKernel group_gemm_kernel = GroupGemmKernel::kAuto;
+  // sm_90 and later: the decode path's kernels (one- and few-row products, rotary, the tensor-core
+  // attention kernel and its combine pass) are launched as programmatic dependent launches, so each
+  // is scheduled and fetches its first weights while the step before it ends
+  // (kernels/dependent_launch.cuh; `streamrt run --programmatic-launch`). Off by default until its
+  // measurement says where it pays (docs/benchmarks.md, sixteenth session).
+  bool programmatic_launch = false;
 };
 
 struct TensorDesc {

@@ -48,14 +48,15 @@ std::shared_ptr<EngineHandle> load_bytes(std::vector<uint8_t> bytes, const Runti
 
 // load()'s keyword arguments as RuntimeOptions: `streamrt run`'s diagnostics flags (the CPU ignores them).
 RuntimeOptions load_options(DeviceType device, bool profile, const std::string& attention_kernel,
-                            const std::string& group_gemm_kernel, bool few_row_kernel, const std::string& step_times,
-                            const std::string& stream_trace) {
+                            const std::string& group_gemm_kernel, bool few_row_kernel, bool programmatic_launch,
+                            const std::string& step_times, const std::string& stream_trace) {
   RuntimeOptions o;
   o.device = device;
   o.profile = profile;
   o.attention_kernel = unwrap(parse_attention_kernel(attention_kernel));
   o.group_gemm_kernel = unwrap(parse_group_gemm_kernel(group_gemm_kernel));
   o.few_row_kernel = few_row_kernel;
+  o.programmatic_launch = programmatic_launch;
   o.step_times_path = step_times;
   o.stream_trace_path = stream_trace;
   return o;
@@ -391,10 +392,11 @@ void register_engine(py::module_& m) {
   m.def(
       "load",
       [](py::handle source, const std::optional<std::string>& device, bool profile, const std::string& attention_kernel,
-         const std::string& group_gemm_kernel, bool few_row_kernel, const std::string& step_times,
-         const std::string& stream_trace) {
-        const RuntimeOptions options = load_options(resolve_device(device), profile, attention_kernel,
-                                                    group_gemm_kernel, few_row_kernel, step_times, stream_trace);
+         const std::string& group_gemm_kernel, bool few_row_kernel, bool programmatic_launch,
+         const std::string& step_times, const std::string& stream_trace) {
+        const RuntimeOptions options =
+            load_options(resolve_device(device), profile, attention_kernel, group_gemm_kernel, few_row_kernel,
+                         programmatic_launch, step_times, stream_trace);
         if (py::isinstance<py::bytes>(source) || py::isinstance<py::bytearray>(source)) {
           std::string s = py::isinstance<py::bytes>(source) ? source.cast<std::string>()
                                                             : std::string(source.cast<py::bytearray>());
@@ -407,13 +409,13 @@ void register_engine(py::module_& m) {
       },
       py::arg("plan"), py::arg("device") = py::none(), py::kw_only(), py::arg("profile") = false,
       py::arg("attention_kernel") = "auto", py::arg("group_gemm_kernel") = "auto", py::arg("few_row_kernel") = true,
-      py::arg("step_times") = "", py::arg("stream_trace") = "",
+      py::arg("programmatic_launch") = false, py::arg("step_times") = "", py::arg("stream_trace") = "",
       "Loads a plan (a path or the plan's bytes) on `device` (\"cpu\", \"cuda\"; None or \"auto\": CUDA when a GPU "
       "is present). A plan built for another device is IncompatibleError; a corrupt one InvalidPlanError.\n"
       "CUDA diagnostics, as `streamrt run`'s flags (the CPU ignores them): profile (a table of GPU time per op, "
       "printed to stderr when a context goes away), attention_kernel (\"auto\", \"simple\", \"mma\", \"wgmma\"), "
-      "group_gemm_kernel (\"auto\", \"cublaslt\", \"group\"), few_row_kernel, step_times and stream_trace (JSON-lines "
-      "files appended to). An unknown kernel name is InvalidArgumentError.");
+      "group_gemm_kernel (\"auto\", \"cublaslt\", \"group\"), few_row_kernel, programmatic_launch, step_times and "
+      "stream_trace (JSON-lines files appended to). An unknown kernel name is InvalidArgumentError.");
 }
 
 }  // namespace streamrt::python

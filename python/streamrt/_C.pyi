@@ -27,12 +27,13 @@ def load(
     attention_kernel: str = "auto",
     group_gemm_kernel: str = "auto",
     few_row_kernel: bool = True,
+    programmatic_launch: bool = False,
     step_times: str = "",
     stream_trace: str = "",
 ) -> Engine:
     """Loads a plan (a path or its bytes) on "cpu", "cuda" or None / "auto". The keyword arguments are
     CUDA diagnostics, as `streamrt run`'s flags (the CPU ignores them): profile, attention_kernel ("auto",
-    "simple", "mma", "wgmma"), group_gemm_kernel ("auto", "cublaslt", "group"), few_row_kernel, step_times
+    "simple", "mma", "wgmma"), group_gemm_kernel ("auto", "cublaslt", "group"), few_row_kernel, programmatic_launch, step_times
     and stream_trace (JSON-lines files). An unknown kernel name is InvalidArgumentError."""
 
 class TensorInfo:

@@ -36,6 +36,7 @@
 
 #include "backends/cuda/kernels/attention_splits.h"
 #include "backends/cuda/kernels/attention_tile.cuh"
+#include "backends/cuda/kernels/dependent_launch.cuh"
 #include "backends/cuda/kernels/mma_util.cuh"
 
 namespace streamrt::cuda::attention {
@@ -221,6 +222,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     attention_tc(const Params p, int q_tiles, int k_staging, bool v_vec, bool q_vec) {
   constexpr int kD = C::kD;
   extern __shared__ __align__(16) uint16_t smem[];
+  wait_for_earlier_steps();  // a dependent launch (dependent_launch.cuh): Q, K and V are earlier steps'
+  dependents_may_start();    // after the wait: one launch ahead at most
   uint16_t* qs = smem;
   uint16_t* stages = smem + C::kQ;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -350,6 +353,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 // Lane s holds range s's (and s + 32's) weight, so the ranges' loads are independent of each other.
 template <typename T>
 __global__ void attention_combine(const Params p, int64_t packed_rows) {
+  wait_for_earlier_steps();
+  dependents_may_start();
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
   const int64_t stride = p.dv + 2;
@@ -403,10 +408,8 @@ template <typename T, class C, bool kMasked, bool kRows>
 Status launch(CudaKernelContext& ctx, const Params& p, int q_tiles, int64_t blocks, int staging, bool v_vec,
               bool q_vec) {
   SRT_RETURN_IF_ERROR((allow_smem<T, C, kMasked, kRows>()));
-  attention_tc<T, C, kMasked, kRows>
-      <<<static_cast<unsigned>(blocks), C::kThreads, C::kBytes, ctx.stream()>>>(p, q_tiles, staging, v_vec, q_vec);
-  SRT_CUDA_LAUNCH("attention_tc");
-  return ok_status();
+  return launch_dependent(ctx.resources(), attention_tc<T, C, kMasked, kRows>, dim3(static_cast<unsigned>(blocks)),
+                          dim3(C::kThreads), C::kBytes, 1, p, q_tiles, staging, v_vec, q_vec);
 }
 
 template <typename T, class C, bool kMasked>
@@ -461,8 +464,8 @@ Result<bool> launch_config(CudaKernelContext& ctx, Params p) {
     SRT_RETURN_IF_ERROR((launch_staged<T, C, true>(ctx, p, static_cast<int>(q_tiles), blocks, staging, v_vec, q_vec)));
   if (p.splits > 1) {
     const int64_t rows = packed * p.rows;
-    attention_combine<T><<<grid_for(rows * 32, 256), 256, 0, ctx.stream()>>>(p, rows);
-    SRT_CUDA_LAUNCH("attention_combine");
+    SRT_RETURN_IF_ERROR(
+        launch_dependent(res, attention_combine<T>, dim3(grid_for(rows * 32, 256)), dim3(256), 0, 1, p, rows));
   }
   return true;
 }

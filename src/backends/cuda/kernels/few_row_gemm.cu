@@ -179,6 +179,17 @@ struct Source {
       issue_stage<kC>(s < stages ? w[0] : w[1], n, k0, len, col0, s % stages, ring + (s % slots) * kStageBytes);
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
   }
+  // Stages [0, count) into L2 while the earlier steps finish (no step writes a weight): their
+  // cp.async copies then start from L2, not HBM.
+  __device__ __forceinline__ void prefetch(int count) const {
+    constexpr int kLines = kStageBytes / 128, kRowLines = kC * 2 / 128;  // 128-byte lines a stage, a row
+    for (int i = threadIdx.x; i < count * kLines && i / kLines < total; i += kThreads) {
+      const int s = i / kLines, line = i % kLines;
+      const int kr = (s % stages) * kStageRows<kC> + line / kRowLines;
+      const int64_t col = col0 + (line % kRowLines) * 64;
+      if (kr < len && col < n) prefetch_l2((s < stages ? w[0] : w[1]) + (k0 + kr) * n + col);
+    }
+  }
 };
 
 // The warp's accumulators (per tile m: columns lane / 4, +8 of its 16; rows 2 (lane % 4), +1) into
@@ -239,8 +250,10 @@ __global__ void __launch_bounds__(kThreads) few_row_gemm_kernel(const Args<T> p)
   src.total = src.stages * (p.gate ? 2 : 1);
   src.slots = p.slots;
 
-  // A first, then the first weight stages, all in flight at once; A is normalized while the
-  // weight's copies go on.
+  // The first weight stages towards L2 while the step before ends; then A, then those stages, all
+  // in flight at once; A is normalized while the weight's copies go on.
+  src.prefetch(src.slots - 1);
+  wait_for_earlier_steps();
   stage_a(p, src.k0, src.len, src.stages * kStageRows<kC>, xs, ld);
   for (int s = 0; s < src.slots - 1; ++s) src.issue(s, ring);
   if (p.scale) {
@@ -253,6 +266,7 @@ __global__ void __launch_bounds__(kThreads) few_row_gemm_kernel(const Args<T> p)
     __syncthreads();
   }
   block_sums(src, ring, xs, ld, part);
+  dependents_may_start();  // the next step scheduled in this one's tail (dependent_launch.cuh: why not sooner)
 
   // Each block of the cluster finishes a slice of the outputs, adding every block's sums (the
   // slices are disjoint: a block overwrites only sums no other block reads).
@@ -371,7 +385,7 @@ Status launch(CudaResources& res, const HalfGemv& g, const Shape& shape, const S
   p.slots = shape.slots;
   constexpr auto kernel = few_row_gemm_kernel<kC, T>;
   SRT_RETURN_IF_ERROR(allow_dynamic_smem<kernel>(static_cast<int>(std::min(kBlockSmem, static_cast<size_t>(lim.block_optin)))));
-  return launch_split(kernel, p, tiles, kThreads, Smem::bytes(p.chunk, kC, p.slots), res.stream);
+  return launch_split(kernel, p, tiles, kThreads, Smem::bytes(p.chunk, kC, p.slots), res);
 }
 
 template <typename T>

@@ -144,9 +144,11 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const GemvArgs<T> p
   const bool has_col = col < n;
   const int64_t stride = static_cast<int64_t>(kLanes) * n;
   uint4 v[kUnroll];
-  // The first weight loads are in flight while A is staged.
+  // The first weight loads are in flight while the step before ends (no step writes a weight: see
+  // dependent_launch.cuh) and A is staged.
   const T* wp = p.w[q] + (k0 + ty) * n + col;
   int have = has_col ? load_rows(wp, stride, ty, len, v) : 0;
+  wait_for_earlier_steps();
   stage_a(p, k0, len, xs, red);
   __syncthreads();
   column_sums<T>(wp, stride, len, v, have, xs, red, part[0]);
@@ -155,6 +157,7 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const GemvArgs<T> p
     have = has_col ? load_rows(wp1, stride, ty, len, v) : 0;
     column_sums<T>(wp1, stride, len, v, have, xs, red, part[1]);
   }
+  dependents_may_start();  // the next step scheduled in this one's tail (dependent_launch.cuh: why not sooner)
 
   // The cluster's first block adds the others' sums and writes.
   const int sums = p.gate ? 2 : 1;
@@ -190,7 +193,7 @@ Status launch(CudaResources& res, const HalfGemv& g) {
   p.chunk = static_cast<int>(chunk);
   p.split = static_cast<int>(split);
 
-  return launch_split(half_gemv_kernel<T>, p, tiles, kThreads, 0, res.stream);
+  return launch_split(half_gemv_kernel<T>, p, tiles, kThreads, 0, res);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 // heads are multiples of 16.
 #include "backends/cuda/kernels/rotary.h"
 
+#include "backends/cuda/kernels/dependent_launch.cuh"
 #include "backends/cuda/kernels/elementwise.cuh"
 #include "ops/rotary.h"
 
@@ -67,6 +68,8 @@ __device__ __forceinline__ void rotate16(const VecPart<T>& p, uint32_t v) {
 // named directly (no pointer to a parameter), so the indexers stay in the parameter space.
 template <typename T, int kParts>
 __global__ void rotary_vec_kernel(const VecPart<T> a, const VecPart<T> b) {
+  wait_for_earlier_steps();  // a dependent launch (dependent_launch.cuh)
+  dependents_may_start();    // after the wait: one launch ahead at most
   const uint32_t total = a.npairs + (kParts == 2 ? b.npairs : 0u);
   for (uint32_t v = blockIdx.x * blockDim.x + threadIdx.x; v < total; v += gridDim.x * blockDim.x) {
     if (kParts == 1 || v < a.npairs)
@@ -115,17 +118,17 @@ Status rotary_cuda(CudaKernelContext& ctx) {
     bool vec[2] = {false, false};
     for (size_t k = 0; k < parts; ++k) SRT_RETURN_IF_ERROR(make_part<T>(ctx, k, &part[k], &vec[k]));
     if (parts == 2 && vec[0] && vec[1]) {
-      rotary_vec_kernel<T, 2><<<grid_for(int64_t{part[0].npairs} + part[1].npairs), 256, 0, ctx.stream()>>>(part[0], part[1]);
-      SRT_CUDA_LAUNCH("rotary_vec_kernel");
-      return ok_status();
+      return launch_dependent(ctx.resources(), rotary_vec_kernel<T, 2>,
+                              dim3(grid_for(int64_t{part[0].npairs} + part[1].npairs)), dim3(256), 0, 1, part[0],
+                              part[1]);
     }
     for (size_t k = 0; k < parts; ++k) {
       if (!vec[k]) {
         SRT_RETURN_IF_ERROR(launch_scalar<T>(ctx, k, part[k]));
         continue;
       }
-      rotary_vec_kernel<T, 1><<<grid_for(part[k].npairs), 256, 0, ctx.stream()>>>(part[k], part[k]);
-      SRT_CUDA_LAUNCH("rotary_vec_kernel");
+      SRT_RETURN_IF_ERROR(launch_dependent(ctx.resources(), rotary_vec_kernel<T, 1>, dim3(grid_for(part[k].npairs)),
+                                           dim3(256), 0, 1, part[k], part[k]));
     }
     return ok_status();
   });

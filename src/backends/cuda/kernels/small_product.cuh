@@ -6,6 +6,7 @@
 #include <cooperative_groups.h>
 
 #include "backends/cuda/kernels/cuda_types.cuh"
+#include "backends/cuda/kernels/dependent_launch.cuh"
 #include "backends/cuda/kernels/half_gemv.h"
 #include "ops/fused_elementwise.h"
 
@@ -93,23 +94,14 @@ __device__ __forceinline__ V* split_peer(V* p, int rank) {
 #endif
 }
 
-// Launches kernel<<<(tiles, p.split), threads, smem>>>(p), the split as a (1, split, 1) cluster.
+// Launches kernel<<<(tiles, p.split), threads, smem>>>(p) on res.stream, the split as a (1, split, 1)
+// cluster, as a dependent launch (dependent_launch.cuh): the kernels prefetch their first weights,
+// then wait for the earlier steps before A is read.
 template <typename T, typename Kernel>
-Status launch_split(Kernel kernel, const ProductArgs<T>& p, int64_t tiles, int threads, size_t smem, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(p.split), 1);
-  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = 1;
-  attr.val.clusterDim.y = static_cast<unsigned>(p.split);
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = p.split > 1 ? 1 : 0;
-  SRT_CUDA(cudaLaunchKernelEx(&cfg, kernel, p));
-  return ok_status();
+Status launch_split(Kernel kernel, const ProductArgs<T>& p, int64_t tiles, int threads, size_t smem,
+                    const CudaResources& res) {
+  return launch_dependent(res, kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(p.split), 1),
+                          dim3(static_cast<unsigned>(threads), 1, 1), smem, static_cast<unsigned>(p.split), p);
 }
 
 }  // namespace streamrt::cuda
