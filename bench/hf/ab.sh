@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# One streamrt build, two sets of `streamrt run` flags, run alternately on issue 16's exports: what a run-time
+# switch (--programmatic-launch, --no-few-row-kernel, --attention-kernel ...) gains or costs at each point, both
+# variants on the same machine within the same minutes.
+#   bench/hf/ab.sh OUTDIR "FLAGS_A" "FLAGS_B" [KEY...]
+#   e.g. bench/hf/ab.sh $OUT/ab "" "--programmatic-launch" llama_b1_prefill1 llama_b8_prefill1
+# KEY: MODEL_bBATCH_KINDN as run.sh names its points (llama_b8_prefill1, qwen_b1_decode2048); default: Llama's
+# one-token and decode @2048 points at batches 1 and 8. Each point is built into a plan once, then run
+# --iterations AB_ITERS times with A's flags, then B's, AB_ROUNDS times over (--cuda-graph on CUDA).
+# Environment: AB_ROUNDS (2), AB_ITERS (200), BENCH_CACHE (/tmp/bench-hf: run.sh's exports are reused; missing
+# ones are made), BENCH_DEVICE (cuda), BENCH_TINY=1 (the tiny configs), STREAMRT_BIN_DIR, PYTHON.
+# Writes OUTDIR/ab.md (median ms of every run, B / A of their means) and prints it; exits 1 when a run failed.
+set -u
+OUTDIR=${1:?usage: bench/hf/ab.sh OUTDIR FLAGS_A FLAGS_B [KEY...]}
+FLAGS_A=${2?usage: bench/hf/ab.sh OUTDIR FLAGS_A FLAGS_B [KEY...]}
+FLAGS_B=${3?usage: bench/hf/ab.sh OUTDIR FLAGS_A FLAGS_B [KEY...]}
+shift 3
+KEYS=("$@")
+[ ${#KEYS[@]} -gt 0 ] || KEYS=(llama_b1_prefill1 llama_b8_prefill1 llama_b1_decode2048 llama_b8_decode2048)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+PY=${PYTHON:-python3}
+CACHE=${BENCH_CACHE:-/tmp/bench-hf}
+DEVICE=${BENCH_DEVICE:-cuda}
+ROUNDS=${AB_ROUNDS:-2}
+ITERS=${AB_ITERS:-200}
+TINY=(); SUFFIX=""; [ "${BENCH_TINY:-0}" = 1 ] && TINY=(--tiny) && SUFFIX=-tiny
+mkdir -p "$OUTDIR" && OUTDIR=$(cd "$OUTDIR" && pwd) || exit 1
+WORK=$OUTDIR/work; mkdir -p "$WORK"
+# streamrt: STREAMRT_BIN_DIR, else the carried GPU bundle (scripts/gpu-bundle), else build/bin.
+if [ -n "${STREAMRT_BIN_DIR:-}" ]; then BIN=$STREAMRT_BIN_DIR
+elif [ -x "$ROOT/.gpu/bin/streamrt" ]; then pushd "$ROOT" > /dev/null && source scripts/gpu-env && popd > /dev/null
+else BIN=$ROOT/build/bin; fi
+SRT=$BIN/streamrt
+[ -x "$SRT" ] || { echo "error: no streamrt at $SRT (STREAMRT_BIN_DIR)" >&2; exit 2; }
+GRAPH=(); [ "$DEVICE" = cuda ] && GRAPH=(--cuda-graph)
+read -r -a A <<< "$FLAGS_A"
+read -r -a B <<< "$FLAGS_B"
+
+# A key's parts: model, batch, kind, tokens.
+parse() { [[ "$1" =~ ^([a-z0-9]+)_b([0-9]+)_(prefill|decode)([0-9]+)$ ]] || return 1
+  m=${BASH_REMATCH[1]}; b=${BASH_REMATCH[2]}; kind=${BASH_REMATCH[3]}; n=${BASH_REMATCH[4]}; }
+for key in "${KEYS[@]}"; do parse "$key" || { echo "error: '$key' is not MODEL_bBATCH_KINDN (llama_b8_prefill1)" >&2; exit 2; }; done
+
+# Exports and inputs that are missing, each model's in one go.
+for m in $(for key in "${KEYS[@]}"; do parse "$key"; echo "$m"; done | sort -u); do
+  batches=(); points=()
+  for key in "${KEYS[@]}"; do parse "$key"; [ "$m" = "${key%%_*}" ] || continue; batches+=("$b"); points+=("$kind:$n"); done
+  for kind in prefill decode; do
+    dir=$CACHE/export/$m$SUFFIX
+    printf '%s\n' "${points[@]}" | grep -q "^$kind:" || continue
+    [ -s "$dir/$kind/model.onnx" ] && continue
+    "$PY" "$HERE/export.py" "$m" "$dir" --kinds "$kind" --device "$DEVICE" "${TINY[@]}" > "$WORK/export_${m}_$kind.log" 2>&1 ||
+      { echo "error: export of $m $kind failed (see $WORK/export_${m}_$kind.log)" >&2; exit 1; }
+  done
+  "$PY" "$HERE/inputs.py" "$m" "$WORK/inputs/$m" --batches "$(printf '%s\n' "${batches[@]}" | sort -un | paste -sd,)" \
+    --points "$(printf '%s\n' "${points[@]}" | sort -u | paste -sd,)" "${TINY[@]}" > "$WORK/inputs_$m.log" 2>&1 ||
+    { echo "error: inputs of $m failed (see $WORK/inputs_$m.log)" >&2; exit 1; }
+done
+
+median() { grep -oE 'median [0-9.]+ ms' "$1" | head -1 | grep -oE '[0-9.]+' || echo failed; }
+rc=0
+lines=("| point | A ms (each round) | B ms (each round) | B / A |" "|---|---|---|---|")
+for key in "${KEYS[@]}"; do
+  parse "$key"
+  in=$WORK/inputs/$m/$key
+  mapfile -t args < "$in/streamrt.args"
+  plan=$WORK/$key.plan
+  if ! "$SRT" build "$CACHE/export/$m$SUFFIX/$kind/model.onnx" -o "$plan" --device "$DEVICE" "${args[0]}" "${args[1]}" \
+      > "$WORK/build_$key.log" 2>&1; then
+    lines+=("| $key | failed: build ($(tail -1 "$WORK/build_$key.log" | cut -c1-120)) | | |"); rc=1; continue
+  fi
+  ta=(); tb=()
+  for ((r = 1; r <= ROUNDS; ++r)); do
+    for v in A B; do
+      declare -n flags=$v
+      "$SRT" run "$plan" "${args[@]:2}" --device "$DEVICE" --iterations "$ITERS" --warmup 10 "${GRAPH[@]}" "${flags[@]}" \
+        > "$WORK/run_${key}_$v$r.log" 2>&1 || rc=1
+      t=$(median "$WORK/run_${key}_$v$r.log")
+      [ "$t" = failed ] && rc=1
+      if [ $v = A ]; then ta+=("$t"); else tb+=("$t"); fi
+      unset -n flags
+    done
+  done
+  ratio=$("$PY" -c "import sys; a, b = (sys.argv[1].split(), sys.argv[2].split())
+try: print(f'{sum(map(float, b)) / len(b) / (sum(map(float, a)) / len(a)):.3f}')
+except ValueError: print('-')" "${ta[*]}" "${tb[*]}")
+  lines+=("| $key | ${ta[*]} | ${tb[*]} | $ratio |")
+done
+{
+  echo "# bench/hf/ab.sh: A = \`${FLAGS_A:-(no flags)}\`, B = \`${FLAGS_B:-(no flags)}\`"
+  echo
+  echo "- $(date -u +%Y-%m-%dT%H:%M:%SZ), $("$SRT" --version 2>/dev/null | head -1), device $DEVICE, $ITERS iterations a run, $ROUNDS rounds (A then B)"
+  echo
+  printf '%s\n' "${lines[@]}"
+} | tee "$OUTDIR/ab.md"
+exit $rc
