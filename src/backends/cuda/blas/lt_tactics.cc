@@ -298,7 +298,8 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   g.cols = 128;  // every group the kernel takes, it takes at 128 columns
   if (!group_gemm_applies(g, res)) return false;
   if (!rotations.empty()) {
-    SRT_ASSIGN_OR_RETURN(double rotate_ms, launches_ms([&] { return rotate_rows(stream_, dt, rotations); }));
+    res.stream = stream_;
+    SRT_ASSIGN_OR_RETURN(double rotate_ms, launches_ms([&] { return rotate_rows(res, dt, rotations); }));
     lt_ns += static_cast<int64_t>(rotate_ms * 1e6);
   }
   double best_ms = 0;

@@ -48,7 +48,7 @@ Status rotate_products(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) 
     parts.push_back({ctx.output(i).data, ctx.input(kMatMulGroupRotary + 2 * i).data,
                      ctx.input(kMatMulGroupRotary + 2 * i + 1).data, l.rows, l.n[i], l.rotary_dim, l.table_rows[i]});
   }
-  return parts.empty() ? ok_status() : rotate_rows(ctx.stream(), ctx.input(0).dtype, parts);
+  return parts.empty() ? ok_status() : rotate_rows(ctx.resources(), ctx.input(0).dtype, parts);
 }
 
 // The one-row GEMV; kUnsupported when it does not take these operands.

@@ -190,6 +190,8 @@ __device__ __forceinline__ void rotate_row_group(const RowsPart<T, kV>& p, int64
 
 template <typename T, int kV>
 __global__ void rotary_rows_kernel(const RowsPart<T, kV> a, const RowsPart<T, kV> b) {
+  wait_for_earlier_steps();  // a dependent launch (dependent_launch.cuh): the products are the step's own
+  dependents_may_start();
   const int64_t total = a.groups + b.groups;
   for (int64_t v = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; v < total; v += int64_t{gridDim.x} * blockDim.x) {
     if (v < a.groups)
@@ -211,14 +213,13 @@ RowsPart<T, kV> rows_part(const RotaryRows& r) {
 }
 
 template <typename T, int kV>
-Status launch_rows(cudaStream_t stream, const RotaryRows& a, const RotaryRows* b) {
+Status launch_rows(const CudaResources& res, const RotaryRows& a, const RotaryRows* b) {
   const RowsPart<T, kV> pa = rows_part<T, kV>(a);
   RowsPart<T, kV> pb = b ? rows_part<T, kV>(*b) : pa;
   if (!b) pb.groups = 0;
   if (pa.groups + pb.groups == 0) return ok_status();
-  rotary_rows_kernel<T, kV><<<grid_for(pa.groups + pb.groups), 256, 0, stream>>>(pa, pb);
-  SRT_CUDA_LAUNCH("rotary_rows_kernel");
-  return ok_status();
+  return launch_dependent(res, rotary_rows_kernel<T, kV>, dim3(grid_for(pa.groups + pb.groups)), dim3(256), 0, 1, pa,
+                          pb);
 }
 
 bool rows_vec(const RotaryRows& r) {
@@ -227,7 +228,7 @@ bool rows_vec(const RotaryRows& r) {
 
 }  // namespace
 
-Status rotate_rows(cudaStream_t stream, DataType t, std::span<const RotaryRows> parts) {
+Status rotate_rows(const CudaResources& res, DataType t, std::span<const RotaryRows> parts) {
   for (const RotaryRows& r : parts)
     if (r.d <= 0 || r.d % 2 != 0 || r.n % r.d != 0 || r.table_rows < 1 || r.rows < 0 || r.n / r.d > UINT32_MAX ||
         r.d > UINT32_MAX || r.table_rows > UINT32_MAX)
@@ -236,9 +237,9 @@ Status rotate_rows(cudaStream_t stream, DataType t, std::span<const RotaryRows> 
                               std::to_string(r.table_rows) + " table rows");
   return cuda_dispatch<ops::kFloats>(t, "rotate_rows", [&]<typename T>() -> Status {
     const bool vec = std::all_of(parts.begin(), parts.end(), rows_vec);
-    if (parts.size() == 2 && vec) return launch_rows<T, 8>(stream, parts[0], &parts[1]);
+    if (parts.size() == 2 && vec) return launch_rows<T, 8>(res, parts[0], &parts[1]);
     for (const RotaryRows& r : parts) {
-      const Status st = rows_vec(r) ? launch_rows<T, 8>(stream, r, nullptr) : launch_rows<T, 1>(stream, r, nullptr);
+      const Status st = rows_vec(r) ? launch_rows<T, 8>(res, r, nullptr) : launch_rows<T, 1>(res, r, nullptr);
       SRT_RETURN_IF_ERROR(st);
     }
     return ok_status();

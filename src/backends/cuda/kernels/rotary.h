@@ -18,8 +18,9 @@ struct RotaryRows {
   int64_t rows = 0, n = 0, d = 0, table_rows = 0;
 };
 
-// Enqueues the rotations of `parts` (one or two: a layer's Q and K) on `stream`, in one launch
-// where both take the 8-element path (d a multiple of 16, 16-byte aligned pointers).
-Status rotate_rows(cudaStream_t stream, DataType t, std::span<const RotaryRows> parts);
+// Enqueues the rotations of `parts` (one or two: a layer's Q and K) on res.stream, in one launch
+// where both take the 8-element path (d a multiple of 16, 16-byte aligned pointers); a dependent
+// launch where res allows (dependent_launch.cuh).
+Status rotate_rows(const CudaResources& res, DataType t, std::span<const RotaryRows> parts);
 
 }  // namespace streamrt::cuda
