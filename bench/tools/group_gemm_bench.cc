@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
           streamrt::Status st = streamrt::cuda::matmul_2d(res, heuristic, m);
           if (!st.ok()) return st;
         }
-        if (rotate) return streamrt::cuda::rotate_rows(res.stream, DataType::kFloat16, rotations);
+        if (rotate) return streamrt::cuda::rotate_rows(res, DataType::kFloat16, rotations);
         if (!sh.gate) return streamrt::ok_status();
         return streamrt::cuda::swiglu_gate(res.stream, DataType::kFloat16, gated, ref[0], ref[1], int64_t(rows) * sh.n[0]);
       });
