@@ -33,8 +33,9 @@ def load(
 ) -> Engine:
     """Loads a plan (a path or its bytes) on "cpu", "cuda" or None / "auto". The keyword arguments are
     CUDA diagnostics, as `streamrt run`'s flags (the CPU ignores them): profile, attention_kernel ("auto",
-    "simple", "mma", "wgmma"), group_gemm_kernel ("auto", "cublaslt", "group"), few_row_kernel, programmatic_launch, step_times
-    and stream_trace (JSON-lines files). An unknown kernel name is InvalidArgumentError."""
+    "simple", "mma", "wgmma"), group_gemm_kernel ("auto", "cublaslt", "group"), few_row_kernel,
+    programmatic_launch, step_times and stream_trace (JSON-lines files). An unknown kernel name is
+    InvalidArgumentError."""
 
 class TensorInfo:
     """An input or output of an engine."""

@@ -250,9 +250,9 @@ __global__ void __launch_bounds__(kThreads) few_row_gemm_kernel(const Args<T> p)
   src.total = src.stages * (p.gate ? 2 : 1);
   src.slots = p.slots;
 
-  // The first weight stages towards L2 while the step before ends; then A, then those stages, all
-  // in flight at once; A is normalized while the weight's copies go on.
-  src.prefetch(src.slots - 1);
+  // A dependent launch sends its first weight stages towards L2 while the step before ends; then A,
+  // then those stages, all in flight at once; A is normalized while the weight's copies go on.
+  if (p.dependent) src.prefetch(src.slots - 1);
   wait_for_earlier_steps();
   stage_a(p, src.k0, src.len, src.stages * kStageRows<kC>, xs, ld);
   for (int s = 0; s < src.slots - 1; ++s) src.issue(s, ring);

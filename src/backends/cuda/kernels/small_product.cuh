@@ -30,6 +30,7 @@ struct ProductArgs {
   int64_t tile_end[3];  // column tiles up to and including each part (the gate: part 0's only)
   const T* residual;
   int parts, gate, chunk, split, slots;
+  int dependent;  // launched as a dependent launch (launch_split sets it): worth prefetching weights before the wait
 };
 
 // Everything but chunk / split / slots from `g`, with column tiles of `cols`; returns the tiles.
@@ -95,13 +96,15 @@ __device__ __forceinline__ V* split_peer(V* p, int rank) {
 }
 
 // Launches kernel<<<(tiles, p.split), threads, smem>>>(p) on res.stream, the split as a (1, split, 1)
-// cluster, as a dependent launch (dependent_launch.cuh): the kernels prefetch their first weights,
-// then wait for the earlier steps before A is read.
+// cluster, as a dependent launch where res allows (dependent_launch.cuh; args.dependent says so to
+// the kernel): the kernels fetch their first weights, then wait for the earlier steps before A is read.
 template <typename T, typename Kernel>
 Status launch_split(Kernel kernel, const ProductArgs<T>& p, int64_t tiles, int threads, size_t smem,
                     const CudaResources& res) {
+  ProductArgs<T> args = p;
+  args.dependent = dependent_launch(res) ? 1 : 0;
   return launch_dependent(res, kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(p.split), 1),
-                          dim3(static_cast<unsigned>(threads), 1, 1), smem, static_cast<unsigned>(p.split), p);
+                          dim3(static_cast<unsigned>(threads), 1, 1), smem, static_cast<unsigned>(p.split), args);
 }
 
 }  // namespace streamrt::cuda
