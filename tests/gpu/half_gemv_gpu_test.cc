@@ -158,6 +158,17 @@ TEST(GpuHalfGemv, RefusesWhatItDoesNotTake) {
   two.gate = true;
   two.part[1].n = 128;
   refused(two);  // a gate of two widths
+  HalfGemv rot = one_weight(DataType::kFloat16, 1, 64, 256, d, d, d);
+  rot.rotary_dim = 128;
+  rot.part[0].cos = rot.part[0].sin = d;
+  rot.part[0].table_rows = 1;
+  refused(rot);  // heads of 128 across the GEMV's 64-column blocks (MatMulGroup rotates after it)
+  rot.rows = 2;
+  rot.rotary_dim = 48;
+  refused(rot);  // heads no block width holds whole
+  rot.rotary_dim = 64;
+  rot.residual = d;
+  refused(rot);  // a rotation with a residual
 }
 
 }  // namespace

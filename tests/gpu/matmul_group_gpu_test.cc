@@ -4,7 +4,8 @@
 // eight the tensor-core kernel (norm in their staging, gate in their epilogue, K split over a
 // cluster); more rows, float32, or columns they cannot read in 16-byte runs take the normalization
 // kernel, a GEMM a weight and the gate kernel through the scratch output. Q and K rotated by the group
-// (builder/fold_group_rotaries.cc): after any of those paths, in place (kernels/rotary.h).
+// (builder/fold_group_rotaries.cc): in the one- and few-row kernels' epilogue where their blocks hold
+// whole heads, else after the products, in place (kernels/rotary.h).
 #include <gtest/gtest.h>
 
 #include "graph_check.h"
@@ -51,6 +52,10 @@ TEST(GpuMatMulGroup, RotatedQueriesAndKeysMatchTheCpu) {
   const Shape shapes[] = {
       {"rotary 64", {.x = {1, 1, 512}, .n = {256, 128, 128}, .rotary = 64}},      // 8 elements a thread
       {"rotary 8 bias", {.x = {1, 1, 64}, .n = {32, 16, 16}, .bias = true, .rotary = 8}},  // one
+      // Up to eight rows rotate in the products' epilogue where a block holds whole heads: heads of 128
+      // take the few-row kernel's 128-column blocks (the GEMV's 64 cannot: rotated after it), of 256 its 256.
+      {"rotary 128", {.x = {1, 1, 512}, .n = {256, 128, 128}, .rotary = 128}},
+      {"rotary 256", {.x = {1, 1, 512}, .n = {512, 256, 256}, .rotary = 256}},
   };
   const std::pair<int64_t, int64_t> batch_seq[] = {{1, 1}, {1, 5}, {2, 4}, {2, 6}, {3, 20}};
   for (DataType precision : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16})

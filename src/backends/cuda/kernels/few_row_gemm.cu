@@ -272,10 +272,12 @@ __global__ void __launch_bounds__(kThreads) few_row_gemm_kernel(const Args<T> p)
   // slices are disjoint: a block overwrites only sums no other block reads).
   const int sums = p.gate ? 2 : 1;
   constexpr int kOut = kC * kRows;
+  const bool rotated = p.cos[q] != nullptr;
   int first = 0, count = kOut;
   if (p.split > 1) {
     split_sync();
-    count = (kOut + p.split - 1) / p.split;
+    // Rotated: whole rows a slice, so a column's pair (the same row) is this block's too.
+    count = rotated ? (kRows + p.split - 1) / p.split * kC : (kOut + p.split - 1) / p.split;
     first = static_cast<int>(blockIdx.y) * count;
     count = max(0, min(count, kOut - first));
     for (int i = threadIdx.x; i < sums * count; i += kThreads) {
@@ -294,6 +296,22 @@ __global__ void __launch_bounds__(kThreads) few_row_gemm_kernel(const Args<T> p)
   }
   // This block's slice of the outputs: consecutive threads write consecutive columns of a row.
   const int64_t n = src.n;
+  if (rotated) {  // every value as stored first (in place: no other block reads this slice now), then the pairs
+    for (int i = threadIdx.x; i < count; i += kThreads) {
+      const int idx = first + i, row = idx / kC;
+      const int64_t col = src.col0 + idx % kC;
+      if (row < p.rows && col < n) part[idx] = rotated_input(p, q, col, part[idx]);
+    }
+    __syncthreads();
+    const int h = p.rotary_dim / 2;  // a block's columns hold whole heads (few_row_gemm_applies, choose_shape)
+    for (int i = threadIdx.x; i < count; i += kThreads) {
+      const int idx = first + i, row = idx / kC, c = idx % kC;
+      const int64_t col = src.col0 + c;
+      if (row < p.rows && col < n)
+        store_rotated(p, q, row, col, part[idx], part[c % p.rotary_dim < h ? idx + h : idx - h]);
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < count; i += kThreads) {
     const int idx = first + i;
     const int row = idx / kC, c = idx % kC;
@@ -362,14 +380,21 @@ Result<Shape> choose_split(const CudaResources& res, const SmemLimits& lim, cons
 // HalfGemv::cols / split / slots, when set, are taken as they are.
 Result<Shape> choose_shape(const CudaResources& res, const SmemLimits& lim, const HalfGemv& g) {
   const int slots = g.slots > 0 ? g.slots : 3;
-  if (g.split > 0) return split_shape(res, lim, g.k, g.cols > 0 ? g.cols : 64, g.split, slots);
-  if (g.cols > 0) {
+  const auto rotation = [](int cols) {
+    return unsupported("few_row_gemm: rotary heads across " + std::to_string(cols) + "-column blocks");
+  };
+  if (g.split > 0 || g.cols > 0) {
+    const int cols = g.cols > 0 ? g.cols : 64;
+    if (!rotates_in_block(g, cols)) return rotation(cols);
+    if (g.split > 0) return split_shape(res, lim, g.k, cols, g.split, slots);
     bool one_wave = false;
-    return choose_split(res, lim, g, g.cols, slots, &one_wave);
+    return choose_split(res, lim, g, cols, slots, &one_wave);
   }
-  bool wide_wave = false, narrow_wave = false;
+  bool wide_wave = false, narrow_wave = false, widest_wave = false;
+  // Heads of 256 rotate only in blocks of 256 columns.
+  if (!rotates_in_block(g, 128)) return choose_split(res, lim, g, 256, slots, &widest_wave);
   auto wide = choose_split(res, lim, g, 128, slots, &wide_wave);
-  auto narrow = choose_split(res, lim, g, 64, slots, &narrow_wave);
+  auto narrow = rotates_in_block(g, 64) ? choose_split(res, lim, g, 64, slots, &narrow_wave) : Result<Shape>(rotation(64));
   if (!wide.ok()) return narrow;
   if (!narrow.ok() || !narrow_wave) return wide;
   if (!wide_wave || grid_tiles(g, 64) * narrow->split > grid_tiles(g, 128) * wide->split) return narrow;
@@ -405,6 +430,7 @@ bool few_row_gemm_applies(const HalfGemv& g, int cc_major) {
       g.parts > 3 || cc_major < 8 || !aligned16(g.a))
     return false;
   if ((g.gate && (g.parts != 2 || g.part[0].n != g.part[1].n)) || (g.residual && g.parts != 1)) return false;
+  if (!rotates_in_block(g, 256)) return false;  // choose_shape picks a width that holds whole heads
   int64_t tiles = 0;
   for (int i = 0; i < g.parts; ++i) {
     const HalfGemv::Part& p = g.part[static_cast<size_t>(i)];

@@ -169,6 +169,19 @@ __global__ void __launch_bounds__(kThreads) half_gemv_kernel(const GemvArgs<T> p
     split_sync();  // the others' shared memory stays until it has been read
     if (blockIdx.y != 0) return;
   }
+  if (p.cos[q]) {  // rotated (no gate: part[1] is free): every column as stored first, then the pairs
+    for (int i = threadIdx.x; i < kCols; i += kThreads) {
+      const int64_t c = tile * kCols + i;
+      if (c < n) part[1][i] = rotated_input(p, q, c, part[0][i]);
+    }
+    __syncthreads();
+    const int h = p.rotary_dim / 2;  // the tile holds whole heads (half_gemv_applies)
+    for (int i = threadIdx.x; i < kCols; i += kThreads) {
+      const int64_t c = tile * kCols + i;
+      if (c < n) store_rotated(p, q, 0, c, part[1][i], part[1][i % p.rotary_dim < h ? i + h : i - h]);
+    }
+    return;
+  }
   for (int i = threadIdx.x; i < kCols; i += kThreads) {
     const int64_t c = tile * kCols + i;
     if (c < n) store_product(p, q, 0, c, part[0][i], p.gate ? part[1][i] : 0.f);
@@ -204,7 +217,7 @@ bool half_gemv_applies(const HalfGemv& g, int cc_major) {
       g.k > int64_t{kMaxSplit} * kMaxChunk || g.parts < 1 || g.parts > 3)
     return false;
   if ((g.gate && (g.parts != 2 || g.part[0].n != g.part[1].n)) || (g.residual && g.parts != 1)) return false;
-  if (g.norm_scale && !g.a) return false;
+  if ((g.norm_scale && !g.a) || !rotates_in_block(g, kCols)) return false;
   int64_t tiles = 0;
   for (int i = 0; i < g.parts; ++i) {
     const HalfGemv::Part& p = g.part[static_cast<size_t>(i)];

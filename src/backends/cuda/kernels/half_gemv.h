@@ -26,6 +26,11 @@ struct HalfGemv {
     const void* bias = nullptr;  // n, or null
     void* y = nullptr;           // rows x n
     int64_t n = 0;
+    // Rotary tables [table_rows, rotary_dim], or null: y's row r rotated per head by table row
+    // r % table_rows in the epilogue, as kernels/rotary.h's rotate_rows does after a product.
+    const void* cos = nullptr;
+    const void* sin = nullptr;
+    int64_t table_rows = 0;
   };
   int parts = 1;  // 1 to 3
   std::array<Part, 3> part = {};
@@ -33,6 +38,9 @@ struct HalfGemv {
   // Two parts of one n: part[0].y = silu(P0) * P1 (each product rounded to the type first, as
   // FusedElementwise's gate reads them); part[1].y is not written.
   bool gate = false;
+  // The head size of the parts with rotary tables (an even power of two that divides the block's
+  // columns: 64 for one row, 64 / 128 / 256 for more; no gate or residual with them), else 0.
+  int64_t rotary_dim = 0;
   // Two to eight rows (few_row_gemm.cu): `cols` output columns a block (64, 128, 256), K split over
   // `split` blocks and a ring of `slots` stages a block; 0 = the kernel's choice
   // (bench/tools/few_row_bench sweeps them).

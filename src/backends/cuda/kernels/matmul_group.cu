@@ -1,6 +1,6 @@
-// MatMulGroup on CUDA (ops/matmul_group.h). One row of float16 / bfloat16 (a decode token): one
-// launch of the GEMV (half_gemv.h) over every weight, normalizing A as it stages it and gating in
-// its epilogue. More rows, or float32: what the unfused steps ran, one after the other — the
+// MatMulGroup on CUDA (ops/matmul_group.h). One to eight rows of float16 / bfloat16 (decode tokens):
+// one launch of the GEMV or the few-row kernel (half_gemv.h) over every weight, normalizing A as it
+// stages it, gating or rotating Q and K in its epilogue. More rows, or float32: what the unfused steps ran, one after the other — the
 // RMSNormalization kernel into the scratch output, a cuBLASLt GEMM a weight (each with its own
 // timed algorithm: builder::lt_algo_attr), and the gate kernel over the two products (in the
 // scratch after the normalized rows). Where the build timed it faster ("__group_gemm",
@@ -51,7 +51,9 @@ Status rotate_products(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) 
   return parts.empty() ? ok_status() : rotate_rows(ctx.resources(), ctx.input(0).dtype, parts);
 }
 
-// The one-row GEMV; kUnsupported when it does not take these operands.
+// The one- to eight-row products, rotating Q and K in their epilogue where the kernel's blocks
+// hold whole heads, else after them (rotate_products); kUnsupported when they do not take these
+// operands.
 Status run_gemv(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
   HalfGemv g;
   g.dtype = ctx.input(0).dtype;
@@ -62,8 +64,19 @@ Status run_gemv(CudaKernelContext& ctx, const ops::MatMulGroupLayout& l) {
   g.parts = l.count;
   g.gate = l.gate;
   set_parts(ctx, l, g.part);
-  if (!half_gemv_applies(g, ctx.resources().cc_major)) return unsupported("the GEMV does not take these operands");
-  return half_gemv(ctx.resources(), g);
+  const int cc = ctx.resources().cc_major;
+  HalfGemv rotating = g;
+  for (size_t i = 0; i < l.rotary.size(); ++i) {
+    if (!l.rotary[i]) continue;
+    rotating.rotary_dim = l.rotary_dim;
+    rotating.part[i].cos = ctx.input(kMatMulGroupRotary + 2 * i).data;
+    rotating.part[i].sin = ctx.input(kMatMulGroupRotary + 2 * i + 1).data;
+    rotating.part[i].table_rows = l.table_rows[i];
+  }
+  if (rotating.rotary_dim > 0 && half_gemv_applies(rotating, cc)) return half_gemv(ctx.resources(), rotating);
+  if (!half_gemv_applies(g, cc)) return unsupported("the GEMV does not take these operands");
+  SRT_RETURN_IF_ERROR(half_gemv(ctx.resources(), g));
+  return rotate_products(ctx, l);
 }
 
 // Every product (or the gate) of `x` in one group GEMM launch of `cols` accumulator columns (0: its
@@ -130,8 +143,7 @@ Status matmul_group_cuda(CudaKernelContext& ctx) {
   if (l.rows == 0) return ok_status();
   if (l.k == 0) return ctx.unsupported("K = 0");
   if (half_gemv_rows(ctx.input(0).dtype, l.rows)) {
-    Status st = run_gemv(ctx, l);
-    if (st.ok()) st = rotate_products(ctx, l);
+    const Status st = run_gemv(ctx, l);
     if (st.code() != StatusCode::kUnsupported) return st.with_context(ctx.node().describe());
   }
   return run_steps(ctx, l).with_context(ctx.node().describe());

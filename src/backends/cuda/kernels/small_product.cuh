@@ -29,6 +29,10 @@ struct ProductArgs {
   int64_t n[3];
   int64_t tile_end[3];  // column tiles up to and including each part (the gate: part 0's only)
   const T* residual;
+  const T* cos[3];  // rotary tables of each part, or null
+  const T* sin[3];
+  int64_t table_rows[3];
+  int rotary_dim;
   int parts, gate, chunk, split, slots;
   int dependent;  // launched as a dependent launch (launch_split sets it): worth prefetching weights before the wait
 };
@@ -45,6 +49,7 @@ int64_t fill_product_args(const HalfGemv& g, int64_t cols, ProductArgs<T>& p) {
   p.parts = g.parts;
   p.gate = g.gate ? 1 : 0;
   p.residual = static_cast<const T*>(g.residual);
+  p.rotary_dim = static_cast<int>(g.rotary_dim);
   int64_t tiles = 0;
   for (int i = 0; i < g.parts; ++i) {
     const HalfGemv::Part& gp = g.part[static_cast<size_t>(i)];
@@ -52,6 +57,9 @@ int64_t fill_product_args(const HalfGemv& g, int64_t cols, ProductArgs<T>& p) {
     p.bias[i] = static_cast<const T*>(gp.bias);
     p.y[i] = static_cast<T*>(gp.y);
     p.n[i] = gp.n;
+    p.cos[i] = static_cast<const T*>(gp.cos);
+    p.sin[i] = static_cast<const T*>(gp.sin);
+    p.table_rows[i] = gp.table_rows;
     if (!g.gate || i == 0) tiles += (gp.n + cols - 1) / cols;
     p.tile_end[i] = tiles;
   }
@@ -73,6 +81,33 @@ __device__ __forceinline__ void store_product(const ProductArgs<T>& p, int q, in
   }
   if (p.residual) s += static_cast<float>(to_acc(p.residual[row * n + col]));  // may be y itself: read first
   p.y[q][row * n + col] = from_acc<T>(s);
+}
+
+// Output (row, col) of a part with rotary tables, from its value as the product step would store it
+// (bias added, rounded to the type: rotated_input) and its pair's, col -/+ d / 2 in the head.
+template <typename T>
+__device__ __forceinline__ float rotated_input(const ProductArgs<T>& p, int q, int64_t col, float s) {
+  if (p.bias[q]) s += static_cast<float>(to_acc(p.bias[q][col]));
+  return static_cast<float>(to_acc(from_acc<T>(s)));
+}
+template <typename T>
+__device__ __forceinline__ void store_rotated(const ProductArgs<T>& p, int q, int64_t row, int64_t col, float x,
+                                              float pair) {
+  const int64_t d = p.rotary_dim, w = col % d, t = (row % p.table_rows[q]) * d + w;
+  const float c = static_cast<float>(to_acc(p.cos[q][t])), s = static_cast<float>(to_acc(p.sin[q][t]));
+  p.y[q][row * p.n[q] + col] = from_acc<T>(w < d / 2 ? x * c - pair * s : x * c + pair * s);
+}
+// Whether a block of `cols` columns can rotate `g`'s parts itself (whole heads in every block).
+inline bool rotates_in_block(const HalfGemv& g, int cols) {
+  if (g.rotary_dim == 0) return true;
+  if (g.rotary_dim < 2 || (g.rotary_dim & (g.rotary_dim - 1)) != 0 || cols % g.rotary_dim != 0 || g.gate ||
+      g.residual)
+    return false;
+  for (int i = 0; i < g.parts; ++i) {
+    const HalfGemv::Part& gp = g.part[static_cast<size_t>(i)];
+    if (gp.cos && (!gp.sin || gp.table_rows < 1 || gp.n % g.rotary_dim != 0)) return false;
+  }
+  return true;
 }
 
 // A split launch's cluster (the blocks of one column tile, blockIdx.y their rank): a barrier over
