@@ -7,6 +7,11 @@
 # KEY: MODEL_bBATCH_KINDN as run.sh names its points (llama_b8_prefill1, qwen_b1_decode2048); default: Llama's
 # one-token and decode @2048 points at batches 1 and 8. Each point is built into a plan once, then run
 # --iterations AB_ITERS times with A's flags, then B's, AB_ROUNDS times over (--cuda-graph on CUDA).
+# AB_LIB_A / AB_LIB_B = new | alt: with a bundle made by `scripts/gpu-bundle --keep-alt`, run that variant on this
+# build's library (new, the default) or the earlier one's (.gpu/alt): two builds A/B'd with the same flags. The plans
+# are built once, with this build's library.
+# AB_PLANS: a folder whose plans (KEY.plan) are reused and where missing ones are kept (default OUTDIR/work: each
+# call builds its own), so several A/Bs of one build share their builds.
 # Environment: AB_ROUNDS (2), AB_ITERS (200), BENCH_CACHE (/tmp/bench-hf: run.sh's exports are reused; missing
 # ones are made), BENCH_DEVICE (cuda), BENCH_TINY=1 (the tiny configs), STREAMRT_BIN_DIR, PYTHON.
 # Writes OUTDIR/ab.md (median ms of every run, B / A of their means) and prints it; exits 1 when a run failed.
@@ -27,6 +32,7 @@ ITERS=${AB_ITERS:-200}
 TINY=(); SUFFIX=""; [ "${BENCH_TINY:-0}" = 1 ] && TINY=(--tiny) && SUFFIX=-tiny
 mkdir -p "$OUTDIR" && OUTDIR=$(cd "$OUTDIR" && pwd) || exit 1
 WORK=$OUTDIR/work; mkdir -p "$WORK"
+PLANS=${AB_PLANS:-$WORK}; mkdir -p "$PLANS"
 # streamrt: STREAMRT_BIN_DIR, else the carried GPU bundle (scripts/gpu-bundle), else build/bin.
 if [ -n "${STREAMRT_BIN_DIR:-}" ]; then BIN=$STREAMRT_BIN_DIR
 elif [ -x "$ROOT/.gpu/bin/streamrt" ]; then pushd "$ROOT" > /dev/null && source scripts/gpu-env && popd > /dev/null
@@ -34,6 +40,18 @@ else BIN=$ROOT/build/bin; fi
 SRT=$BIN/streamrt
 [ -x "$SRT" ] || { echo "error: no streamrt at $SRT (STREAMRT_BIN_DIR)" >&2; exit 2; }
 GRAPH=(); [ "$DEVICE" = cuda ] && GRAPH=(--cuda-graph)
+LIB_A=${AB_LIB_A:-new} LIB_B=${AB_LIB_B:-new}
+for lib in "$LIB_A" "$LIB_B"; do
+  case "$lib" in
+    new) ;;
+    alt) declare -F use_lib > /dev/null && [ -f "$ROOT/.gpu/alt/lib/libstreamrt.so.0" ] ||
+           { echo "error: AB_LIB_A / AB_LIB_B = alt needs a bundle with .gpu/alt (scripts/gpu-bundle --keep-alt)" >&2; exit 2; } ;;
+    *) echo "error: AB_LIB_A / AB_LIB_B: new or alt, got '$lib'" >&2; exit 2 ;;
+  esac
+done
+# Puts library new or alt on the path (gpu-env's use_lib runs relative to the checkout's root).
+lib_for() { declare -F use_lib > /dev/null || return 0
+  pushd "$ROOT" > /dev/null && use_lib "$1"; popd > /dev/null; }
 read -r -a A <<< "$FLAGS_A"
 read -r -a B <<< "$FLAGS_B"
 
@@ -43,19 +61,20 @@ parse() { [[ "$1" =~ ^([a-z0-9]+)_b([0-9]+)_(prefill|decode)([0-9]+)$ ]] || retu
 for key in "${KEYS[@]}"; do parse "$key" || { echo "error: '$key' is not MODEL_bBATCH_KINDN (llama_b8_prefill1)" >&2; exit 2; }; done
 
 # Exports and inputs that are missing, each model's in one go.
-for m in $(for key in "${KEYS[@]}"; do parse "$key"; echo "$m"; done | sort -u); do
+# (parse sets m for each key: the model of this pass is `model`.)
+for model in $(for key in "${KEYS[@]}"; do parse "$key"; echo "$m"; done | sort -u); do
   batches=(); points=()
-  for key in "${KEYS[@]}"; do parse "$key"; [ "$m" = "${key%%_*}" ] || continue; batches+=("$b"); points+=("$kind:$n"); done
+  for key in "${KEYS[@]}"; do parse "$key"; [ "$m" = "$model" ] || continue; batches+=("$b"); points+=("$kind:$n"); done
   for kind in prefill decode; do
-    dir=$CACHE/export/$m$SUFFIX
+    dir=$CACHE/export/$model$SUFFIX
     printf '%s\n' "${points[@]}" | grep -q "^$kind:" || continue
     [ -s "$dir/$kind/model.onnx" ] && continue
-    "$PY" "$HERE/export.py" "$m" "$dir" --kinds "$kind" --device "$DEVICE" "${TINY[@]}" > "$WORK/export_${m}_$kind.log" 2>&1 ||
-      { echo "error: export of $m $kind failed (see $WORK/export_${m}_$kind.log)" >&2; exit 1; }
+    "$PY" "$HERE/export.py" "$model" "$dir" --kinds "$kind" --device "$DEVICE" "${TINY[@]}" > "$WORK/export_${model}_$kind.log" 2>&1 ||
+      { echo "error: export of $model $kind failed (see $WORK/export_${model}_$kind.log)" >&2; exit 1; }
   done
-  "$PY" "$HERE/inputs.py" "$m" "$WORK/inputs/$m" --batches "$(printf '%s\n' "${batches[@]}" | sort -un | paste -sd,)" \
-    --points "$(printf '%s\n' "${points[@]}" | sort -u | paste -sd,)" "${TINY[@]}" > "$WORK/inputs_$m.log" 2>&1 ||
-    { echo "error: inputs of $m failed (see $WORK/inputs_$m.log)" >&2; exit 1; }
+  "$PY" "$HERE/inputs.py" "$model" "$WORK/inputs/$model" --batches "$(printf '%s\n' "${batches[@]}" | sort -un | paste -sd,)" \
+    --points "$(printf '%s\n' "${points[@]}" | sort -u | paste -sd,)" "${TINY[@]}" > "$WORK/inputs_$model.log" 2>&1 ||
+    { echo "error: inputs of $model failed (see $WORK/inputs_$model.log)" >&2; exit 1; }
 done
 
 median() { grep -oE 'median [0-9.]+ ms' "$1" | head -1 | grep -oE '[0-9.]+' || echo failed; }
@@ -64,9 +83,12 @@ lines=("| point | A ms (each round) | B ms (each round) | B / A |" "|---|---|---
 for key in "${KEYS[@]}"; do
   parse "$key"
   in=$WORK/inputs/$m/$key
+  [ -s "$in/streamrt.args" ] || { lines+=("| $key | failed: no inputs ($in/streamrt.args) | | |"); rc=1; continue; }
   mapfile -t args < "$in/streamrt.args"
-  plan=$WORK/$key.plan
-  if ! "$SRT" build "$CACHE/export/$m$SUFFIX/$kind/model.onnx" -o "$plan" --device "$DEVICE" "${args[0]}" "${args[1]}" \
+  plan=$PLANS/$key.plan
+  lib_for new
+  if [ -s "$plan" ]; then :
+  elif ! "$SRT" build "$CACHE/export/$m$SUFFIX/$kind/model.onnx" -o "$plan" --device "$DEVICE" "${args[0]}" "${args[1]}" \
       > "$WORK/build_$key.log" 2>&1; then
     lines+=("| $key | failed: build ($(tail -1 "$WORK/build_$key.log" | cut -c1-120)) | | |"); rc=1; continue
   fi
@@ -74,6 +96,7 @@ for key in "${KEYS[@]}"; do
   for ((r = 1; r <= ROUNDS; ++r)); do
     for v in A B; do
       declare -n flags=$v
+      if [ $v = A ]; then lib_for "$LIB_A"; else lib_for "$LIB_B"; fi
       "$SRT" run "$plan" "${args[@]:2}" --device "$DEVICE" --iterations "$ITERS" --warmup 10 "${GRAPH[@]}" "${flags[@]}" \
         > "$WORK/run_${key}_$v$r.log" 2>&1 || rc=1
       t=$(median "$WORK/run_${key}_$v$r.log")
@@ -88,7 +111,7 @@ except ValueError: print('-')" "${ta[*]}" "${tb[*]}")
   lines+=("| $key | ${ta[*]} | ${tb[*]} | $ratio |")
 done
 {
-  echo "# bench/hf/ab.sh: A = \`${FLAGS_A:-(no flags)}\`, B = \`${FLAGS_B:-(no flags)}\`"
+  echo "# bench/hf/ab.sh: A = \`${FLAGS_A:-(no flags)}\` ($LIB_A library), B = \`${FLAGS_B:-(no flags)}\` ($LIB_B library)"
   echo
   echo "- $(date -u +%Y-%m-%dT%H:%M:%SZ), $("$SRT" --version 2>/dev/null | head -1), device $DEVICE, $ITERS iterations a run, $ROUNDS rounds (A then B)"
   echo
