@@ -86,6 +86,29 @@ int step_group_gemm_cols(const ir::Node& step, int64_t rows) {
   return r->cols;
 }
 
+ir::Attribute encode_few_row(const FewRowRecord& r) {
+  return ir::Attribute::make_ints({r.kernel ? 1 : 0, r.kernel_ns, r.steps_ns, r.rows});
+}
+
+Result<FewRowRecord> decode_few_row(const ir::Attribute& a) {
+  auto bad = [](const std::string& msg) { return invalid_plan(std::string("attribute '") + kFewRowAttr + "'" + msg); };
+  if (a.kind != ir::Attribute::Kind::kInts || a.ints.size() != 4)
+    return bad(": expected 4 integers {kernel, kernel_ns, steps_ns, rows}");
+  const std::vector<int64_t>& v = a.ints;
+  if (v[0] != 0 && v[0] != 1) return bad(": kernel is " + std::to_string(v[0]) + ", not 0 or 1");
+  if (v[1] < 0 || v[2] < 0) return bad(": negative time (" + std::to_string(v[1]) + " / " + std::to_string(v[2]) + " ns)");
+  if (v[3] < 1 || v[3] > 8) return bad(": rows is " + std::to_string(v[3]) + ", not 1 to 8");
+  return FewRowRecord{v[0] == 1, v[1], v[2], v[3]};
+}
+
+bool step_few_row_kernel(const ir::Node& step, int64_t rows) {
+  auto it = step.attrs.find(kFewRowAttr);
+  if (it == step.attrs.end()) return true;
+  auto r = decode_few_row(it->second);
+  if (!r.ok() || (r->rows == 1) != (rows == 1)) return true;
+  return r->kernel;
+}
+
 bool lt_algo_applies(const LtAlgoRecord& r, uint64_t library_version, uint32_t flags) {
   return r.library_version == library_version && r.flags == flags;
 }
@@ -248,6 +271,19 @@ std::string describe_tactics(const ir::Node& step) {
     else
       std::snprintf(buf, sizeof buf, "cuBLASLt, a GEMM a weight: %.1f us (group GEMM: %.1f us)%s", r->lt_ns / 1e3,
                     r->group_ns / 1e3, rows_note(r->rows).c_str());
+    out += buf;
+  }
+  if (auto it = step.attrs.find(kFewRowAttr); it != step.attrs.end()) {
+    if (!out.empty()) out += "; ";
+    auto r = decode_few_row(it->second);
+    char buf[160];
+    if (!r.ok())
+      std::snprintf(buf, sizeof buf, "few-row kernel: unreadable record, the kernel runs");
+    else
+      std::snprintf(buf, sizeof buf, "%s: %.1f us (%s: %.1f us)%s",
+                    r->kernel ? "few-row kernel" : "many-row path", (r->kernel ? r->kernel_ns : r->steps_ns) / 1e3,
+                    r->kernel ? "many-row path" : "few-row kernel", (r->kernel ? r->steps_ns : r->kernel_ns) / 1e3,
+                    rows_note(r->rows).c_str());
     out += buf;
   }
   if (step_allows_tf32(step)) out += out.empty() ? "tf32" : "; tf32";

@@ -30,6 +30,14 @@
 //               the group GEMM with those columns where cols > 0, the call has at most
 //               kGroupGemmRowsReach x `rows` rows and it applies (RuntimeOptions::group_gemm_kernel
 //               overrides). A record of three values (no rows) applies at any row count.
+//   "__few_row" kInts {kernel, kernel_ns, steps_ns, rows}: a MatMulGroup step of one to eight rows (the
+//               GEMV / few-row kernel's, kernels/half_gemv.h) timed in that kernel against the path it
+//               takes for more rows (the normalization, then cuBLASLt's recorded GEMMs or the group GEMM
+//               as "__group_gemm" chose, the gate, the rotation): kernel 1 where the kernel was at least
+//               as fast, 0 where the many-row path was; the times in ns per call at the opt shapes (`rows`
+//               rows). Timed only where the step's weights exceed twice the device's L2 (an LM head):
+//               smaller ones would be timed reading L2, which a model's run does not. At run time the
+//               choice applies to calls of one row where rows is 1, of two to eight where rows is more.
 //   "__conv_algo" kInts: the cuDNN forward algorithm chosen for a Conv step (timed without its
 //               epilogue: bias, residual and activation run in streamrt's own kernel), 32 int64s:
 //     [0]      kConvAlgoMagic ("CVALGO1")
@@ -90,6 +98,20 @@ Result<GroupGemmRecord> decode_group_gemm(const ir::Attribute& a);
 // The columns of the group GEMM the step's readable record chose for a product of `rows` rows; 0
 // for none (no record, cuBLASLt chosen, or more than kGroupGemmRowsReach x the timed rows).
 int step_group_gemm_cols(const ir::Node& step, int64_t rows);
+
+inline constexpr const char* kFewRowAttr = "__few_row";
+struct FewRowRecord {
+  bool kernel = true;  // false: the many-row path was faster
+  int64_t kernel_ns = 0, steps_ns = 0;
+  int64_t rows = 0;  // rows of the timed call, 1 to 8
+};
+ir::Attribute encode_few_row(const FewRowRecord& r);
+// kInvalidPlan naming what is wrong: kind, size, a choice other than 0 / 1, negative times, rows.
+Result<FewRowRecord> decode_few_row(const ir::Attribute& a);
+// Whether a call of `rows` (1 to 8) rows of the step runs the GEMV / few-row kernel: true unless the
+// step's readable record, timed at a row count of the same kind (one row, or two to eight), chose
+// the many-row path.
+bool step_few_row_kernel(const ir::Node& step, int64_t rows);
 
 inline constexpr const char* kConvAlgoAttr = "__conv_algo";
 inline constexpr int64_t kConvAlgoMagic = 0x00314F474C415643LL;  // "CVALGO1", little-endian bytes

@@ -5,9 +5,12 @@
 // cluster); more rows, float32, or columns they cannot read in 16-byte runs take the normalization
 // kernel, a GEMM a weight and the gate kernel through the scratch output. Q and K rotated by the group
 // (builder/fold_group_rotaries.cc): in the one- and few-row kernels' epilogue where their blocks hold
-// whole heads, else after the products, in place (kernels/rotary.h).
+// whole heads, else after the products, in place (kernels/rotary.h). A group of up to eight rows whose
+// weights exceed twice the L2 (an LM head) is timed at build time in that kernel against the many-row
+// path, which runs where it was faster ("__few_row", builder/tactics.h).
 #include <gtest/gtest.h>
 
+#include "builder/tactics.h"
 #include "graph_check.h"
 #include "matmul_group_graph.h"
 #include "ops/matmul_group.h"
@@ -45,6 +48,28 @@ TEST(GpuMatMulGroup, MatchesTheCpu) {
         EXPECT_EQ(testing::find_step(p, "RMSNormalization"), nullptr) << what;
         EXPECT_EQ(testing::find_step(p, "FusedElementwise"), nullptr) << what;
       }
+}
+
+TEST(GpuMatMulGroup, LargeWeightsAreTimedAgainstTheManyRowPathAndMatchTheCpu) {
+  SRT_REQUIRE_GPU();
+  // 2048 x 65536 half weights: 256 MiB, over twice the L2 of any GPU the kernel runs on.
+  for (DataType precision : {DataType::kFloat16, DataType::kBFloat16})
+    for (int64_t rows : {1, 8}) {
+      if (precision == DataType::kBFloat16 && rows == 1) continue;
+      const testing::GroupSpec spec{.x = {rows, 2048}, .n = {65536}};
+      const std::string what = std::string(dtype_name(precision)) + " LM head rows " + std::to_string(rows);
+      plan::PlanData p = testing::check_cuda_against_cpu(testing::group_graph(spec), precision, what, 9);
+      const ir::Node* group = testing::find_step(p, ops::kMatMulGroup);
+      ASSERT_NE(group, nullptr) << what;
+      auto it = group->attrs.find(builder::kFewRowAttr);
+      ASSERT_NE(it, group->attrs.end()) << what << ": not timed against the many-row path";
+      auto r = builder::decode_few_row(it->second);
+      ASSERT_TRUE(r.ok()) << what << ": " << r.status().to_string();
+      EXPECT_EQ(r->rows, rows) << what;
+      EXPECT_GT(r->kernel_ns, 0) << what;
+      EXPECT_GT(r->steps_ns, 0) << what;
+      std::printf("  %s: %s\n", what.c_str(), builder::describe_tactics(*group).c_str());
+    }
 }
 
 TEST(GpuMatMulGroup, RotatedQueriesAndKeysMatchTheCpu) {

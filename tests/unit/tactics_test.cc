@@ -139,6 +139,40 @@ TEST(TacticRecord, DescribeForInspect) {
   EXPECT_NE(both.find("; GEMM 2: cuBLASLt algo: heuristic #2"), std::string::npos) << both;
 }
 
+TEST(TacticRecord, FewRowRecordChoosesByRowKindAndBadOnesKeepTheKernel) {
+  ir::Node n;
+  EXPECT_TRUE(builder::step_few_row_kernel(n, 8));  // no record: the kernel
+  n.attrs[builder::kFewRowAttr] = builder::encode_few_row({false, 166000, 134500, 8});
+  auto r = builder::decode_few_row(n.attrs[builder::kFewRowAttr]);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->kernel);
+  EXPECT_EQ(r->kernel_ns, 166000);
+  EXPECT_EQ(r->steps_ns, 134500);
+  EXPECT_EQ(r->rows, 8);
+  EXPECT_EQ(builder::describe_tactics(n), "many-row path: 134.5 us (few-row kernel: 166.0 us) at 8 rows");
+  // Timed at eight rows, the choice holds for two to eight; one row is the GEMV's, which it did not time.
+  EXPECT_FALSE(builder::step_few_row_kernel(n, 2));
+  EXPECT_FALSE(builder::step_few_row_kernel(n, 8));
+  EXPECT_TRUE(builder::step_few_row_kernel(n, 1));
+  n.attrs[builder::kFewRowAttr] = builder::encode_few_row({false, 130000, 120000, 1});
+  EXPECT_FALSE(builder::step_few_row_kernel(n, 1));
+  EXPECT_TRUE(builder::step_few_row_kernel(n, 4));
+  n.attrs[builder::kFewRowAttr] = builder::encode_few_row({true, 120000, 130000, 4});
+  EXPECT_TRUE(builder::step_few_row_kernel(n, 4));
+  EXPECT_EQ(builder::describe_tactics(n), "few-row kernel: 120.0 us (many-row path: 130.0 us) at 4 rows");
+  for (const ir::Attribute& bad :
+       {ir::Attribute::make_ints({0, 1, 2}), ir::Attribute::make_ints({2, 1, 2, 8}), ir::Attribute::make_ints({0, -1, 2, 8}),
+        ir::Attribute::make_ints({0, 1, 2, 0}), ir::Attribute::make_ints({0, 1, 2, 9}), ir::Attribute::make_int(0)}) {
+    n.attrs[builder::kFewRowAttr] = bad;
+    EXPECT_TRUE(builder::step_few_row_kernel(n, 8));
+    auto d = builder::decode_few_row(bad);
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidPlan);
+    EXPECT_NE(d.status().message().find("__few_row"), std::string::npos) << d.status().message();
+    EXPECT_NE(builder::describe_tactics(n).find("unreadable"), std::string::npos);
+  }
+}
+
 TEST(TacticRecord, GroupGemmRecordRoundTripsAndBadOnesAreRefused) {
   ir::Node n;
   EXPECT_EQ(builder::step_group_gemm_cols(n, 512), 0);

@@ -4,7 +4,9 @@
 // runs, then about 2 ms of timed runs between CUDA events. The fastest is recorded in the
 // step's "__lt_algo" with the cuBLASLt version; lt_matmul.cc uses it at run time. A MatMulGroup's
 // products are then timed as one group GEMM launch against the recorded GEMMs (and the gate
-// kernel): "__group_gemm" says which was faster (kernels/matmul_group.cu takes it).
+// kernel): "__group_gemm" says which was faster (kernels/matmul_group.cu takes it). A group of one to
+// eight rows with weights larger than twice the L2 (an LM head) has its GEMMs timed too, and the
+// GEMV / few-row kernel against them: "__few_row".
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -16,6 +18,7 @@
 #include "backends/cuda/kernels/gate.h"
 #include "backends/cuda/kernels/group_gemm.h"
 #include "backends/cuda/kernels/half_gemv.h"
+#include "backends/cuda/kernels/rms_norm.h"
 #include "backends/cuda/kernels/rotary.h"
 #include "ops/matmul_group.h"
 #include "core/float16.h"
@@ -126,14 +129,24 @@ Result<std::optional<Problem>> step_problem(const ir::Node& step, std::span<cons
   return std::optional<Problem>(p);
 }
 
-// A MatMulGroup's GEMMs, one a weight, as its many-row path makes them (kernels/matmul_group.cu);
-// none for the rows its GEMV takes.
-Result<std::vector<Problem>> group_problems(const ir::Node& step, std::span<const ops::TensorInfo> in) {
+// The bytes of a MatMulGroup's weights.
+uint64_t weight_bytes(const ops::MatMulGroupLayout& l, DataType dt) {
+  int64_t cols = 0;
+  for (int i = 0; i < l.count; ++i) cols += l.n[static_cast<size_t>(i)];
+  return static_cast<uint64_t>(l.k * cols) * dtype_size(dt);
+}
+
+// A MatMulGroup's GEMMs, one a weight, as its many-row path makes them (kernels/matmul_group.cu).
+// For the rows its GEMV / few-row kernel takes, only where the weights reach `few_row_timed_bytes`
+// (they are timed against that kernel then: tune_few_rows).
+Result<std::vector<Problem>> group_problems(const ir::Node& step, std::span<const ops::TensorInfo> in,
+                                            uint64_t few_row_timed_bytes) {
   std::vector<Problem> out;
   const DataType dt = in.empty() ? DataType::kUndefined : in[0].dtype;
   if (!is_float(dt)) return out;
   SRT_ASSIGN_OR_RETURN(ops::MatMulGroupLayout l, ops::matmul_group_layout(step, in));
-  if (l.rows <= 0 || l.k <= 0 || half_gemv_rows(dt, l.rows)) return out;
+  if (l.rows <= 0 || l.k <= 0) return out;
+  if (half_gemv_rows(dt, l.rows) && weight_bytes(l, dt) < few_row_timed_bytes) return out;
   for (int i = 0; i < l.count; ++i) {
     MatMulShape s;
     s.m = l.rows, s.k = l.k, s.n = l.n[static_cast<size_t>(i)];
@@ -156,15 +169,21 @@ class LtSession final : public builder::TacticSession {
   Result<bool> tune_problem(ir::Node& step, const Problem& p, const std::string& attr);
   // After the group's GEMMs are tuned: the group GEMM against their recorded times.
   Result<bool> tune_group(ir::Node& step, std::span<const ops::TensorInfo> in);
+  // After tune_group, for one to eight rows: the GEMV / few-row kernel against the many-row path.
+  Result<bool> tune_few_rows(ir::Node& step, std::span<const ops::TensorInfo> in);
 
  private:
   Status ensure_ready();
+  // The device's compute capability, SMs and L2 (queried once).
+  Status query_device();
   Status bind_scratch(LtGemm& g, bool bias);
   Result<double> time_ms(const LtOperation& op, const LtGemm& g, const cublasLtMatmulAlgo_t& algo);
   // Milliseconds per call of `launch` (enqueues one call on stream_): kWarmups calls, then about
   // kTimedMs of them (3 to 50) between CUDA events. `launch`'s errors are returned as they are.
   Result<double> launches_ms(const std::function<Status()>& launch);
 
+  CudaResources device_;  // compute capability and SMs (stream: stream_), once query_device ran
+  uint64_t l2_bytes_ = 0;
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
@@ -187,6 +206,18 @@ Status LtSession::ensure_ready() {
   if (!stop_) SRT_CUDA(cudaEventCreate(&stop_));
   SRT_RETURN_IF_ERROR(workspace_.reserve(kLtWorkspaceBytes, DataType::kUndefined, stream_));
   SRT_CUBLAS(cublasLtCreate(&handle_));  // last: a handle means everything is ready
+  return ok_status();
+}
+
+Status LtSession::query_device() {
+  if (device_.sm_count > 0) return ok_status();
+  int device = 0, l2 = 0;
+  SRT_CUDA(cudaGetDevice(&device));
+  SRT_CUDA(cudaDeviceGetAttribute(&device_.cc_major, cudaDevAttrComputeCapabilityMajor, device));
+  SRT_CUDA(cudaDeviceGetAttribute(&device_.cc_minor, cudaDevAttrComputeCapabilityMinor, device));
+  SRT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  SRT_CUDA(cudaDeviceGetAttribute(&device_.sm_count, cudaDevAttrMultiProcessorCount, device));
+  l2_bytes_ = static_cast<uint64_t>(l2);
   return ok_status();
 }
 
@@ -248,12 +279,8 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
     SRT_ASSIGN_OR_RETURN(builder::LtAlgoRecord r, builder::decode_lt_algo(it->second));
     lt_ns += r.best_ns;
   }
-  CudaResources res;
-  int device = 0;
-  SRT_CUDA(cudaGetDevice(&device));
-  SRT_CUDA(cudaDeviceGetAttribute(&res.cc_major, cudaDevAttrComputeCapabilityMajor, device));
-  SRT_CUDA(cudaDeviceGetAttribute(&res.cc_minor, cudaDevAttrComputeCapabilityMinor, device));
-  SRT_CUDA(cudaDeviceGetAttribute(&res.sm_count, cudaDevAttrMultiProcessorCount, device));
+  SRT_RETURN_IF_ERROR(query_device());
+  CudaResources res = device_;
   const DataType dt = in[0].dtype;
   // What group_gemm_applies needs of the device and type, checked before any scratch is filled (a
   // float32 LM head's operands are large).
@@ -327,10 +354,95 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   return true;
 }
 
+Result<bool> LtSession::tune_few_rows(ir::Node& step, std::span<const ops::TensorInfo> in) {
+  SRT_ASSIGN_OR_RETURN(ops::MatMulGroupLayout l, ops::matmul_group_layout(step, in));
+  const DataType dt = in[0].dtype;
+  if (!half_gemv_rows(dt, l.rows) || l.k <= 0) return false;
+  SRT_RETURN_IF_ERROR(query_device());
+  if (weight_bytes(l, dt) < 2 * l2_bytes_) return false;
+  // The many-row path's products: what "__group_gemm" chose (its cuBLASLt time has the gate and the
+  // rotation in it), else the GEMMs' records where there is no gate or rotation to add.
+  int64_t steps_ns = 0;
+  if (auto it = step.attrs.find(builder::kGroupGemmAttr); it != step.attrs.end()) {
+    SRT_ASSIGN_OR_RETURN(builder::GroupGemmRecord r, builder::decode_group_gemm(it->second));
+    steps_ns = r.cols > 0 ? r.group_ns : r.lt_ns;
+  } else {
+    if (l.gate || l.rotates()) return false;
+    for (int i = 0; i < l.count; ++i) {
+      auto rec = step.attrs.find(builder::lt_algo_attr(i));
+      if (rec == step.attrs.end()) return false;
+      SRT_ASSIGN_OR_RETURN(builder::LtAlgoRecord r, builder::decode_lt_algo(rec->second));
+      steps_ns += r.best_ns;
+    }
+  }
+  const size_t es = dtype_size(dt);
+  int64_t cols = 0, tables = 0;
+  for (int i = 0; i < l.count; ++i) cols += l.n[static_cast<size_t>(i)];
+  for (size_t i = 0; i < l.rotary.size(); ++i) {
+    if (!l.rotary[i]) continue;
+    if (l.table_rows[i] < 1) return false;
+    tables += 2 * l.table_rows[i] * l.rotary_dim;
+  }
+  const uint64_t bytes = static_cast<uint64_t>(2 * l.rows * l.k + l.k * cols + l.rows * cols + cols + tables + l.k) * es;
+  if (bytes > kMaxScratchBytes) return false;
+  SRT_RETURN_IF_ERROR(ensure_ready());
+  SRT_RETURN_IF_ERROR(a_.reserve(static_cast<size_t>(2 * l.rows * l.k) * es, dt, stream_));  // A, then A normalized
+  SRT_RETURN_IF_ERROR(b_.reserve(static_cast<size_t>(l.k * cols) * es, dt, stream_));
+  SRT_RETURN_IF_ERROR(d_.reserve(static_cast<size_t>(l.rows * cols) * es, dt, stream_));
+  SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(cols + tables + l.k) * es, dt, stream_));
+  auto at = [&](const Scratch& sc, int64_t elems) { return static_cast<uint8_t*>(sc.p) + elems * static_cast<int64_t>(es); };
+  const void* scale = at(bias_, cols + tables);
+  if (l.norm) {
+    SRT_ASSIGN_OR_RETURN(double norm_ms, launches_ms([&] {
+      return rms_norm_rows(stream_, dt, a_.p, scale, l.k, at(a_, l.rows * l.k), l.rows, l.k, l.epsilon);
+    }));
+    steps_ns += static_cast<int64_t>(norm_ms * 1e6);
+  }
+  // The kernel as kernels/matmul_group.cu calls it: rotating in its epilogue where it can, else after.
+  HalfGemv g;
+  g.dtype = dt, g.rows = l.rows, g.k = l.k, g.a = a_.p, g.parts = l.count, g.gate = l.gate;
+  if (l.norm) g.norm_scale = scale, g.eps = l.epsilon;
+  std::vector<RotaryRows> rotations;
+  for (int i = 0, col = 0; i < l.count; col += static_cast<int>(l.n[static_cast<size_t>(i)]), ++i) {
+    const size_t ui = static_cast<size_t>(i);
+    g.part[ui] = {at(b_, l.k * col), l.bias[ui] ? at(bias_, col) : nullptr, at(d_, l.rows * col), l.n[ui]};
+  }
+  if (l.gate) g.part[1].y = nullptr;
+  HalfGemv rotating = g;
+  for (size_t i = 0, table = static_cast<size_t>(cols); i < l.rotary.size(); ++i) {
+    if (!l.rotary[i]) continue;
+    const int64_t size = l.table_rows[i] * l.rotary_dim;
+    rotating.rotary_dim = l.rotary_dim;
+    rotating.part[i].cos = at(bias_, static_cast<int64_t>(table));
+    rotating.part[i].sin = at(bias_, static_cast<int64_t>(table) + size);
+    rotating.part[i].table_rows = l.table_rows[i];
+    rotations.push_back({g.part[i].y, rotating.part[i].cos, rotating.part[i].sin, l.rows, l.n[i], l.rotary_dim,
+                         l.table_rows[i]});
+    table += static_cast<size_t>(2 * size);
+  }
+  CudaResources res = device_;
+  res.stream = stream_;
+  const bool in_epilogue = !rotations.empty() && half_gemv_applies(rotating, res.cc_major);
+  if (!in_epilogue && !half_gemv_applies(g, res.cc_major)) return false;
+  SRT_ASSIGN_OR_RETURN(double kernel_ms, launches_ms([&]() -> Status {
+    if (in_epilogue) return half_gemv(res, rotating);
+    SRT_RETURN_IF_ERROR(half_gemv(res, g));
+    return rotations.empty() ? ok_status() : rotate_rows(res, dt, rotations);
+  }));
+  builder::FewRowRecord r;
+  r.kernel_ns = static_cast<int64_t>(kernel_ms * 1e6);
+  r.steps_ns = steps_ns;
+  r.rows = l.rows;
+  r.kernel = r.kernel_ns <= r.steps_ns;
+  step.attrs[builder::kFewRowAttr] = builder::encode_few_row(r);
+  return true;
+}
+
 Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in) {
   std::vector<Problem> problems;
   if (step.op_type == ops::kMatMulGroup && step.domain.empty()) {
-    SRT_ASSIGN_OR_RETURN(problems, group_problems(step, in));
+    SRT_RETURN_IF_ERROR(query_device());
+    SRT_ASSIGN_OR_RETURN(problems, group_problems(step, in, 2 * l2_bytes_));
   } else {
     SRT_ASSIGN_OR_RETURN(std::optional<Problem> p, step_problem(step, in));
     if (p) problems.push_back(*p);
@@ -347,6 +459,11 @@ Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in
     if (!group.ok())
       log_warning("tactics: " + step.describe() + ": the group GEMM was not timed (" + group.status().to_string() +
                   "); cuBLASLt's GEMMs run");
+    Result<bool> few = tune_few_rows(step, in);
+    if (!few.ok() && few.status().code() == StatusCode::kDeviceError) return few.status();
+    if (!few.ok())
+      log_warning("tactics: " + step.describe() + ": the few-row kernel was not timed (" + few.status().to_string() +
+                  "); it runs");
   }
   return tuned;
 }

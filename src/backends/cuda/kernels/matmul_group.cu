@@ -142,7 +142,9 @@ Status matmul_group_cuda(CudaKernelContext& ctx) {
   SRT_ASSIGN_OR_RETURN(ops::MatMulGroupLayout l, ops::matmul_group_kernel_layout(ctx));
   if (l.rows == 0) return ok_status();
   if (l.k == 0) return ctx.unsupported("K = 0");
-  if (half_gemv_rows(ctx.input(0).dtype, l.rows)) {
+  // One to eight rows take the GEMV / few-row kernel unless the build timed the many-row path faster
+  // ("__few_row", builder/tactics.h: an LM head whose weights cuBLASLt reads faster).
+  if (half_gemv_rows(ctx.input(0).dtype, l.rows) && builder::step_few_row_kernel(ctx.node(), l.rows)) {
     const Status st = run_gemv(ctx, l);
     if (st.code() != StatusCode::kUnsupported) return st.with_context(ctx.node().describe());
   }
