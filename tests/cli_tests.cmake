@@ -493,7 +493,7 @@ streamrt_cli_test(onnx_test_no_fusion pass "[1-9][0-9]* passed, 0 failed"
 streamrt_cli_test(run_diagnostics_on_cpu pass "latency over 1 runs"
   ARGS run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --iterations 1 --warmup 0
        --profile-ops --step-times ${STREAMRT_CLI_TMP}/steps.jsonl --stream-trace ${STREAMRT_CLI_TMP}/trace.jsonl
-       --attention-kernel simple --group-gemm-kernel cublaslt --no-few-row-kernel --programmatic-launch)
+       --attention-kernel simple --group-gemm-kernel cublaslt --no-few-row-kernel --no-programmatic-launch)
 streamrt_cli_test(log_level_flag pass "streamrt verbose: engine '[^']*': loaded"
   ARGS --log-level verbose run ${STREAMRT_CLI_MLP}/model.onnx ${STREAMRT_CLI_PROFILE} --device cpu --iterations 1)
 streamrt_cli_test(log_level_variable pass "streamrt verbose: engine '[^']*': loaded"

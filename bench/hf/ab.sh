@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One streamrt build, two sets of `streamrt run` flags, run alternately on issue 16's exports: what a run-time
-# switch (--programmatic-launch, --no-few-row-kernel, --attention-kernel ...) gains or costs at each point, both
+# switch (--no-programmatic-launch, --no-few-row-kernel, --attention-kernel ...) gains or costs at each point, both
 # variants on the same machine within the same minutes.
 #   bench/hf/ab.sh OUTDIR "FLAGS_A" "FLAGS_B" [KEY...]
-#   e.g. bench/hf/ab.sh $OUT/ab "" "--programmatic-launch" llama_b1_prefill1 llama_b8_prefill1
+#   e.g. bench/hf/ab.sh $OUT/ab "" "--no-programmatic-launch" llama_b1_prefill1 llama_b8_prefill1
 # KEY: MODEL_bBATCH_KINDN as run.sh names its points (llama_b8_prefill1, qwen_b1_decode2048); default: Llama's
 # one-token and decode @2048 points at batches 1 and 8. Each point is built into a plan once, then run
 # --iterations AB_ITERS times with A's flags, then B's, AB_ROUNDS times over (--cuda-graph on CUDA).

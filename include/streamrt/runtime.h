@@ -79,9 +79,10 @@ struct RuntimeOptions {
   // sm_90 and later: the decode path's kernels (one- and few-row products, rotary, the tensor-core
   // attention kernel and its combine pass) are launched as programmatic dependent launches, so each
   // is scheduled and fetches its first weights while the step before it ends
-  // (kernels/dependent_launch.cuh; `streamrt run --programmatic-launch`). Off by default until its
-  // measurement says where it pays (docs/benchmarks.md, sixteenth session).
-  bool programmatic_launch = false;
+  // (kernels/dependent_launch.cuh; off: `streamrt run --no-programmatic-launch`). The few-row
+  // kernel stays a usual launch (few_row_gemm.cu says why); measured in docs/benchmarks.md
+  // (seventeenth session).
+  bool programmatic_launch = true;
 };
 
 struct TensorDesc {

@@ -409,7 +409,7 @@ void register_engine(py::module_& m) {
       },
       py::arg("plan"), py::arg("device") = py::none(), py::kw_only(), py::arg("profile") = false,
       py::arg("attention_kernel") = "auto", py::arg("group_gemm_kernel") = "auto", py::arg("few_row_kernel") = true,
-      py::arg("programmatic_launch") = false, py::arg("step_times") = "", py::arg("stream_trace") = "",
+      py::arg("programmatic_launch") = true, py::arg("step_times") = "", py::arg("stream_trace") = "",
       "Loads a plan (a path or the plan's bytes) on `device` (\"cpu\", \"cuda\"; None or \"auto\": CUDA when a GPU "
       "is present). A plan built for another device is IncompatibleError; a corrupt one InvalidPlanError.\n"
       "CUDA diagnostics, as `streamrt run`'s flags (the CPU ignores them): profile (a table of GPU time per op, "

@@ -27,7 +27,7 @@ def load(
     attention_kernel: str = "auto",
     group_gemm_kernel: str = "auto",
     few_row_kernel: bool = True,
-    programmatic_launch: bool = False,
+    programmatic_launch: bool = True,
     step_times: str = "",
     stream_trace: str = "",
 ) -> Engine:

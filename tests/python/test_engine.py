@@ -75,7 +75,7 @@ def test_load_takes_the_runtime_diagnostics(engine, tmp_path):
     for source in (path, path.read_bytes()):
         loaded = streamrt.load(source, device="cpu", profile=True, attention_kernel="wgmma",
                                group_gemm_kernel="cublaslt", few_row_kernel=False,
-                               programmatic_launch=True, step_times=str(tmp_path / "steps.jsonl"),
+                               programmatic_launch=False, step_times=str(tmp_path / "steps.jsonl"),
                                stream_trace=str(tmp_path / "trace.jsonl"))
         np.testing.assert_array_equal(loaded.create_execution_context().run({"x": x})["y"], want)
     with pytest.raises(streamrt.InvalidArgumentError, match="unknown attention kernel 'fast'"):

@@ -58,7 +58,7 @@ struct DiagnosticOptions {
   bool profile = false;
   std::string step_times, stream_trace, attention_kernel, group_gemm_kernel;
   bool no_few_row_kernel = false;
-  bool programmatic_launch = false;
+  bool no_programmatic_launch = false;
 };
 void add_diagnostic_options(CLI::App& app, DiagnosticOptions& o);
 // RuntimeOptions for `device` with the diagnostics; kInvalidArgument naming the flag or variable

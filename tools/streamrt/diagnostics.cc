@@ -69,9 +69,9 @@ void add_diagnostic_options(CLI::App& app, DiagnosticOptions& o) {
                  "STREAMRT_ATTENTION_KERNEL");
   app.add_flag("--no-few-row-kernel", o.no_few_row_kernel,
                "CUDA: products of two to eight rows go to cuBLASLt instead of streamrt's tensor-core kernel");
-  app.add_flag("--programmatic-launch", o.programmatic_launch,
-               "CUDA (sm_90): the decode path's kernels start while the step before ends (programmatic dependent "
-               "launch) instead of each waiting for the one before to end");
+  app.add_flag("--no-programmatic-launch", o.no_programmatic_launch,
+               "CUDA (sm_90): the decode path's kernels each wait for the one before to end instead of starting "
+               "while it ends (programmatic dependent launch, the default)");
   app.add_option("--group-gemm-kernel", o.group_gemm_kernel,
                  "CUDA: auto (the one-launch group GEMM where the build timed it faster) | cublaslt (a GEMM a "
                  "weight for every MatMulGroup) | group (the group GEMM wherever it runs, sm_90)");
@@ -90,7 +90,7 @@ Result<RuntimeOptions> make_runtime_options(const DiagnosticOptions& o, std::opt
     ro.attention_kernel = *k;
   }
   if (o.no_few_row_kernel) ro.few_row_kernel = false;
-  if (o.programmatic_launch) ro.programmatic_launch = true;
+  if (o.no_programmatic_launch) ro.programmatic_launch = false;
   if (!o.group_gemm_kernel.empty()) {
     auto k = parse_group_gemm_kernel(o.group_gemm_kernel);
     if (!k.ok()) return k.status().with_context("--group-gemm-kernel");

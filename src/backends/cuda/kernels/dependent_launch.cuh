@@ -51,16 +51,16 @@ inline bool dependent_launch(const CudaResources& res) {
   return res.cc_major >= 9 && current_run_options().programmatic_launch;
 }
 
-// kernel<<<grid, block, smem, res.stream>>>(args...), as a programmatic dependent launch where
-// dependent_launch(res), with a (1, cluster_y, 1) cluster where cluster_y > 1.
+// kernel<<<grid, block, smem, stream>>>(args...), as a programmatic dependent launch where `dependent`,
+// with a (1, cluster_y, 1) cluster where cluster_y > 1.
 template <typename... Params, typename... Args>
-Status launch_dependent(const CudaResources& res, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                        unsigned cluster_y, Args&&... args) {
+Status launch_kernel(cudaStream_t stream, bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block,
+                     size_t smem, unsigned cluster_y, Args&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
-  cfg.stream = res.stream;
+  cfg.stream = stream;
   cudaLaunchAttribute attrs[2] = {};
   unsigned n = 0;
   if (cluster_y > 1) {
@@ -70,7 +70,7 @@ Status launch_dependent(const CudaResources& res, void (*kernel)(Params...), dim
     attrs[n].val.clusterDim.z = 1;
     ++n;
   }
-  if (dependent_launch(res)) {
+  if (dependent) {
     attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
@@ -79,6 +79,14 @@ Status launch_dependent(const CudaResources& res, void (*kernel)(Params...), dim
   cfg.numAttrs = n;
   SRT_CUDA(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
   return ok_status();
+}
+
+// launch_kernel on res.stream, dependent where dependent_launch(res).
+template <typename... Params, typename... Args>
+Status launch_dependent(const CudaResources& res, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                        unsigned cluster_y, Args&&... args) {
+  return launch_kernel(res.stream, dependent_launch(res), kernel, grid, block, smem, cluster_y,
+                       std::forward<Args>(args)...);
 }
 
 }  // namespace streamrt::cuda

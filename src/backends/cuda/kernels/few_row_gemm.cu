@@ -250,8 +250,9 @@ __global__ void __launch_bounds__(kThreads) few_row_gemm_kernel(const Args<T> p)
   src.total = src.stages * (p.gate ? 2 : 1);
   src.slots = p.slots;
 
-  // A dependent launch sends its first weight stages towards L2 while the step before ends; then A,
-  // then those stages, all in flight at once; A is normalized while the weight's copies go on.
+  // A dependent launch (launch_split with may_depend; launch() below makes usual ones) would send its
+  // first weight stages towards L2 while the step before ends; then A, then those stages, all in flight
+  // at once; A is normalized while the weight's copies go on.
   if (p.dependent) src.prefetch(src.slots - 1);
   wait_for_earlier_steps();
   stage_a(p, src.k0, src.len, src.stages * kStageRows<kC>, xs, ld);
@@ -410,7 +411,9 @@ Status launch(CudaResources& res, const HalfGemv& g, const Shape& shape, const S
   p.slots = shape.slots;
   constexpr auto kernel = few_row_gemm_kernel<kC, T>;
   SRT_RETURN_IF_ERROR(allow_dynamic_smem<kernel>(static_cast<int>(std::min(kBlockSmem, static_cast<size_t>(lim.block_optin)))));
-  return launch_split(kernel, p, tiles, kThreads, Smem::bytes(p.chunk, kC, p.slots), res);
+  // A usual launch even with RuntimeOptions::programmatic_launch: admitted early, the kernel held its
+  // ring's shared memory while it waited and the batch-8 token ran ~1 % slower (docs/benchmarks.md).
+  return launch_split(kernel, p, tiles, kThreads, Smem::bytes(p.chunk, kC, p.slots), res, /*may_depend=*/false);
 }
 
 template <typename T>

@@ -133,13 +133,15 @@ __device__ __forceinline__ V* split_peer(V* p, int rank) {
 // Launches kernel<<<(tiles, p.split), threads, smem>>>(p) on res.stream, the split as a (1, split, 1)
 // cluster, as a dependent launch where res allows (dependent_launch.cuh; args.dependent says so to
 // the kernel): the kernels fetch their first weights, then wait for the earlier steps before A is read.
+// `may_depend` false: a usual launch whatever res allows.
 template <typename T, typename Kernel>
 Status launch_split(Kernel kernel, const ProductArgs<T>& p, int64_t tiles, int threads, size_t smem,
-                    const CudaResources& res) {
+                    const CudaResources& res, bool may_depend = true) {
   ProductArgs<T> args = p;
-  args.dependent = dependent_launch(res) ? 1 : 0;
-  return launch_dependent(res, kernel, dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(p.split), 1),
-                          dim3(static_cast<unsigned>(threads), 1, 1), smem, static_cast<unsigned>(p.split), args);
+  args.dependent = may_depend && dependent_launch(res) ? 1 : 0;
+  return launch_kernel(res.stream, args.dependent != 0, kernel,
+                       dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(p.split), 1),
+                       dim3(static_cast<unsigned>(threads), 1, 1), smem, static_cast<unsigned>(p.split), args);
 }
 
 }  // namespace streamrt::cuda
