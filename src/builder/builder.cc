@@ -163,6 +163,11 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
   builder::merge_reshapes(g);
   builder::eliminate_common_subexpressions(g);
   rep.nodes_removed += before_cleanup - g.nodes.size();
+  SRT_ASSIGN_OR_RETURN(size_t slices_moved, builder::slices_before_norms(g));
+  if (slices_moved > 0) {
+    auto again = ir::infer_shapes(g, infer);
+    if (!again.ok()) return again.status().with_context("after moving Slices ahead of normalizations");
+  }
   SRT_RETURN_IF_ERROR(builder::quantize_weights(g, config, out.profiles, rep));
   if (rep.steps_quantized > 0) {
     builder::remove_dead_code(g);  // the float weights the compressed ones replace

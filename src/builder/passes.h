@@ -53,5 +53,10 @@ size_t merge_reshapes(ir::Graph& g);
 // x * 1, 1 * x and x / 1 of a float x and a one-element constant that does not widen x: x (exact,
 // signed zeros and NaN included).
 size_t drop_unit_scalings(ir::Graph& g);
+// Slice(RMSNormalization(x)) that selects along axes before the normalized ones (the last token's
+// row ahead of an LM head) becomes RMSNormalization(Slice(x)): the same values, fewer rows
+// normalized, and the norm then meets the MatMul it feeds (fuse_matmul_groups). The graph is
+// sorted again; the caller infers shapes again when it returns more than 0.
+Result<size_t> slices_before_norms(ir::Graph& g);
 
 }  // namespace streamrt::builder

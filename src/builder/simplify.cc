@@ -1,10 +1,11 @@
-// Local simplifications after fusion (see passes.h): Cast pairs, Transpose pairs and Reshape targets
-// computed from shapes.
+// Local simplifications after fusion (see passes.h): Cast pairs, Transpose pairs, Reshape targets
+// computed from shapes, unit scalings, Slices moved ahead of the normalization they select rows of.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "builder/dim_tracer.h"
+#include "builder/fusion.h"
 #include "builder/passes.h"
 
 namespace streamrt::builder {
@@ -273,6 +274,44 @@ size_t drop_unit_scalings(ir::Graph& g) {
   }
   if (dropped) remove_dead_code(g);
   return dropped;
+}
+
+Result<size_t> slices_before_norms(ir::Graph& g) {
+  GraphIndex idx(g);
+  size_t moved = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    ir::Node& slice = g.nodes[i];
+    if (!is_op(slice, "Slice") || slice.inputs.size() < 3 || slice.outputs.size() != 1) continue;
+    const int ni = idx.producer_if(slice.inputs[0], "RMSNormalization");
+    if (ni < 0 || idx.single_consumer(slice.inputs[0]) != static_cast<int>(i)) continue;
+    ir::Node& norm = g.nodes[static_cast<size_t>(ni)];
+    const int64_t rank = static_cast<int64_t>(rank_of(g, slice.inputs[0]));
+    auto axis = norm.attr_int("axis", -1);
+    if (norm.outputs.size() != 1 || rank == 0 || !axis.ok() || *axis < -rank || *axis >= rank) continue;
+    const int64_t first_normalized = *axis < 0 ? *axis + rank : *axis;
+    // The sliced axes (all of starts' when axes is absent) must lie before the normalized ones.
+    if (!constant_or_absent(g, slice, 3)) continue;
+    std::optional<std::vector<int64_t>> axes = const_ints(g, slice, 3, "axes");
+    if (!axes) {
+      auto starts = const_ints(g, slice, 1, "starts");
+      if (!starts) continue;
+      axes.emplace(starts->size());
+      for (size_t k = 0; k < axes->size(); ++k) (*axes)[k] = static_cast<int64_t>(k);
+    }
+    bool rows_only = true;
+    for (int64_t a : *axes) rows_only = rows_only && a >= -rank && a < rank && (a < 0 ? a + rank : a) < first_normalized;
+    if (!rows_only) continue;
+    // Slice(Norm(x)) -> Norm(Slice(x)): the norm's output value becomes the sliced rows.
+    const ir::ValueId x = norm.inputs[0], middle = norm.outputs[0], out = slice.outputs[0];
+    slice.inputs[0] = x;
+    slice.outputs[0] = middle;
+    norm.inputs[0] = middle;
+    norm.outputs[0] = out;
+    g.value(middle).has_shape = false;  // the caller infers shapes again
+    ++moved;
+  }
+  if (moved) SRT_RETURN_IF_ERROR(g.topo_sort());
+  return moved;
 }
 
 }  // namespace streamrt::builder

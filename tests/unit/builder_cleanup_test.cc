@@ -1,7 +1,7 @@
 // The builder's clean-up passes on hand-written graphs: common-subexpression elimination
 // (builder/cse.cc) and the local simplifications of builder/simplify.cc. Each rewrite must keep the
 // graph's values (checked by running the nodes' CPU kernels before and after) and leave alone what
-// it cannot prove.
+// it cannot prove. Slices of a normalization's rows move ahead of it (slices_before_norms).
 #include <gtest/gtest.h>
 
 #include "builder/passes.h"
@@ -194,6 +194,54 @@ TEST(Simplify, MultiplyingByOneGoes) {
   same_values(g, ramp({2, 3}), drop_unit_scalings, 2);
   EXPECT_EQ(count(g, "Mul"), 1);
   EXPECT_EQ(count(g, "Div"), 1);
+}
+
+// x [2, 5, 8] -> RMSNormalization -> Slice(starts, ends, axes) -> MatMul, as a decode export's
+// last-token logits read them (without the MatMul where `head` is false: slices of the last axis);
+// `extra_reader`: a Relu also reads the norm's output.
+ir::Graph sliced_norm(std::vector<int64_t> starts, std::vector<int64_t> axes, bool extra_reader = false,
+                      bool head = true) {
+  ir::Graph g;
+  const ir::ValueId x = g.add_value("x", DataType::kFloat32, {2, 5, 8}, true);
+  g.inputs = {x};
+  std::vector<float> scale(8), w(8 * 3);
+  for (size_t i = 0; i < scale.size(); ++i) scale[i] = 0.5f + 0.25f * static_cast<float>(i);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 5) - 2.f;
+  const ir::ValueId norm = add_op(g, "RMSNormalization", {x, add_constant(g, f32({8}, scale))});
+  std::vector<int64_t> ends(starts.size(), int64_t{1} << 40);
+  std::vector<ir::ValueId> in = {norm, add_constant(g, i64({static_cast<int64_t>(starts.size())}, starts)),
+                                 add_constant(g, i64({static_cast<int64_t>(ends.size())}, ends))};
+  if (!axes.empty()) in.push_back(add_constant(g, i64({static_cast<int64_t>(axes.size())}, axes)));
+  const ir::ValueId rows = add_op(g, "Slice", in);
+  g.outputs = {head ? add_op(g, "MatMul", {rows, add_constant(g, f32({8, 3}, w))}) : rows};
+  if (extra_reader) g.outputs.push_back(add_op(g, "Relu", {norm}));
+  return g;
+}
+
+TEST(Simplify, SlicesOfRowsMoveAheadOfTheNorm) {
+  auto pass = [](ir::Graph& g) { return slices_before_norms(g).value(); };
+  for (auto [starts, axes] : {std::pair<std::vector<int64_t>, std::vector<int64_t>>{{-1}, {1}},
+                              {{-1}, {-2}}, {{1, 2}, {0, 1}}, {{1, 3}, {}}}) {
+    ir::Graph g = sliced_norm(starts, axes);
+    same_values(g, ramp({2, 5, 8}), pass);
+    ASSERT_EQ(g.nodes.size(), 3u);
+    EXPECT_EQ(g.nodes[0].op_type, "Slice");
+    EXPECT_EQ(g.nodes[0].inputs[0], g.inputs[0]);
+    EXPECT_EQ(g.nodes[1].op_type, "RMSNormalization");
+    EXPECT_EQ(g.nodes[1].inputs[0], g.nodes[0].outputs[0]);
+    EXPECT_EQ(g.nodes[2].inputs[0], g.nodes[1].outputs[0]);
+  }
+}
+
+TEST(Simplify, SlicesOfNormalizedAxesOrSharedNormsStay) {
+  // The normalized axis itself (-1, 2, or starts covering every axis), or a norm something else reads.
+  for (ir::Graph g : {sliced_norm({1}, {-1}, false, false), sliced_norm({1}, {2}, false, false),
+                      sliced_norm({0, 1, 2}, {}, false, false), sliced_norm({-1}, {1}, true)}) {
+    auto shapes = ir::infer_shapes(g);
+    ASSERT_TRUE(shapes.ok()) << shapes.status().to_string();
+    EXPECT_EQ(slices_before_norms(g).value(), 0u);
+    EXPECT_EQ(g.nodes[0].op_type, "RMSNormalization");
+  }
 }
 
 }  // namespace

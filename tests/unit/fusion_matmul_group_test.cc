@@ -10,6 +10,7 @@
 #include "builder/fusion.h"
 #include "matmul_group_graph.h"
 #include "onnx_model_util.h"
+#include "op_test_util.h"
 #include "ops/matmul_group.h"
 #include "plan/plan.h"
 #include "streamrt/refit.h"
@@ -185,6 +186,29 @@ TEST(MatMulGroupFusion, WhatStaysOutside) {
 
 // Grouped weights keep their names: refitting a plan with another graph's weights by name gives
 // the plan that graph builds, byte for byte.
+// A decode export's head: the final norm, the last token's row sliced out, the LM head. The Slice
+// moves ahead of the norm (builder/simplify.cc), which then groups with the head.
+TEST(MatMulGroupFusion, NormOfTheLastTokenGroupsWithTheHead) {
+  for (DataType precision : {DataType::kFloat32, DataType::kFloat16}) {
+    ir::Graph g;
+    const ir::ValueId x = g.add_value("x", DataType::kFloat32, {2, 3, 64}, true);
+    g.inputs = {x};
+    std::vector<float> scale(64, 1.25f), w(64 * 96);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i * 7919 % 13) - 6) / 16.f;
+    const ir::ValueId norm = add_op(g, "RMSNormalization", {x, add_constant(g, f32({64}, scale))});
+    const ir::ValueId last = add_op(g, "Slice", {norm, add_constant(g, i64({1}, {-1})), add_constant(g, i64({1}, {1 << 30})),
+                                                 add_constant(g, i64({1}, {1}))});
+    g.outputs = {add_op(g, "MatMul", {last, add_constant(g, f32({64, 96}, w))})};
+    g.value(g.outputs[0]).name = "logits";
+    const Built grouped = build_and_run(g, precision, true), plain = build_and_run(g, precision, false);
+    EXPECT_EQ(count_op(grouped.plan, ops::kMatMulGroup), 1u) << dtype_name(precision);
+    EXPECT_EQ(count_op(grouped.plan, "RMSNormalization"), 0u) << dtype_name(precision);
+    EXPECT_EQ(count_op(plain.plan, "RMSNormalization"), 1u) << dtype_name(precision);
+    ASSERT_EQ(grouped.out.dims(), (Dims{2, 1, 96}));
+    EXPECT_EQ(grouped.out.to_float_vector().value(), plain.out.to_float_vector().value()) << dtype_name(precision);
+  }
+}
+
 TEST(MatMulGroupFusion, RefitByNameGivesTheOtherGraphsPlan) {
   const ir::Graph a = group_graph({.bias = true});
   ir::Graph b = a;
