@@ -19,7 +19,8 @@
 # Then, with nothing else running, each PyTorch process in turn times its points (eager checks streamrt's
 #   outputs), and report.py writes the tables.
 # Environment (all optional):
-#   BENCH_DEADLINE_S (520)   the whole run, report included; BENCH_COMPILE_S (270): compiling stops then
+#   BENCH_DEADLINE_S (520)   the whole run, report included; BENCH_COMPILE_S (deadline - 250, at least 60): compiling
+#   stops then
 #   BENCH_TORCH_RESERVE_S (90)  kept after streamrt's runs for the PyTorch timings
 #   BENCH_ITERS / BENCH_WARMUP (20 / 5)   timed / untimed runs per point and peer
 #   BENCH_MODELS ("llama qwen"; also "llama8b": Llama-3.1-8B shape, 4 layers, head size 128), BENCH_BATCHES (1,8), BENCH_POINTS (prefill:1,prefill:512,prefill:2048,
@@ -56,7 +57,11 @@ CHECK_MAX=$(( ${BENCH_CHECK_MAX_MB:-1300} * 1000000 ))
 START=$(date +%s)
 DEADLINE=$(( START + ${BENCH_DEADLINE_S:-520} ))
 REPORT_AT=$(( DEADLINE - 20 ))                              # everything but the report ends here
-COMPILE_UNTIL=$(( START + ${BENCH_COMPILE_S:-270} ))
+# Compiling stops 250 s before the deadline by default (270 s at the default 520): the streamrt runs, the PyTorch
+# timings and the report took ~190 s after it in a two-model run (seventeenth session), so a later deadline
+# lends its time to the compiles (a fixed 270 s left Qwen's batch-8 2048-token point uncompiled at 555).
+COMPILE_S=${BENCH_COMPILE_S:-$(( ${BENCH_DEADLINE_S:-520} - 250 > 60 ? ${BENCH_DEADLINE_S:-520} - 250 : 60 ))}
+COMPILE_UNTIL=$(( START + COMPILE_S ))
 STREAMRT_UNTIL=$(( REPORT_AT - ${BENCH_TORCH_RESERVE_S:-90} ))
 WORK=$CACHE/work.$$                                          # markers, lock, streamrt outputs of this run
 rm -rf "$WORK" && mkdir -p "$WORK/out" || exit 1
@@ -105,7 +110,7 @@ cat "$LOGS/env.txt"
 cat > "$LOGS/config.json" <<EOF
 {"device": "$DEVICE", "tiny": $([ "$TINY" = 1 ] && echo true || echo false), "models": "$MODELS", "batches": "$BATCHES",
  "points": "$POINTS", "impls": "$IMPLS", "iters": $ITERS, "warmup": $WARMUP, "deadline_s": ${BENCH_DEADLINE_S:-520},
- "compile_s": ${BENCH_COMPILE_S:-270}, "profile_point": "$PROFILE_POINT", "check_max_mb": ${BENCH_CHECK_MAX_MB:-1300}}
+ "compile_s": $COMPILE_S, "profile_point": "$PROFILE_POINT", "check_max_mb": ${BENCH_CHECK_MAX_MB:-1300}}
 EOF
 [ -n "$FLOCK" ] || say "warning: no flock: streamrt's runs may overlap the PyTorch warm runs on the GPU" | tee -a "$LOGS/env.txt"
 [ -x "$SRT" ] || say "warning: $SRT is not executable: every streamrt point will fail"
