@@ -168,6 +168,7 @@ Result<PreparedGraph> prepare_graph(ir::Graph g, const std::string& source, cons
     auto again = ir::infer_shapes(g, infer);
     if (!again.ok()) return again.status().with_context("after moving Slices ahead of normalizations");
   }
+  rep.nodes_removed += builder::drop_whole_slices(g);
   SRT_RETURN_IF_ERROR(builder::quantize_weights(g, config, out.profiles, rep));
   if (rep.steps_quantized > 0) {
     builder::remove_dead_code(g);  // the float weights the compressed ones replace

@@ -53,6 +53,9 @@ size_t merge_reshapes(ir::Graph& g);
 // x * 1, 1 * x and x / 1 of a float x and a one-element constant that does not widen x: x (exact,
 // signed zeros and NaN included).
 size_t drop_unit_scalings(ir::Graph& g);
+// A Slice of static dims that keeps every element (output dims equal the input's, steps of 1): its
+// input (a decode step's last-token Slice of a one-token tensor).
+size_t drop_whole_slices(ir::Graph& g);
 // Slice(RMSNormalization(x)) that selects along axes before the normalized ones (the last token's
 // row ahead of an LM head) becomes RMSNormalization(Slice(x)): the same values, fewer rows
 // normalized, and the norm then meets the MatMul it feeds (fuse_matmul_groups). The graph is

@@ -276,6 +276,31 @@ size_t drop_unit_scalings(ir::Graph& g) {
   return dropped;
 }
 
+size_t drop_whole_slices(ir::Graph& g) {
+  Rewirer rw(g);
+  size_t dropped = 0;
+  for (ir::Node& n : g.nodes) {
+    rw.apply(n);
+    if (!is_op(n, "Slice") || n.inputs.size() < 3 || n.outputs.size() != 1) continue;
+    const ir::Value& in = g.value(n.inputs[0]);
+    const ir::Value& out = g.value(n.outputs[0]);
+    if (!in.has_shape || !out.has_shape || in.dims != out.dims || in.dtype != out.dtype) continue;
+    bool fixed = true;
+    for (int64_t d : in.dims) fixed = fixed && d >= 0;
+    // Steps of 1 (absent steps are 1): with every length kept, nothing moved either.
+    if (!fixed || !constant_or_absent(g, n, 4)) continue;
+    auto steps = const_ints(g, n, 4, "steps");
+    bool unit = true;
+    if (steps)
+      for (int64_t st : *steps) unit = unit && st == 1;
+    if (!unit || !rw.can_replace(n.outputs[0])) continue;
+    rw.replace(n.outputs[0], n.inputs[0]);
+    ++dropped;
+  }
+  if (dropped) remove_dead_code(g);
+  return dropped;
+}
+
 Result<size_t> slices_before_norms(ir::Graph& g) {
   GraphIndex idx(g);
   size_t moved = 0;

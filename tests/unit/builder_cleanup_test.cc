@@ -244,5 +244,27 @@ TEST(Simplify, SlicesOfNormalizedAxesOrSharedNormsStay) {
   }
 }
 
+TEST(Simplify, SlicesKeepingEveryElementGo) {
+  auto slice_of = [](Dims dims, int64_t step) {
+    ir::Graph g;
+    const ir::ValueId x = g.add_value("x", DataType::kFloat32, dims, true);
+    g.inputs = {x};
+    const ir::ValueId last = add_op(g, "Slice", {x, add_constant(g, i64({1}, {-1})), add_constant(g, i64({1}, {1 << 30})),
+                                                 add_constant(g, i64({1}, {1})), add_constant(g, i64({1}, {step}))});
+    g.outputs = {add_op(g, "Relu", {last})};
+    return g;
+  };
+  ir::Graph whole = slice_of({2, 1, 8}, 1);  // a one-token decode step's last token: all of it
+  same_values(whole, ramp({2, 1, 8}), drop_whole_slices);
+  EXPECT_EQ(count(whole, "Slice"), 0);
+  // A real selection, a step other than 1, or dims not known at build time: the Slice stays.
+  for (auto [dims, step] : {std::pair<Dims, int64_t>{{2, 5, 8}, 1}, {{2, 1, 8}, 2}, {{2, kDynamicDim, 8}, 1}}) {
+    ir::Graph g = slice_of(dims, step);
+    ASSERT_TRUE(ir::infer_shapes(g).ok());
+    EXPECT_EQ(drop_whole_slices(g), 0u) << dims_to_string(dims) << " step " << step;
+    EXPECT_EQ(count(g, "Slice"), 1);
+  }
+}
+
 }  // namespace
 }  // namespace streamrt::builder
