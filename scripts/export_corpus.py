@@ -193,7 +193,8 @@ def minilm_case(gen, trained=True):
 
 def llama_decode_case(gen):
     """One KV-cache decode step in the layout transformers / optimum export: past_key_values.N.key/value
-    in, present.N.key/value out, attention_mask over past + new tokens (left padding), position_ids."""
+    in, present.N.key/value out, attention_mask over past + new tokens (left padding), position_ids; the
+    logits of the last position only, as generate() computes them."""
     c = transformers.LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
     c._attn_implementation = "sdpa"
@@ -211,8 +212,10 @@ def llama_decode_case(gen):
             cache = transformers.DynamicCache(config=c)
             for i in range(layers):
                 cache.update(past[2 * i], past[2 * i + 1], i)
+            # logits_to_keep=1, as generate() asks: the export slices the last position's row out of the
+            # final norm's output before the LM head.
             o = self.m(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                       past_key_values=cache, use_cache=True)
+                       past_key_values=cache, use_cache=True, logits_to_keep=1)
             pres = []
             for i in range(layers):
                 k, v = kv_of(o.past_key_values, i)

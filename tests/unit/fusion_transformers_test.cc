@@ -198,6 +198,29 @@ std::string histogram_text(const std::map<std::string, int>& h) {
   return out;
 }
 
+// A decode step's head as generate() exports it (logits_to_keep=1: the TorchScript export slices the last
+// position's row out of the final norm's output): the norm rides in the head's MatMulGroup at dynamic
+// shapes too, where the Slice is a real selection (builder/simplify.cc: slices_before_norms).
+TEST(TransformersHead, DecodeHeadGroupsWithTheFinalNormOverAProfile) {
+  for (const char* name : {"llama_decode_torchscript", "llama_decode_dynamo"}) {
+    auto bytes = build_at_test_shapes(corpus(name), true);
+    ASSERT_TRUE(bytes.ok()) << name << ": " << bytes.status().to_string();
+    expect_reference_outputs(corpus(name), *bytes);
+    auto plan = plan::read_plan_bytes(bytes->data(), bytes->size(), nullptr);
+    ASSERT_TRUE(plan.ok());
+    int norms = 0;
+    const ir::Node* head = nullptr;
+    for (const auto& s : plan->data.steps) {
+      norms += s.op_type == "RMSNormalization";
+      for (int32_t o : s.outputs)
+        if (o >= 0 && plan->data.values[o].name == "logits") head = &s;
+    }
+    EXPECT_EQ(norms, 0) << name;
+    ASSERT_NE(head, nullptr) << name;
+    EXPECT_EQ(head->op_type, "MatMulGroup") << name;
+  }
+}
+
 struct MaskCase {
   const char* name;
   bool dynamic;
@@ -259,6 +282,14 @@ TEST_P(TransformersMasks, MaskBecomesCausalWindowAndKeyMask) {
     EXPECT_EQ(rotating_groups, attentions) << "a Rotary step was left:\n" << histogram_text(layer);
   }
   EXPECT_EQ(layer.count("RMSNormalization"), 0u) << "a norm was left out of its MatMulGroup:\n" << histogram_text(layer);
+  if (c.causal != 0) {
+    // The final norm rides in the LM head's group too, also where a decode step slices the last token's
+    // row out first (simplify.cc: slices_before_norms).
+    EXPECT_EQ(all["RMSNormalization"], 0) << "the final norm is a step of its own";
+    for (const auto& s : plan->data.steps)
+      for (int32_t o : s.outputs)
+        if (o >= 0 && plan->data.values[o].name == "logits") EXPECT_EQ(s.op_type, "MatMulGroup") << s.name;
+  }
 }
 
 // TorchScript names every input's dims apart: over a dynamic batch the decode step's queries take
