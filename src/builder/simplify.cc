@@ -281,7 +281,7 @@ size_t drop_whole_slices(ir::Graph& g) {
   size_t dropped = 0;
   for (ir::Node& n : g.nodes) {
     rw.apply(n);
-    if (!is_op(n, "Slice") || n.inputs.size() < 3 || n.outputs.size() != 1) continue;
+    if (!is_op(n, "Slice") || n.inputs.size() < 3 || n.outputs.size() != 1 || n.inputs[0] == ir::kNoValue) continue;
     const ir::Value& in = g.value(n.inputs[0]);
     const ir::Value& out = g.value(n.outputs[0]);
     if (!in.has_shape || !out.has_shape || in.dims != out.dims || in.dtype != out.dtype) continue;
@@ -306,13 +306,16 @@ Result<size_t> slices_before_norms(ir::Graph& g) {
   size_t moved = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ir::Node& slice = g.nodes[i];
-    if (!is_op(slice, "Slice") || slice.inputs.size() < 3 || slice.outputs.size() != 1) continue;
+    if (!is_op(slice, "Slice") || slice.inputs.size() < 3 || slice.outputs.size() != 1 ||
+        slice.inputs[0] == ir::kNoValue)
+      continue;
     const int ni = idx.producer_if(slice.inputs[0], "RMSNormalization");
     if (ni < 0 || idx.single_consumer(slice.inputs[0]) != static_cast<int>(i)) continue;
     ir::Node& norm = g.nodes[static_cast<size_t>(ni)];
     const int64_t rank = static_cast<int64_t>(rank_of(g, slice.inputs[0]));
     auto axis = norm.attr_int("axis", -1);
-    if (norm.outputs.size() != 1 || rank == 0 || !axis.ok() || *axis < -rank || *axis >= rank) continue;
+    if (norm.inputs.empty() || norm.outputs.size() != 1 || rank == 0 || !axis.ok() || *axis < -rank || *axis >= rank)
+      continue;
     const int64_t first_normalized = *axis < 0 ? *axis + rank : *axis;
     // The sliced axes (all of starts' when axes is absent) must lie before the normalized ones.
     if (!constant_or_absent(g, slice, 3)) continue;
