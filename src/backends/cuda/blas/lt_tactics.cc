@@ -403,7 +403,7 @@ Result<bool> LtSession::tune_few_rows(ir::Node& step, std::span<const ops::Tenso
   g.dtype = dt, g.rows = l.rows, g.k = l.k, g.a = a_.p, g.parts = l.count, g.gate = l.gate;
   if (l.norm) g.norm_scale = scale, g.eps = l.epsilon;
   std::vector<RotaryRows> rotations;
-  for (int i = 0, col = 0; i < l.count; col += static_cast<int>(l.n[static_cast<size_t>(i)]), ++i) {
+  for (int64_t i = 0, col = 0; i < l.count; col += l.n[static_cast<size_t>(i)], ++i) {
     const size_t ui = static_cast<size_t>(i);
     g.part[ui] = {at(b_, l.k * col), l.bias[ui] ? at(bias_, col) : nullptr, at(d_, l.rows * col), l.n[ui]};
   }

@@ -41,11 +41,6 @@ __device__ __forceinline__ void dependents_may_start() {
 #endif
 }
 
-// Asks L2 for the 128-byte line holding `p` (no registers wait on it).
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-
 // Whether kernels launched on `res` may start before the kernel ahead of them ends.
 inline bool dependent_launch(const CudaResources& res) {
   return res.cc_major >= 9 && current_run_options().programmatic_launch;

@@ -179,17 +179,6 @@ struct Source {
       issue_stage<kC>(s < stages ? w[0] : w[1], n, k0, len, col0, s % stages, ring + (s % slots) * kStageBytes);
     cp_async_commit();  // an empty group past the end keeps the wait counts uniform
   }
-  // Stages [0, count) into L2 while the earlier steps finish (no step writes a weight): their
-  // cp.async copies then start from L2, not HBM.
-  __device__ __forceinline__ void prefetch(int count) const {
-    constexpr int kLines = kStageBytes / 128, kRowLines = kC * 2 / 128;  // 128-byte lines a stage, a row
-    for (int i = threadIdx.x; i < count * kLines && i / kLines < total; i += kThreads) {
-      const int s = i / kLines, line = i % kLines;
-      const int kr = (s % stages) * kStageRows<kC> + line / kRowLines;
-      const int64_t col = col0 + (line % kRowLines) * 64;
-      if (kr < len && col < n) prefetch_l2((s < stages ? w[0] : w[1]) + (k0 + kr) * n + col);
-    }
-  }
 };
 
 // The warp's accumulators (per tile m: columns lane / 4, +8 of its 16; rows 2 (lane % 4), +1) into
@@ -250,10 +239,8 @@ __global__ void __launch_bounds__(kThreads) few_row_gemm_kernel(const Args<T> p)
   src.total = src.stages * (p.gate ? 2 : 1);
   src.slots = p.slots;
 
-  // A dependent launch (launch_split with may_depend; launch() below makes usual ones) would send its
-  // first weight stages towards L2 while the step before ends; then A, then those stages, all in flight
-  // at once; A is normalized while the weight's copies go on.
-  if (p.dependent) src.prefetch(src.slots - 1);
+  // A (after the earlier steps' writes: a no-op wait in the usual launch launch() makes), then the
+  // first weight stages, all in flight at once; A is normalized while the weight's copies go on.
   wait_for_earlier_steps();
   stage_a(p, src.k0, src.len, src.stages * kStageRows<kC>, xs, ld);
   for (int s = 0; s < src.slots - 1; ++s) src.issue(s, ring);

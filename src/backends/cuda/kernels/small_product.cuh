@@ -34,7 +34,6 @@ struct ProductArgs {
   int64_t table_rows[3];
   int rotary_dim;
   int parts, gate, chunk, split, slots;
-  int dependent;  // launched as a dependent launch (launch_split sets it): worth prefetching weights before the wait
 };
 
 // Everything but chunk / split / slots from `g`, with column tiles of `cols`; returns the tiles.
@@ -131,17 +130,14 @@ __device__ __forceinline__ V* split_peer(V* p, int rank) {
 }
 
 // Launches kernel<<<(tiles, p.split), threads, smem>>>(p) on res.stream, the split as a (1, split, 1)
-// cluster, as a dependent launch where res allows (dependent_launch.cuh; args.dependent says so to
-// the kernel): the kernels fetch their first weights, then wait for the earlier steps before A is read.
-// `may_depend` false: a usual launch whatever res allows.
+// cluster, as a dependent launch where res allows (dependent_launch.cuh) and `may_depend` (false: a
+// usual launch whatever res allows).
 template <typename T, typename Kernel>
 Status launch_split(Kernel kernel, const ProductArgs<T>& p, int64_t tiles, int threads, size_t smem,
                     const CudaResources& res, bool may_depend = true) {
-  ProductArgs<T> args = p;
-  args.dependent = may_depend && dependent_launch(res) ? 1 : 0;
-  return launch_kernel(res.stream, args.dependent != 0, kernel,
+  return launch_kernel(res.stream, may_depend && dependent_launch(res), kernel,
                        dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(p.split), 1),
-                       dim3(static_cast<unsigned>(threads), 1, 1), smem, static_cast<unsigned>(p.split), args);
+                       dim3(static_cast<unsigned>(threads), 1, 1), smem, static_cast<unsigned>(p.split), p);
 }
 
 }  // namespace streamrt::cuda
