@@ -161,6 +161,60 @@ Result<std::vector<Problem>> group_problems(const ir::Node& step, std::span<cons
   return out;
 }
 
+// A MatMulGroup's operands in scratch, as tune_group and tune_few_rows lay them out: the weights side
+// by side in one buffer ([k, cols]), the products part after part in another ([rows, n] each), the
+// biases (cols) then each rotated part's cos and sin tables ([table_rows, rotary_dim] each) in a third.
+struct GroupScratch {
+  int64_t cols = 0;    // the parts' N together
+  int64_t tables = 0;  // elements of the rotary tables
+};
+
+// Nothing where a rotated part has no table rows (nothing to time).
+std::optional<GroupScratch> group_scratch(const ops::MatMulGroupLayout& l) {
+  GroupScratch s;
+  for (int i = 0; i < l.count; ++i) s.cols += l.n[static_cast<size_t>(i)];
+  for (size_t i = 0; i < l.rotary.size(); ++i) {
+    if (!l.rotary[i]) continue;
+    if (l.table_rows[i] < 1) return std::nullopt;
+    s.tables += 2 * l.table_rows[i] * l.rotary_dim;
+  }
+  return s;
+}
+
+uint8_t* elems_at(void* base, int64_t elems, size_t es) {
+  return static_cast<uint8_t*>(base) + elems * static_cast<int64_t>(es);
+}
+
+// Points the parts of `g` (a GroupGemm or a HalfGemv: their Parts have the same fields) at the
+// weights w, the products y and the biases; with the gate part 1 writes nothing.
+template <class Kernel>
+void bind_parts(Kernel& g, const ops::MatMulGroupLayout& l, size_t es, void* w, void* y, void* bias) {
+  for (int64_t i = 0, col = 0; i < l.count; col += l.n[static_cast<size_t>(i)], ++i) {
+    const size_t ui = static_cast<size_t>(i);
+    g.part[ui] = {elems_at(w, l.k * col, es), l.bias[ui] ? elems_at(bias, col, es) : nullptr,
+                  elems_at(y, l.rows * col, es), l.n[ui]};
+  }
+  if (l.gate) g.part[1].y = nullptr;
+}
+
+// Gives g's rotated parts their tables (from `tables` on, part after part) so that the kernel rotates
+// in its epilogue; returns the same rotations as the in-place kernel's (kernels/rotary.h) calls.
+template <class Kernel>
+std::vector<RotaryRows> bind_rotary(Kernel& g, const ops::MatMulGroupLayout& l, size_t es, void* tables) {
+  std::vector<RotaryRows> rotations;
+  for (size_t i = 0, table = 0; i < l.rotary.size(); ++i) {
+    if (!l.rotary[i]) continue;
+    const int64_t size = l.table_rows[i] * l.rotary_dim;
+    g.rotary_dim = l.rotary_dim;
+    g.part[i].cos = elems_at(tables, static_cast<int64_t>(table), es);
+    g.part[i].sin = elems_at(tables, static_cast<int64_t>(table) + size, es);
+    g.part[i].table_rows = l.table_rows[i];
+    rotations.push_back({g.part[i].y, g.part[i].cos, g.part[i].sin, l.rows, l.n[i], l.rotary_dim, l.table_rows[i]});
+    table += static_cast<size_t>(2 * size);
+  }
+  return rotations;
+}
+
 class LtSession final : public builder::TacticSession {
  public:
   ~LtSession() override;
@@ -286,14 +340,9 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   // float32 LM head's operands are large).
   if ((dt != DataType::kFloat16 && dt != DataType::kBFloat16) || res.cc_major != 9 || res.cc_minor != 0) return false;
   const size_t es = dtype_size(dt);
-  int64_t cols = 0;
-  for (int i = 0; i < l.count; ++i) cols += l.n[static_cast<size_t>(i)];
-  int64_t tables = 0;  // rotary tables: cos and sin of each rotated product
-  for (size_t i = 0; i < l.rotary.size(); ++i) {
-    if (!l.rotary[i]) continue;
-    if (l.table_rows[i] < 1) return false;
-    tables += 2 * l.table_rows[i] * l.rotary_dim;
-  }
+  const std::optional<GroupScratch> s = group_scratch(l);
+  if (!s) return false;
+  const int64_t cols = s->cols, tables = s->tables;
   const uint64_t bytes = static_cast<uint64_t>(l.rows * l.k + l.k * cols + 2 * l.rows * cols + cols + tables) * es;
   if (bytes > kMaxScratchBytes) return false;
   SRT_RETURN_IF_ERROR(a_.reserve(static_cast<size_t>(l.rows * l.k) * es, dt, stream_));
@@ -303,25 +352,9 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(cols + tables) * es, dt, stream_));
   GroupGemm g;
   g.dtype = dt, g.rows = l.rows, g.k = l.k, g.x = a_.p, g.parts = l.count, g.gate = l.gate;
-  auto at = [&](const Scratch& s, int64_t elems) { return static_cast<uint8_t*>(s.p) + elems * static_cast<int64_t>(es); };
-  int64_t col = 0;
-  for (int i = 0; i < l.count; ++i) {
-    const size_t ui = static_cast<size_t>(i);
-    g.part[ui] = {at(b_, l.k * col), l.bias[ui] ? at(bias_, col) : nullptr, at(d_, l.rows * col), l.n[ui]};
-    col += l.n[ui];
-  }
-  if (l.gate) g.part[1].y = nullptr;
+  bind_parts(g, l, es, b_.p, d_.p, bias_.p);
   // The rotations: the group GEMM's epilogue against the in-place kernel after cuBLASLt's GEMMs.
-  std::vector<RotaryRows> rotations;
-  g.rotary_dim = l.rotary_dim;
-  for (size_t i = 0, table = cols; i < l.rotary.size(); ++i) {
-    if (!l.rotary[i]) continue;
-    const int64_t size = l.table_rows[i] * l.rotary_dim;
-    g.part[i].cos = at(bias_, static_cast<int64_t>(table)), g.part[i].sin = at(bias_, static_cast<int64_t>(table) + size);
-    g.part[i].table_rows = l.table_rows[i];
-    rotations.push_back({g.part[i].y, g.part[i].cos, g.part[i].sin, l.rows, l.n[i], l.rotary_dim, l.table_rows[i]});
-    table += static_cast<size_t>(2 * size);
-  }
+  const std::vector<RotaryRows> rotations = bind_rotary(g, l, es, elems_at(bias_.p, cols, es));
   g.cols = 128;  // every group the kernel takes, it takes at 128 columns
   if (!group_gemm_applies(g, res)) return false;
   if (!rotations.empty()) {
@@ -331,11 +364,11 @@ Result<bool> LtSession::tune_group(ir::Node& step, std::span<const ops::TensorIn
   }
   double best_ms = 0;
   int best_cols = 0;
-  for (int cols : {128, 256}) {
-    g.cols = cols;
+  for (int width : {128, 256}) {
+    g.cols = width;
     if (!group_gemm_applies(g, res)) continue;  // a width that does not take the rotation
     SRT_ASSIGN_OR_RETURN(double ms, launches_ms([&] { return group_gemm(g, res, stream_); }));
-    if (best_cols == 0 || ms < best_ms) best_ms = ms, best_cols = cols;
+    if (best_cols == 0 || ms < best_ms) best_ms = ms, best_cols = width;
   }
   if (l.gate) {
     const int64_t n = l.rows * l.n[0];
@@ -376,13 +409,9 @@ Result<bool> LtSession::tune_few_rows(ir::Node& step, std::span<const ops::Tenso
     }
   }
   const size_t es = dtype_size(dt);
-  int64_t cols = 0, tables = 0;
-  for (int i = 0; i < l.count; ++i) cols += l.n[static_cast<size_t>(i)];
-  for (size_t i = 0; i < l.rotary.size(); ++i) {
-    if (!l.rotary[i]) continue;
-    if (l.table_rows[i] < 1) return false;
-    tables += 2 * l.table_rows[i] * l.rotary_dim;
-  }
+  const std::optional<GroupScratch> s = group_scratch(l);
+  if (!s) return false;
+  const int64_t cols = s->cols, tables = s->tables;
   const uint64_t bytes = static_cast<uint64_t>(2 * l.rows * l.k + l.k * cols + l.rows * cols + cols + tables + l.k) * es;
   if (bytes > kMaxScratchBytes) return false;
   SRT_RETURN_IF_ERROR(ensure_ready());
@@ -390,11 +419,10 @@ Result<bool> LtSession::tune_few_rows(ir::Node& step, std::span<const ops::Tenso
   SRT_RETURN_IF_ERROR(b_.reserve(static_cast<size_t>(l.k * cols) * es, dt, stream_));
   SRT_RETURN_IF_ERROR(d_.reserve(static_cast<size_t>(l.rows * cols) * es, dt, stream_));
   SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(cols + tables + l.k) * es, dt, stream_));
-  auto at = [&](const Scratch& sc, int64_t elems) { return static_cast<uint8_t*>(sc.p) + elems * static_cast<int64_t>(es); };
-  const void* scale = at(bias_, cols + tables);
+  const void* scale = elems_at(bias_.p, cols + tables, es);
   if (l.norm) {
     SRT_ASSIGN_OR_RETURN(double norm_ms, launches_ms([&] {
-      return rms_norm_rows(stream_, dt, a_.p, scale, l.k, at(a_, l.rows * l.k), l.rows, l.k, l.epsilon);
+      return rms_norm_rows(stream_, dt, a_.p, scale, l.k, elems_at(a_.p, l.rows * l.k, es), l.rows, l.k, l.epsilon);
     }));
     steps_ns += static_cast<int64_t>(norm_ms * 1e6);
   }
@@ -402,24 +430,9 @@ Result<bool> LtSession::tune_few_rows(ir::Node& step, std::span<const ops::Tenso
   HalfGemv g;
   g.dtype = dt, g.rows = l.rows, g.k = l.k, g.a = a_.p, g.parts = l.count, g.gate = l.gate;
   if (l.norm) g.norm_scale = scale, g.eps = l.epsilon;
-  std::vector<RotaryRows> rotations;
-  for (int64_t i = 0, col = 0; i < l.count; col += l.n[static_cast<size_t>(i)], ++i) {
-    const size_t ui = static_cast<size_t>(i);
-    g.part[ui] = {at(b_, l.k * col), l.bias[ui] ? at(bias_, col) : nullptr, at(d_, l.rows * col), l.n[ui]};
-  }
-  if (l.gate) g.part[1].y = nullptr;
+  bind_parts(g, l, es, b_.p, d_.p, bias_.p);
   HalfGemv rotating = g;
-  for (size_t i = 0, table = static_cast<size_t>(cols); i < l.rotary.size(); ++i) {
-    if (!l.rotary[i]) continue;
-    const int64_t size = l.table_rows[i] * l.rotary_dim;
-    rotating.rotary_dim = l.rotary_dim;
-    rotating.part[i].cos = at(bias_, static_cast<int64_t>(table));
-    rotating.part[i].sin = at(bias_, static_cast<int64_t>(table) + size);
-    rotating.part[i].table_rows = l.table_rows[i];
-    rotations.push_back({g.part[i].y, rotating.part[i].cos, rotating.part[i].sin, l.rows, l.n[i], l.rotary_dim,
-                         l.table_rows[i]});
-    table += static_cast<size_t>(2 * size);
-  }
+  const std::vector<RotaryRows> rotations = bind_rotary(rotating, l, es, elems_at(bias_.p, cols, es));
   CudaResources res = device_;
   res.stream = stream_;
   const bool in_epilogue = !rotations.empty() && half_gemv_applies(rotating, res.cc_major);
