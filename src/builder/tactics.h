@@ -33,7 +33,8 @@
 //   "__few_row" kInts {kernel, kernel_ns, steps_ns, rows}: a MatMulGroup step of one to eight rows (the
 //               GEMV / few-row kernel's, kernels/half_gemv.h) timed in that kernel against the path it
 //               takes for more rows (the normalization, then cuBLASLt's recorded GEMMs or the group GEMM
-//               as "__group_gemm" chose, the gate, the rotation): kernel 1 where the kernel was at least
+//               as "__group_gemm" chose, the gate, the rotation), or a MatMul of one to eight rows by a
+//               2-D weight (no residual) against its recorded cuBLASLt GEMM: kernel 1 where the kernel was at least
 //               as fast, 0 where the many-row path was; the times in ns per call at the opt shapes (`rows`
 //               rows). Timed only where the step's weights exceed twice the device's L2 (an LM head):
 //               smaller ones would be timed reading L2, which a model's run does not. At run time the

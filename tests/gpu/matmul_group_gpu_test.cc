@@ -70,6 +70,20 @@ TEST(GpuMatMulGroup, LargeWeightsAreTimedAgainstTheManyRowPathAndMatchTheCpu) {
       EXPECT_GT(r->steps_ns, 0) << what;
       std::printf("  %s: %s\n", what.c_str(), builder::describe_tactics(*group).c_str());
     }
+  // Without the norm the head is one MatMul (gemm.cu's GEMV / few-row path), timed the same way.
+  for (int64_t rows : {1, 8}) {
+    const testing::GroupSpec spec{.x = {rows, 2048}, .n = {65536}, .norm = false};
+    const std::string what = "float16 LM head without its norm, rows " + std::to_string(rows);
+    plan::PlanData p = testing::check_cuda_against_cpu(testing::group_graph(spec), DataType::kFloat16, what, 9);
+    const ir::Node* timed = nullptr;
+    for (const ir::Node& step : p.steps)
+      if (step.attrs.count(builder::kFewRowAttr)) timed = &step;
+    ASSERT_NE(timed, nullptr) << what << ": no step timed against the many-row path";
+    auto r = builder::decode_few_row(timed->attrs.at(builder::kFewRowAttr));
+    ASSERT_TRUE(r.ok()) << what << ": " << r.status().to_string();
+    EXPECT_EQ(r->rows, rows) << what;
+    std::printf("  %s (%s): %s\n", what.c_str(), timed->op_type.c_str(), builder::describe_tactics(*timed).c_str());
+  }
 }
 
 TEST(GpuMatMulGroup, RotatedQueriesAndKeysMatchTheCpu) {

@@ -6,7 +6,8 @@
 // products are then timed as one group GEMM launch against the recorded GEMMs (and the gate
 // kernel): "__group_gemm" says which was faster (kernels/matmul_group.cu takes it). A group of one to
 // eight rows with weights larger than twice the L2 (an LM head) has its GEMMs timed too, and the
-// GEMV / few-row kernel against them: "__few_row".
+// GEMV / few-row kernel against them: "__few_row"; so is a MatMul of one to eight rows by such a weight
+// (an LM head without its norm), against its recorded GEMM.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -20,6 +21,7 @@
 #include "backends/cuda/kernels/half_gemv.h"
 #include "backends/cuda/kernels/rms_norm.h"
 #include "backends/cuda/kernels/rotary.h"
+#include "ops/matmul.h"
 #include "ops/matmul_group.h"
 #include "core/float16.h"
 #include "core/logging.h"
@@ -225,6 +227,8 @@ class LtSession final : public builder::TacticSession {
   Result<bool> tune_group(ir::Node& step, std::span<const ops::TensorInfo> in);
   // After tune_group, for one to eight rows: the GEMV / few-row kernel against the many-row path.
   Result<bool> tune_few_rows(ir::Node& step, std::span<const ops::TensorInfo> in);
+  // A MatMul of one to eight rows by a 2-D weight: that kernel against the recorded cuBLASLt GEMM.
+  Result<bool> tune_few_rows_matmul(ir::Node& step, std::span<const ops::TensorInfo> in);
 
  private:
   Status ensure_ready();
@@ -235,6 +239,8 @@ class LtSession final : public builder::TacticSession {
   // Milliseconds per call of `launch` (enqueues one call on stream_): kWarmups calls, then about
   // kTimedMs of them (3 to 50) between CUDA events. `launch`'s errors are returned as they are.
   Result<double> launches_ms(const std::function<Status()>& launch);
+  // Writes "__few_row": the kernel's time against the other path's.
+  void record_few_row(ir::Node& step, int64_t rows, double kernel_ms, int64_t steps_ns);
 
   CudaResources device_;  // compute capability and SMs (stream: stream_), once query_device ran
   uint64_t l2_bytes_ = 0;
@@ -442,13 +448,51 @@ Result<bool> LtSession::tune_few_rows(ir::Node& step, std::span<const ops::Tenso
     SRT_RETURN_IF_ERROR(half_gemv(res, g));
     return rotations.empty() ? ok_status() : rotate_rows(res, dt, rotations);
   }));
+  record_few_row(step, l.rows, kernel_ms, steps_ns);
+  return true;
+}
+
+Result<bool> LtSession::tune_few_rows_matmul(ir::Node& step, std::span<const ops::TensorInfo> in) {
+  if (in.size() < 2 || !in[0].has_shape || !in[1].has_shape || in[1].dims.size() != 2) return false;
+  const DataType dt = in[0].dtype;
+  const int64_t k = in[1].dims[0], n = in[1].dims[1];
+  if (k <= 0 || n <= 0 || in[0].dims.empty() || in[0].dims.back() != k) return false;
+  const int64_t rows = dims_numel(in[0].dims) / k;
+  if (!half_gemv_rows(dt, rows)) return false;
+  // A residual would be one more operand to time on both sides; the large products that reach here
+  // (an LM head without its norm) have none.
+  const size_t r = ops::kMatMulResidualInput;
+  if (in.size() > r && in[r].dtype != DataType::kUndefined) return false;
+  SRT_RETURN_IF_ERROR(query_device());
+  const size_t es = dtype_size(dt);
+  if (static_cast<uint64_t>(k * n) * es < 2 * l2_bytes_) return false;
+  auto rec = step.attrs.find(builder::kLtAlgoAttr);
+  if (rec == step.attrs.end()) return false;
+  SRT_ASSIGN_OR_RETURN(builder::LtAlgoRecord lt, builder::decode_lt_algo(rec->second));
+  const bool bias = in.size() > 2 && in[2].dtype != DataType::kUndefined;
+  SRT_RETURN_IF_ERROR(ensure_ready());
+  SRT_RETURN_IF_ERROR(a_.reserve(static_cast<size_t>(rows * k) * es, dt, stream_));
+  SRT_RETURN_IF_ERROR(b_.reserve(static_cast<size_t>(k * n) * es, dt, stream_));
+  SRT_RETURN_IF_ERROR(d_.reserve(static_cast<size_t>(rows * n) * es, dt, stream_));
+  SRT_RETURN_IF_ERROR(bias_.reserve(static_cast<size_t>(n) * es, dt, stream_));
+  HalfGemv g;
+  g.dtype = dt, g.rows = rows, g.k = k, g.a = a_.p;
+  g.part[0] = {b_.p, bias ? bias_.p : nullptr, d_.p, n};
+  CudaResources res = device_;
+  res.stream = stream_;
+  if (!half_gemv_applies(g, res.cc_major)) return false;
+  SRT_ASSIGN_OR_RETURN(double kernel_ms, launches_ms([&] { return half_gemv(res, g); }));
+  record_few_row(step, rows, kernel_ms, lt.best_ns);
+  return true;
+}
+
+void LtSession::record_few_row(ir::Node& step, int64_t rows, double kernel_ms, int64_t steps_ns) {
   builder::FewRowRecord r;
   r.kernel_ns = static_cast<int64_t>(kernel_ms * 1e6);
   r.steps_ns = steps_ns;
-  r.rows = l.rows;
+  r.rows = rows;
   r.kernel = r.kernel_ns <= r.steps_ns;
   step.attrs[builder::kFewRowAttr] = builder::encode_few_row(r);
-  return true;
 }
 
 Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in) {
@@ -472,7 +516,9 @@ Result<bool> LtSession::tune(ir::Node& step, std::span<const ops::TensorInfo> in
     if (!group.ok())
       log_warning("tactics: " + step.describe() + ": the group GEMM was not timed (" + group.status().to_string() +
                   "); cuBLASLt's GEMMs run");
-    Result<bool> few = tune_few_rows(step, in);
+  }
+  if (tuned && step.domain.empty() && (step.op_type == ops::kMatMulGroup || step.op_type == "MatMul")) {
+    Result<bool> few = step.op_type == "MatMul" ? tune_few_rows_matmul(step, in) : tune_few_rows(step, in);
     if (!few.ok() && few.status().code() == StatusCode::kDeviceError) return few.status();
     if (!few.ok())
       log_warning("tactics: " + step.describe() + ": the few-row kernel was not timed (" + few.status().to_string() +

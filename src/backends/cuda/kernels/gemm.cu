@@ -12,6 +12,7 @@
 #include "backends/cuda/kernels/cuda_types.cuh"
 #include "backends/cuda/kernels/gemm.h"
 #include "backends/cuda/kernels/half_gemv.h"
+#include "builder/tactics.h"
 #include "ops/gemm.h"
 #include "ops/matmul.h"
 
@@ -357,10 +358,13 @@ Status matmul_cuda(CudaKernelContext& ctx) {
       return matmul_tiled<T>(ctx.stream(), s, a.as<const T>(), static_cast<const T*>(b), static_cast<T*>(y))
           .with_context(where);
     } else {
-      if (s.batch_b.empty() && s.k > 0) {  // one row: the GEMV of half_gemv.h
+      // One to eight rows: the GEMV / few-row kernel of half_gemv.h, unless the build timed cuBLASLt
+      // faster ("__few_row", builder/tactics.h: an LM head).
+      const int64_t rows = dims_numel(s.batch) * s.m;
+      if (s.batch_b.empty() && s.k > 0 && builder::step_few_row_kernel(ctx.node(), rows)) {
         HalfGemv g;
         g.dtype = a.dtype;
-        g.rows = dims_numel(s.batch) * s.m;
+        g.rows = rows;
         g.k = s.k;
         g.a = a.data;
         g.part[0] = {b, f.bias, y, s.n};
