@@ -11,7 +11,8 @@
 // (bench/tools/group_gemm_profile.sh runs one launch of it under Nsight Compute.)
 //
 // Shapes: Llama-3.2-1B (hidden 2048, KV 512, MLP 8192), Qwen2.5-0.5B (896, KV 128 with biases, MLP 4864)
-// and Llama-3.1-8B (4096, KV 1024, MLP 14336): `<model>-qkv` and `<model>-gateup`. Prints a markdown table
+// and Llama-3.1-8B (4096, KV 1024, MLP 14336): `<model>-qkv` and `<model>-gateup`; `llama-o`, `llama-down`,
+// `qwen-o`, `qwen-down` are one weight (o_proj, down_proj). Prints a markdown table
 // of us a call and TFLOP/s (2 * rows * K * sum N FLOPs), CUDA events around `iters` launches.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -51,6 +52,9 @@ const std::vector<ShapeSpec> kShapes = {
     {"llama-qkv", 2048, {2048, 512, 512}, false, false},   {"llama-gateup", 2048, {8192, 8192}, true, false},
     {"qwen-qkv", 896, {896, 128, 128}, false, true},       {"qwen-gateup", 896, {4864, 4864}, true, false},
     {"llama8b-qkv", 4096, {4096, 1024, 1024}, false, false}, {"llama8b-gateup", 4096, {14336, 14336}, true, false},
+    // One weight: a layer's o_proj and down_proj (plain MatMuls with the residual in a plan; here without it).
+    {"llama-o", 2048, {2048}, false, false},               {"llama-down", 8192, {2048}, false, false},
+    {"qwen-o", 896, {896}, false, false},                  {"qwen-down", 4864, {896}, false, false},
 };
 
 
@@ -106,7 +110,7 @@ int main(int argc, char** argv) {
   std::string rows_arg = "512,2048,4096", shapes = "llama-qkv,llama-gateup,qwen-qkv,qwen-gateup", cols_arg = "128,256",
               json;
   app.add_option("--rows", rows_arg, "comma-separated rows of X");
-  app.add_option("--shapes", shapes, "comma-separated: {llama,qwen,llama8b}-{qkv,gateup}");
+  app.add_option("--shapes", shapes, "comma-separated: {llama,qwen,llama8b}-{qkv,gateup}, {llama,qwen}-{o,down}");
   app.add_option("--cols", cols_arg, "accumulator widths to time: 128, 256 or both");
   app.add_option("--iters", iters, "launches timed a point")->check(CLI::PositiveNumber);
   app.add_option("--json", json, "append one JSON line a point here");
