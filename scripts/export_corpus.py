@@ -304,12 +304,21 @@ CASES = {
     "minilm_sentence": minilm_case,
     "sentence_pooling": lambda gen: minilm_case(gen, trained=False),
     "llama_decode": llama_decode_case,
+    # Multi-head latent attention (low-rank Q and KV, a rotary part of the head) and a mixture of experts
+    # (batched expert products; the default grouped_mm has no ONNX export). Its dynamo export builds K / V
+    # from a ConstantOfShape without `value` (a float32 zero), which --fp16 / --bf16 must convert too.
+    "deepseek_v3": lm_case("DeepseekV3ForCausalLM", "DeepseekV3Config", num_key_value_heads=4,
+                           moe_intermediate_size=16, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                           n_group=1, topk_group=1, kv_lora_rank=16, q_lora_rank=16, qk_rope_head_dim=8,
+                           qk_nope_head_dim=8, v_head_dim=8, first_k_dense_replace=1,
+                           experts_implementation="batched_mm", pad_token_id=0, bos_token_id=1, eos_token_id=2),
 }
 
 
 # The trained MiniLM is 7.6 MB per export: committed through the default exporter only (sentence_pooling
-# runs the same pipeline, random and small, through both).
-CASE_EXPORTERS = {"minilm_sentence": ["dynamo"]}
+# runs the same pipeline, random and small, through both). DeepSeek-V3 through the default one too, for the
+# GPU bundle's size (its TorchScript export runs as well: /tmp probes, 2026-11-29).
+CASE_EXPORTERS = {"minilm_sentence": ["dynamo"], "deepseek_v3": ["dynamo"]}
 
 
 # ---- export and check ----------------------------------------------------------------------------------

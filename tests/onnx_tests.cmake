@@ -58,7 +58,14 @@ add_test(NAME onnx_function_ops
 set(STREAMRT_RECURRENT_DIR ${CMAKE_SOURCE_DIR}/tests/fixtures/recurrent)
 add_test(NAME onnx_recurrent
          COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_RECURRENT_DIR} -j 2 --no-skip --rtol 1e-4 --atol 1e-5)
-set_tests_properties(onnx_transformers_corpus onnx_function_ops onnx_recurrent PROPERTIES TIMEOUT 1200 LABELS onnx)
+# The corpus in reduced precision on the CPU too (the CUDA runs below need a GPU): the precision pass
+# must leave no float32 value beside a converted one (DeepSeek-V3's ConstantOfShape without `value`).
+add_test(NAME onnx_transformers_corpus_fp16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_CORPUS_DIR} -j 2 --no-skip --fp16 --rtol 2e-2 --atol 2e-2)
+add_test(NAME onnx_transformers_corpus_bf16
+         COMMAND $<TARGET_FILE:streamrt_cli> onnx-test ${STREAMRT_CORPUS_DIR} -j 2 --no-skip --bf16 --rtol 5e-2 --atol 5e-2)
+set_tests_properties(onnx_transformers_corpus onnx_transformers_corpus_fp16 onnx_transformers_corpus_bf16
+                     onnx_function_ops onnx_recurrent PROPERTIES TIMEOUT 1200 LABELS onnx)
 # Pre-quantized weights (scripts/make_quant_import_cases.py): DequantizeLinear / MatMulNBits read as
 # compressed WeightOnlyMatMul steps, against onnxruntime's outputs; float16 cases at float16's rounding.
 set(STREAMRT_QUANT_IMPORT_DIR ${CMAKE_SOURCE_DIR}/tests/fixtures/quant_import)

@@ -105,11 +105,16 @@ Status convert_attributes(ir::Node& n, DataType target) {
     else if (it == n.attrs.end() && schema->output_dtype_defaults_to_float)
       n.attrs[schema->output_dtype_attr] = ir::Attribute::make_int(onnx_import::dtype_to_onnx(target));
   }
-  for (const char* key : {"value"}) {  // ConstantOfShape, Constant
-    auto it = n.attrs.find(key);
-    if (it == n.attrs.end() || it->second.kind != ir::Attribute::Kind::kTensor) continue;
-    if (it->second.t.dtype() != DataType::kFloat32) continue;
-    SRT_ASSIGN_OR_RETURN(it->second.t, convert_tensor(it->second.t, target));
+  if (schema && schema->output_value_attr) {
+    auto it = n.attrs.find(schema->output_value_attr);
+    if (it == n.attrs.end() && schema->output_value_defaults_to_float_zero) {
+      const Tensor zero = Tensor::from_vector(DataType::kFloat32, {1}, std::vector<float>{0.f});
+      SRT_ASSIGN_OR_RETURN(Tensor converted, convert_tensor(zero, target));
+      n.attrs[schema->output_value_attr] = ir::Attribute::make_tensor(std::move(converted));
+    } else if (it != n.attrs.end() && it->second.kind == ir::Attribute::Kind::kTensor &&
+               it->second.t.dtype() == DataType::kFloat32) {
+      SRT_ASSIGN_OR_RETURN(it->second.t, convert_tensor(it->second.t, target));
+    }
   }
   for (auto& [name, a] : n.attrs)
     if (a.kind == ir::Attribute::Kind::kGraph && a.g) {

@@ -67,6 +67,6 @@ Status cpu(KernelContext& ctx) {
 }  // namespace
 
 STREAMRT_REGISTER_OP(Constant, {.op_type = "Constant", .infer = infer, .cpu = cpu, .cpu_dtypes = kAnyDType,
-                                .dtype_input = -1});
+                                .dtype_input = -1, .output_value_attr = "value"});
 
 }  // namespace streamrt::ops

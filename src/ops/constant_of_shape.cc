@@ -63,6 +63,7 @@ Result<Tensor> fill_value(const ir::Node& node) {
 
 STREAMRT_REGISTER_OP(ConstantOfShape,
                      {.op_type = "ConstantOfShape", .min_opset = 9, .infer = infer, .cpu = cpu, .shape_inputs = {0},
-                                                            .cpu_dtypes = kAnyDType, .dtype_input = -1});
+                      .cpu_dtypes = kAnyDType, .dtype_input = -1,
+                      .output_value_attr = "value", .output_value_defaults_to_float_zero = true});
 
 }  // namespace streamrt::ops

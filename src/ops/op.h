@@ -244,6 +244,12 @@ struct OpSchema {
   // That attribute, when omitted, means float32 (SequenceEmpty's `dtype`): the pass then names the
   // target type. False: an omitted one means the input's type, or stays float32 on purpose.
   bool output_dtype_defaults_to_float = false;
+  // A TENSOR attribute whose element type the output takes (Constant's and ConstantOfShape's
+  // `value`): the reduced-precision pass turns a float32 one into the target type.
+  const char* output_value_attr = nullptr;
+  // That attribute, when omitted, means a float32 zero (ConstantOfShape): the pass then writes a
+  // zero of the target type, so the output follows the graph around it.
+  bool output_value_defaults_to_float_zero = false;
   // Inputs / outputs its kernels address with a capacity stride (CapacityLayout above): the
   // plan verifier holds them against the engine I/O tensors' recorded layouts.
   CapacityFn capacity_layouts = nullptr;

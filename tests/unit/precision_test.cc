@@ -6,6 +6,7 @@
 #include "builder/precision.h"
 #include "onnx/tensor_proto.h"
 #include "op_test_util.h"
+#include "ops/constant_of_shape.h"
 #include "ops/sequence_value.h"
 #include "plan/plan.h"
 #include "streamrt/builder.h"
@@ -115,6 +116,40 @@ TEST(Precision, SequencesOfFloatsFollowTheTarget) {
   const std::vector<float> v = back->items[0].to_float_vector().value();
   EXPECT_EQ(v[0], 1.5f);
   EXPECT_EQ(v[1], -65504.f);  // saturated like every converted constant
+}
+
+// ConstantOfShape's output takes its `value`'s type, and an omitted `value` is a float32 zero: under
+// reduced precision both kinds become the target type (a dynamo export builds DeepSeek-V3's K / V from
+// such a zero and scatters float16 rows into it), while a `value` of another type stays as it is.
+TEST(Precision, ConstantOfShapeFollowsTheTargetWithOrWithoutItsValue) {
+  ir::Graph g;
+  const ir::ValueId shape = g.add_value("shape", DataType::kInt64, {2});
+  g.inputs = {shape};
+  const ir::ValueId zeros = g.add_value("zeros"), halves = g.add_value("halves"), ints = g.add_value("ints");
+  testing::add_node(g, "ConstantOfShape", {shape}, {zeros});
+  testing::add_node(g, "ConstantOfShape", {shape}, {halves});
+  g.nodes.back().attrs["value"] =
+      ir::Attribute::make_tensor(Tensor::from_vector(DataType::kFloat32, {1}, std::vector<float>{2.5f}));
+  testing::add_node(g, "ConstantOfShape", {shape}, {ints});
+  g.nodes.back().attrs["value"] =
+      ir::Attribute::make_tensor(Tensor::from_vector(DataType::kInt64, {1}, std::vector<int64_t>{7}));
+  g.outputs = {zeros, halves, ints};
+  for (DataType target : {DataType::kFloat16, DataType::kBFloat16}) {
+    ir::Graph c = g;
+    ASSERT_TRUE(builder::convert_precision(c, target, BuilderConfig{}).ok());
+    const std::string what = dtype_name(target);
+    auto zero = ops::fill_value(c.nodes[0]);
+    ASSERT_TRUE(zero.ok()) << zero.status().to_string();
+    EXPECT_EQ(zero->dtype(), target) << what;
+    EXPECT_EQ(zero->to_float_vector().value(), std::vector<float>{0.f}) << what;
+    auto half = ops::fill_value(c.nodes[1]);
+    ASSERT_TRUE(half.ok()) << half.status().to_string();
+    EXPECT_EQ(half->dtype(), target) << what;
+    EXPECT_EQ(half->to_float_vector().value(), std::vector<float>{2.5f}) << what;
+    auto kept = ops::fill_value(c.nodes[2]);
+    ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+    EXPECT_EQ(kept->dtype(), DataType::kInt64) << what;
+  }
 }
 
 }  // namespace
