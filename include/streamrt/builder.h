@@ -166,6 +166,7 @@ struct BuildReport {
   double calibration_ms = 0;       // time spent running the calibration inputs and in GPTQ
   size_t steps_prequantized = 0;   // steps reading weights the model stored quantized (DequantizeLinear, MatMulNBits)
   size_t steps_tuned = 0;          // steps whose tactic was timed and recorded
+  size_t steps_tuned_reused = 0;   // of those, steps that took the records of an identical step timed before
   size_t kv_pairs_in_place = 0;    // past / present pairs stored with capacity (kv_cache_in_place)
   int64_t kv_capacity = 0;         // their capacity (positions; the largest when they differ)
   double tactic_ms = 0;            // time spent timing tactics

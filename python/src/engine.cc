@@ -169,6 +169,9 @@ py::dict build_report(const EngineHandle& h) {
   d["steps_prequantized"] = r.steps_prequantized;
   d["steps_calibrated"] = r.steps_calibrated;
   d["calibration_ms"] = r.calibration_ms;
+  d["steps_tuned"] = r.steps_tuned;
+  d["steps_tuned_reused"] = r.steps_tuned_reused;
+  d["tactic_ms"] = r.tactic_ms;
   if (h.cache) {
     d["cache_hit"] = h.cache->hit;
     d["cache_key"] = h.cache->key.hex();

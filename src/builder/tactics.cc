@@ -3,6 +3,9 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "builder/progress.h"
 #include "core/logging.h"
@@ -389,8 +392,73 @@ std::optional<std::vector<ops::TensorInfo>> step_inputs(const ir::Node& step, co
   return in;
 }
 
+// Appends a's kind and value to `out`, exactly (floats by their bits); false for a tensor or a
+// subgraph, which no timed op carries and which are not worth comparing.
+bool append_attribute(std::string& out, const ir::Attribute& a) {
+  using K = ir::Attribute::Kind;
+  out += std::to_string(static_cast<int>(a.kind));
+  out += ':';
+  switch (a.kind) {
+    case K::kInt: out += std::to_string(a.i); break;
+    case K::kFloat: out += std::to_string(std::bit_cast<uint32_t>(a.f)); break;
+    case K::kString: out += std::to_string(a.s.size()) + '#' + a.s; break;
+    case K::kInts:
+      for (int64_t v : a.ints) out += std::to_string(v) + ',';
+      break;
+    case K::kFloats:
+      for (float v : a.floats) out += std::to_string(std::bit_cast<uint32_t>(v)) + ',';
+      break;
+    case K::kStrings:
+      for (const std::string& v : a.strings) out += std::to_string(v.size()) + '#' + v;
+      break;
+    case K::kTensor:
+    case K::kGraph: return false;
+  }
+  out += ';';
+  return true;
+}
+
+// What a tuner times: the step's op, its inputs' types and opt dims, its outputs and attributes.
+// Two steps with one key are the same problem to every tuner (they time on random data), so the
+// first one's records serve the other: a stack of identical layers is timed once, and every layer
+// makes the same choice where separate timings, a few percent apart, could flip it from layer to
+// layer. nullopt: not shared (an attribute holding a tensor or a subgraph).
+std::optional<std::string> timing_key(const ir::Node& step, std::span<const ops::TensorInfo> in) {
+  std::string key = step.domain + '|' + step.op_type + '|' + std::to_string(step.opset) + '|';
+  for (const ops::TensorInfo& t : in)
+    key += std::string(dtype_name(t.dtype)) + (t.dtype == DataType::kUndefined ? "" : dims_to_string(t.dims)) + ',';
+  key += '|';
+  for (ir::ValueId v : step.outputs) key += v == ir::kNoValue ? '-' : 'o';
+  key += '|';
+  for (const auto& [name, a] : step.attrs) {
+    key += std::to_string(name.size()) + '#' + name + '=';
+    if (!append_attribute(key, a)) return std::nullopt;
+  }
+  return key;
+}
+
+// What tuning a step did: whether it tuned and the attributes it wrote (its records).
+struct TimedStep {
+  bool tuned = false;
+  std::map<std::string, ir::Attribute> records;
+};
+
+// The attributes of `after` that `before` lacks or held with another value.
+std::map<std::string, ir::Attribute> written_attributes(const std::map<std::string, ir::Attribute>& before,
+                                                        const std::map<std::string, ir::Attribute>& after) {
+  std::map<std::string, ir::Attribute> out;
+  for (const auto& [name, a] : after) {
+    auto it = before.find(name);
+    std::string was, now;
+    if (it == before.end() || !append_attribute(was, it->second) || !append_attribute(now, a) || was != now)
+      out.emplace(name, a);
+  }
+  return out;
+}
+
 // Times every step it can; a step that fails keeps the heuristic. A device error ends the
-// tuning (the device may be unusable for the rest of it).
+// tuning (the device may be unusable for the rest of it). A step the same as one timed before
+// (timing_key) takes that one's records.
 Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, const BuilderConfig& config, BuildReport& rep) {
   const BuilderPasses& passes = config.passes;
   PhaseProgress progress(config, "tactics", plan.steps.size());
@@ -401,6 +469,7 @@ Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, const BuilderConfig&
     return ok_status();
   }
   std::unique_ptr<TacticSession> session;
+  std::map<std::string, TimedStep> timed;  // by timing_key
   for (ir::Node& step : plan.steps) {
     progress.advance();
     // Conv tactics are opt-in (BuilderPasses::conv_tactics says why).
@@ -416,9 +485,18 @@ Status tune_steps(plan::PlanData& plan, TacticTuner& tuner, const BuilderConfig&
       }
       session = std::move(opened).value();
     }
+    const std::optional<std::string> key = timing_key(step, *in);
+    if (auto it = key ? timed.find(*key) : timed.end(); it != timed.end()) {
+      for (const auto& [name, a] : it->second.records) step.attrs[name] = a;
+      rep.steps_tuned += it->second.tuned ? 1 : 0;
+      rep.steps_tuned_reused += it->second.tuned ? 1 : 0;
+      continue;
+    }
+    const std::map<std::string, ir::Attribute> before = step.attrs;
     auto tuned = session->tune(step, *in);
     if (tuned.ok()) {
       rep.steps_tuned += *tuned ? 1 : 0;
+      if (key) timed.emplace(*key, TimedStep{*tuned, written_attributes(before, step.attrs)});
       continue;
     }
     log_warning("tactics: " + step.describe() + " keeps the run-time heuristic: " + tuned.status().to_string());

@@ -21,6 +21,9 @@ def test_io_descriptions(engine):
     assert engine.weights_size == (IN * 128 + 128 + 128 * OUT) * 4
     assert engine.streamable_weights_size == 0
     assert engine.build_report["steps"] == engine.num_steps
+    # A CPU build times nothing (tactics are CUDA's), and says so.
+    assert (engine.build_report["steps_tuned"], engine.build_report["steps_tuned_reused"]) == (0, 0)
+    assert engine.build_report["tactic_ms"] == 0
 
 
 @pytest.mark.parametrize("n", [1, 3, 8])

@@ -303,7 +303,7 @@ struct FakeSession : builder::TacticSession {
     seen->push_back(line);
     if (step.op_type == fail_op) return Status(fail_code, "fake failure");
     if (step.op_type != "MatMul") return false;
-    step.attrs["__fake"] = ir::Attribute::make_int(1);
+    step.attrs["__fake"] = ir::Attribute::make_int(static_cast<int64_t>(seen->size()));  // which timing
     return true;
   }
 };
@@ -376,6 +376,76 @@ TEST_F(ChooseTactics, ADeviceErrorStopsTuning) {
   tuner.fail_code = StatusCode::kDeviceError;
   ASSERT_TRUE(builder::choose_tactics(plan, cuda_config(), nullptr, &tuner).ok());
   EXPECT_EQ(tuner.seen.size(), 1u);
+}
+
+// X [batch, 16] -> MatMul by W1 [16, 16] -> MatMul by W2 [16, 16] -> MatMul by W3 [16, 8]: the first
+// two are the same problem, the third is not.
+plan::PlanData three_matmul_plan(const TempDir& dir) {
+  onnx::ModelProto m = testing::make_model(17);
+  auto* g = m.mutable_graph();
+  testing::add_input(g, "X", onnx::TensorProto_DataType_FLOAT, {std::string("batch"), int64_t{16}});
+  testing::add_output(g, "Y", onnx::TensorProto_DataType_FLOAT, {std::string("batch"), int64_t{8}});
+  *g->add_initializer() = testing::f32_raw("W1", {16, 16}, testing::random_floats(256, 1));
+  *g->add_initializer() = testing::f32_raw("W2", {16, 16}, testing::random_floats(256, 2));
+  *g->add_initializer() = testing::f32_raw("W3", {16, 8}, testing::random_floats(128, 3));
+  testing::add_node(g, "MatMul", "mm1", {"X", "W1"}, {"H1"});
+  testing::add_node(g, "MatMul", "mm2", {"H1", "W2"}, {"H2"});
+  testing::add_node(g, "MatMul", "mm3", {"H2", "W3"}, {"Y"});
+  const std::string path = dir.file("three_matmuls.onnx");
+  testing::write_file(path, testing::serialize(m));
+  BuilderConfig c;
+  c.profiles["X"] = {{1, 16}, {4, 16}, {8, 16}};
+  auto bytes = build_plan_from_onnx(path, c);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+  return testing::read_back(bytes.ok() ? *bytes : std::vector<uint8_t>{});
+}
+
+int64_t fake_record(const plan::PlanData& p, const std::string& node) {
+  for (const ir::Node& s : p.steps)
+    if (s.name == node) return s.has_attr("__fake") ? s.attrs.at("__fake").i : -1;
+  ADD_FAILURE() << "no step " << node;
+  return -1;
+}
+
+TEST_F(ChooseTactics, AStepLikeOneTimedBeforeTakesItsRecords) {
+  plan::PlanData p = three_matmul_plan(dir);
+  ASSERT_EQ(p.steps.size(), 3u);
+  BuildReport rep;
+  ASSERT_TRUE(builder::choose_tactics(p, cuda_config(), &rep, &tuner).ok());
+  EXPECT_EQ(tuner.seen, (std::vector<std::string>{"MatMul 4x16 16x16", "MatMul 4x16 16x8"}));
+  EXPECT_EQ(fake_record(p, "mm1"), 1);
+  EXPECT_EQ(fake_record(p, "mm2"), 1);  // mm1's timing, not timed again
+  EXPECT_EQ(fake_record(p, "mm3"), 2);
+  EXPECT_EQ(rep.steps_tuned, 3u);
+  EXPECT_EQ(rep.steps_tuned_reused, 1u);
+}
+
+TEST_F(ChooseTactics, AnAttributeApartIsTimedAgain) {
+  plan::PlanData p = three_matmul_plan(dir);
+  ASSERT_EQ(p.steps.size(), 3u);
+  for (ir::Node& s : p.steps)
+    if (s.name == "mm2") s.attrs["transpose_hint"] = ir::Attribute::make_float(0.5f);
+  BuildReport rep;
+  ASSERT_TRUE(builder::choose_tactics(p, cuda_config(), &rep, &tuner).ok());
+  EXPECT_EQ(tuner.seen.size(), 3u);
+  EXPECT_EQ(rep.steps_tuned_reused, 0u);
+  // TF32 marks are attributes too: with them every float32 MatMul is marked alike and shares again.
+  plan::PlanData q = three_matmul_plan(dir);
+  BuilderConfig c = cuda_config();
+  c.allow_tf32 = true;
+  tuner.seen.clear();
+  ASSERT_TRUE(builder::choose_tactics(q, c, &rep, &tuner).ok());
+  EXPECT_EQ(tuner.seen.size(), 2u);
+  EXPECT_EQ(fake_record(q, "mm2"), fake_record(q, "mm1"));
+}
+
+TEST_F(ChooseTactics, AFailedTimingIsNotShared) {
+  plan::PlanData p = three_matmul_plan(dir);
+  tuner.fail_op = "MatMul";
+  BuildReport rep;
+  ASSERT_TRUE(builder::choose_tactics(p, cuda_config(), &rep, &tuner).ok());
+  EXPECT_EQ(tuner.seen.size(), 3u);  // mm2 is offered again: mm1's failure says nothing about it
+  EXPECT_EQ(rep.steps_tuned, 0u);
 }
 
 TEST_F(ChooseTactics, StepsWithoutStaticShapesAtOptAreSkipped) {

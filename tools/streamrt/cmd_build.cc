@@ -126,8 +126,9 @@ Command add_build_command(CLI::App& app) {
     std::printf("  weights: %.2f MiB; activations: %.2f MiB planned (%.2f MiB without sharing)\n",
                 rep.weight_bytes / 1048576.0, rep.arena_bytes / 1048576.0, rep.naive_arena_bytes / 1048576.0);
     if (config->device == DeviceType::kCuda)
-      std::printf("  tactics: %zu steps tuned in %.1f ms%s%s\n", rep.steps_tuned, rep.tactic_ms,
-                  config->tactics ? "" : " (--no-tactics)", config->allow_tf32 ? "; tf32 allowed" : "");
+      std::printf("  tactics: %zu steps tuned (%zu with the timings of an identical step) in %.1f ms%s%s\n",
+                  rep.steps_tuned, rep.steps_tuned_reused, rep.tactic_ms, config->tactics ? "" : " (--no-tactics)",
+                  config->allow_tf32 ? "; tf32 allowed" : "");
     if (config->weight_quant.scheme != WeightQuantScheme::kNone)
       std::printf("  weight quantization %s: %zu MatMul / Gemm steps read compressed weights\n",
                   weight_quant_name(config->weight_quant).c_str(), rep.steps_quantized);
