@@ -12,6 +12,9 @@
 # are built once, with this build's library.
 # AB_PLANS: a folder whose plans (KEY.plan) are reused and where missing ones are kept (default OUTDIR/work: each
 # call builds its own), so several A/Bs of one build share their builds.
+# AB_BUILD=each: a builder change instead: A's plans are built with A's library and B's with B's (AB_PLANS/A, /B),
+# the build logs' times and tactics lines printed too. AB_SRT_A / AB_SRT_B: the CLI that builds them (default: this
+# build's; an alt library needs its own CLI where the BuildReport layout changed).
 # Environment: AB_ROUNDS (2), AB_ITERS (200), BENCH_CACHE (/tmp/bench-hf: run.sh's exports are reused; missing
 # ones are made), BENCH_DEVICE (cuda), BENCH_TINY=1 (the tiny configs), STREAMRT_BIN_DIR, PYTHON.
 # Writes OUTDIR/ab.md (median ms of every run, B / A of their means) and prints it; exits 1 when a run failed.
@@ -80,23 +83,34 @@ done
 median() { grep -oE 'median [0-9.]+ ms' "$1" | head -1 | grep -oE '[0-9.]+' || echo failed; }
 rc=0
 lines=("| point | A ms (each round) | B ms (each round) | B / A |" "|---|---|---|---|")
+builds=("| point | plan | build | tactics |" "|---|---|---|---|")
 for key in "${KEYS[@]}"; do
   parse "$key"
   in=$WORK/inputs/$m/$key
   [ -s "$in/streamrt.args" ] || { lines+=("| $key | failed: no inputs ($in/streamrt.args) | | |"); rc=1; continue; }
   mapfile -t args < "$in/streamrt.args"
-  plan=$PLANS/$key.plan
-  lib_for new
-  if [ -s "$plan" ]; then :
-  elif ! "$SRT" build "$CACHE/export/$m$SUFFIX/$kind/model.onnx" -o "$plan" --device "$DEVICE" "${args[0]}" "${args[1]}" \
-      > "$WORK/build_$key.log" 2>&1; then
-    lines+=("| $key | failed: build ($(tail -1 "$WORK/build_$key.log" | cut -c1-120)) | | |"); rc=1; continue
+  # build_plan VARIANT LIB CLI PLAN: PLAN unless it exists; false (and a table line) when the build fails
+  build_plan() {
+    [ -s "$4" ] && return 0
+    mkdir -p "$(dirname "$4")"; lib_for "$2"
+    local log=$WORK/build_${key}$1.log
+    if ! "$3" build "$CACHE/export/$m$SUFFIX/$kind/model.onnx" -o "$4" --device "$DEVICE" "${args[0]}" "${args[1]}" > "$log" 2>&1; then
+      lines+=("| $key | failed: build$1 ($(tail -1 "$log" | cut -c1-120)) | | |"); rc=1; return 1
+    fi
+    builds+=("| $key | $1 | $(grep -oE 'in [0-9.]+ ms' "$log" | head -1) | $(grep -E '^ *tactics:' "$log" | sed 's/^ *//') |")
+  }
+  if [ "${AB_BUILD:-once}" = each ]; then
+    plan_A=$PLANS/A/$key.plan plan_B=$PLANS/B/$key.plan
+    build_plan A "$LIB_A" "${AB_SRT_A:-$SRT}" "$plan_A" && build_plan B "$LIB_B" "${AB_SRT_B:-$SRT}" "$plan_B" || continue
+  else
+    plan_A=$PLANS/$key.plan plan_B=$PLANS/$key.plan
+    build_plan "" new "$SRT" "$plan_A" || continue
   fi
   ta=(); tb=()
   for ((r = 1; r <= ROUNDS; ++r)); do
     for v in A B; do
       declare -n flags=$v
-      if [ $v = A ]; then lib_for "$LIB_A"; else lib_for "$LIB_B"; fi
+      if [ $v = A ]; then lib_for "$LIB_A"; plan=$plan_A; else lib_for "$LIB_B"; plan=$plan_B; fi
       "$SRT" run "$plan" "${args[@]:2}" --device "$DEVICE" --iterations "$ITERS" --warmup 10 "${GRAPH[@]}" "${flags[@]}" \
         > "$WORK/run_${key}_$v$r.log" 2>&1 || rc=1
       t=$(median "$WORK/run_${key}_$v$r.log")
@@ -116,5 +130,6 @@ done
   echo "- $(date -u +%Y-%m-%dT%H:%M:%SZ), $("$SRT" --version 2>/dev/null | head -1), device $DEVICE, $ITERS iterations a run, $ROUNDS rounds (A then B)"
   echo
   printf '%s\n' "${lines[@]}"
+  [ ${#builds[@]} -gt 2 ] && { echo; printf '%s\n' "${builds[@]}"; }
 } | tee "$OUTDIR/ab.md"
 exit $rc
