@@ -80,18 +80,25 @@ def wrap(model, outputs, **fixed):
 
 # ---- cases: name -> (builder, shapes of the two data sets, pad side) ----------------------------------
 
+# The tiny decoder config every LM case starts from.
+TINY_LM = dict(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+               max_position_embeddings=128)
+
+
 def _lm(cls_name, cfg_name, **cfg):
     def build():
-        cfg.setdefault("vocab_size", 256)
-        cfg.setdefault("hidden_size", 32)
-        cfg.setdefault("intermediate_size", 64)
-        cfg.setdefault("num_hidden_layers", 2)
-        cfg.setdefault("num_attention_heads", 4)
-        cfg.setdefault("max_position_embeddings", 128)
-        c = getattr(transformers, cfg_name)(use_cache=False, **cfg)
+        c = getattr(transformers, cfg_name)(use_cache=False, **{**TINY_LM, **cfg})
         c._attn_implementation = "sdpa"
         return getattr(transformers, cls_name)(c), c.vocab_size
     return build
+
+
+def lm_inputs(model, vocab, gen):
+    """A causal LM's case: its logits from input_ids and attention_mask, two left-padded data sets."""
+    m = wrap(model, ["logits"], use_cache=False)
+    m.names = ["input_ids", "attention_mask"]
+    data = [token_inputs(2, 10, vocab, "left", gen), token_inputs(1, 7, vocab, "left", gen)]
+    return m, data, ["logits"]
 
 
 def lm_case(cls_name, cfg_name, **cfg):
@@ -99,10 +106,7 @@ def lm_case(cls_name, cfg_name, **cfg):
 
     def make(gen):
         model, vocab = b()
-        m = wrap(model.eval(), ["logits"], use_cache=False)
-        m.names = ["input_ids", "attention_mask"]
-        data = [token_inputs(2, 10, vocab, "left", gen), token_inputs(1, 7, vocab, "left", gen)]
-        return m, data, ["logits"]
+        return lm_inputs(model.eval(), vocab, gen)
     return make
 
 
@@ -112,12 +116,17 @@ def encoder_case(cls_name, cfg_name, outputs, token_type=False, **cfg):
         c = getattr(transformers, cfg_name)(**cfg)
         c._attn_implementation = "sdpa"
         model = getattr(transformers, cls_name)(c).eval()
-        m = wrap(model, outputs)
-        m.names = ["input_ids", "attention_mask"] + (["token_type_ids"] if token_type else [])
-        data = [token_inputs(2, 12, c.vocab_size, "right", gen, token_type),
-                token_inputs(3, 5, c.vocab_size, "right", gen, token_type)]
-        return m, data, outputs
+        return encoder_inputs(model, c.vocab_size, outputs, token_type, gen)
     return make
+
+
+def encoder_inputs(model, vocab, outputs, token_type, gen):
+    """An encoder's case: `outputs` from input_ids, attention_mask (and token_type_ids), two right-padded
+    data sets."""
+    m = wrap(model, outputs)
+    m.names = ["input_ids", "attention_mask"] + (["token_type_ids"] if token_type else [])
+    data = [token_inputs(2, 12, vocab, "right", gen, token_type), token_inputs(3, 5, vocab, "right", gen, token_type)]
+    return m, data, outputs
 
 
 def vision_case(cls_name, cfg_name, size, **cfg):
@@ -191,14 +200,10 @@ def minilm_case(gen, trained=True):
     return m, data, ["sentence_embedding", "token_embeddings"]
 
 
-def llama_decode_case(gen):
-    """One KV-cache decode step in the layout transformers / optimum export: past_key_values.N.key/value
-    in, present.N.key/value out, attention_mask over past + new tokens (left padding), position_ids; the
-    logits of the last position only, as generate() computes them."""
-    c = transformers.LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
-    c._attn_implementation = "sdpa"
-    model = transformers.LlamaForCausalLM(c).eval()
+def decode_step(model, c, gen):
+    """One KV-cache decode step of `model` (config c) in the layout transformers / optimum export:
+    past_key_values.N.key/value in, present.N.key/value out, attention_mask over past + new tokens (left
+    padding), position_ids; the logits of the last position only, as generate() computes them."""
     layers = c.num_hidden_layers
 
     class Step(torch.nn.Module):
@@ -227,6 +232,16 @@ def llama_decode_case(gen):
     m.names = ["input_ids", "attention_mask", "position_ids"] + past_names
     outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
     data = [decode_inputs(model, c, 2, 6, gen), decode_inputs(model, c, 1, 9, gen)]
+    return m, data, outputs
+
+
+def llama_decode_case(gen):
+    """Llama's decode step (decode_step), with a greedy decode loop's data beside it."""
+    c = transformers.LlamaConfig(vocab_size=256, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    c._attn_implementation = "sdpa"
+    model = transformers.LlamaForCausalLM(c).eval()
+    m, data, outputs = decode_step(model, c, gen)
     m.extra = lambda d: write_decode_loop(model, c, d, gen)
     return m, data, outputs
 
