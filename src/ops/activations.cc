@@ -100,15 +100,13 @@ float gelu_erf(float x) {
                   p4 = 2.8392628335e-04f, p5 = 2.0985616046e-06f;
   constexpr float q1 = 4.9916786732e-01f, q2 = 1.1278285663e-01f, q3 = 1.4705545504e-02f, q4 = 1.1351022576e-03f,
                   q5 = 3.8549679808e-05f;
-  // Clamps as selects of computed values: with -fno-trapping-math (CMakeLists.txt) they become blends
-  // and the element loop vectorizes; as std::min / std::max, or without the flag, it ran scalar.
-  float c = x > 4.f ? 4.f : x;
-  c = c < -4.f ? -4.f : c;
+  // The clamps vectorize only where compares may become selects: this file builds with
+  // -fno-trapping-math (CMakeLists.txt); without it GCC keeps them as branches and the loop scalar.
+  const float c = std::min(4.f, std::max(-4.f, x));
   const float t = c * c;
   const float num = c * (p0 + t * (p1 + t * (p2 + t * (p3 + t * (p4 + t * p5)))));
   const float den = 1.f + t * (q1 + t * (q2 + t * (q3 + t * (q4 + t * q5))));
-  const float r = num / den;
-  return r > 1.f ? 1.f : (r < -1.f ? -1.f : r);
+  return std::min(1.f, std::max(-1.f, num / den));
 }
 
 Status gelu_cpu(KernelContext& ctx) {

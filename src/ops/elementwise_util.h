@@ -80,10 +80,7 @@ Status map_floats(KernelContext& ctx, Fn&& fn) {
     const int64_t n = x.numel();
     // Large tensors on every core (GELU's erf over a BERT layer's [tokens, 4 x hidden] is ~10 ms a core).
     run_in_shares(n, threads_for(n, kElementsPerThread), 64, [&](int64_t i0, int64_t i1) {
-      // A copy of fn: its captured constants are then locals, not memory that the stores to y might
-      // change, so the loop vectorizes (GELU's erf ran scalar, reloading them every element).
-      const std::decay_t<Fn> f = fn;
-      for (int64_t i = i0; i < i1; ++i) py[i] = store<T>(f(load(px[i])));
+      for (int64_t i = i0; i < i1; ++i) py[i] = store<T>(fn(load(px[i])));
     });
     return ok_status();
   });

@@ -439,6 +439,21 @@ TEST_F(ChooseTactics, AnAttributeApartIsTimedAgain) {
   EXPECT_EQ(fake_record(q, "mm2"), fake_record(q, "mm1"));
 }
 
+TEST_F(ChooseTactics, AStepWithATensorAttributeIsNotShared) {
+  plan::PlanData p = three_matmul_plan(dir);
+  ASSERT_EQ(p.steps.size(), 3u);
+  // The same tensor on mm1 and mm2: equal, but tensors are not compared, so each is timed.
+  const Tensor t = Tensor::from_vector(DataType::kFloat32, {2}, std::vector<float>{1.f, 2.f});
+  for (ir::Node& s : p.steps)
+    if (s.name == "mm1" || s.name == "mm2") s.attrs["table"] = ir::Attribute::make_tensor(t);
+  BuildReport rep;
+  ASSERT_TRUE(builder::choose_tactics(p, cuda_config(), &rep, &tuner).ok());
+  EXPECT_EQ(tuner.seen.size(), 3u);
+  EXPECT_EQ(fake_record(p, "mm1"), 1);
+  EXPECT_EQ(fake_record(p, "mm2"), 2);
+  EXPECT_EQ(rep.steps_tuned_reused, 0u);
+}
+
 TEST_F(ChooseTactics, AFailedTimingIsNotShared) {
   plan::PlanData p = three_matmul_plan(dir);
   tuner.fail_op = "MatMul";

@@ -470,6 +470,7 @@ Result<bool> LtSession::tune_few_rows_matmul(ir::Node& step, std::span<const ops
   if (rec == step.attrs.end()) return false;
   SRT_ASSIGN_OR_RETURN(builder::LtAlgoRecord lt, builder::decode_lt_algo(rec->second));
   const bool bias = in.size() > 2 && in[2].dtype != DataType::kUndefined;
+  if (static_cast<uint64_t>(rows * k + k * n + rows * n + n) * es > kMaxScratchBytes) return false;
   SRT_RETURN_IF_ERROR(ensure_ready());
   SRT_RETURN_IF_ERROR(a_.reserve(static_cast<size_t>(rows * k) * es, dt, stream_));
   SRT_RETURN_IF_ERROR(b_.reserve(static_cast<size_t>(k * n) * es, dt, stream_));
